@@ -1,0 +1,54 @@
+"""The ``lockchaos`` command: a thin façade over topology, locks, workload, nemesis and checker.
+
+Every command lives in its own ``chaos.commands`` module; this file only assembles them and
+turns ``UsageError`` into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from chaos.commands import up
+from chaos.errors import UsageError
+
+app = typer.Typer(
+    name="lockchaos",
+    help="Fault-injection correctness tester for Redis distributed locks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Fault-injection correctness tester for Redis distributed locks."""
+
+
+app.command("up")(up.up)
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit status (0 ok, 1 violation, 2 bad input)."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except UsageError as exc:
+        print(f"lockchaos: {exc}", file=sys.stderr)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        print("lockchaos: aborted", file=sys.stderr)
+        return 130
+    except click.ClickException as exc:
+        print(f"lockchaos: {exc.format_message()}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``lockchaos`` sub-command (registered in ``chaos.cli``)."""

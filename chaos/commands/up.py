@@ -1,0 +1,71 @@
+"""``lockchaos up``: start a topology, print its addresses, hold it, tear it down."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chaos import topology
+from chaos.errors import UsageError
+from chaos.signals import sigterm_unwinds
+
+MAX_HOLD_S = 24 * 3600.0  # "until Ctrl-C" still ends some day
+
+
+def up(
+    kind: str = typer.Option("standalone", "--topology", help="standalone or sentinel"),
+    nodes: int = typer.Option(5, "--nodes", help="masters in the standalone topology"),
+    clients: int = typer.Option(2, "--clients", help="clients to create proxied links for"),
+    hold: float = typer.Option(0.0, "--hold", help="seconds to keep it up; 0 = until Ctrl-C"),
+    json_output: bool = typer.Option(False, "--json", help="print the addresses as JSON only"),
+) -> None:
+    """Start a topology on 127.0.0.1, print its addresses (direct and proxied), hold, tear down."""
+    if kind not in topology.KINDS:
+        raise UsageError(f"--topology must be one of {', '.join(topology.KINDS)} (got {kind!r})")
+    if not 0 <= clients <= 64:
+        raise UsageError(f"--clients must be between 0 and 64 (got {clients})")
+    if hold < 0:
+        raise UsageError(f"--hold must be 0 (until Ctrl-C) or a number of seconds (got {hold})")
+    console = Console(stderr=True)
+    with sigterm_unwinds(), topology.start(kind, nodes=nodes) as topo:
+        for i in range(1, clients + 1):
+            topo.client_view(f"c{i}")
+        description = topo.describe()
+        if json_output:
+            print(json.dumps(description), flush=True)
+        else:
+            _print_table(description)
+            console.print(
+                f"holding {'until Ctrl-C' if hold == 0 else f'for {hold:g} s'}; "
+                f"everything is torn down on exit"
+            )
+        deadline = time.monotonic() + (hold or MAX_HOLD_S)
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(left, 0.5))
+        except KeyboardInterrupt:
+            console.print("interrupted: tearing down")
+
+
+def _print_table(description: dict[str, Any]) -> None:
+    console = Console()
+    title = f"{description['topology']} topology — Toxiproxy {description['toxiproxy']}"
+    table = Table(title=title)
+    table.add_column("name")
+    table.add_column("role")
+    table.add_column("direct")
+    table.add_column("proxied (per client)")
+    clients: dict[str, dict[str, str]] = description["clients"]
+    for node in description["nodes"]:
+        name = node["name"]
+        proxied = ", ".join(f"{c}→{links[f'{c}-{name}']}" for c, links in clients.items())
+        table.add_row(node["name"], node["role"], node["direct"], proxied)
+    for i, address in enumerate(description["sentinels"]):
+        table.add_row(f"s{i}", "sentinel", address, "")
+    table.add_row("resource", "resource", str(description["resource"]), "")
+    console.print(table)

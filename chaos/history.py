@@ -1,0 +1,166 @@
+"""The event log every run produces and every checker reads.
+
+One JSON object per line, Jepsen-style: an operation is an ``invoke`` followed by its
+completion from the same process: ``ok`` (it happened), ``fail`` (it certainly did not) or
+``info`` (indeterminate: it may or may not have happened). Single ``info`` events carry
+things that are not operations: nemesis faults, crashes, pause points, run start and end.
+
+Timestamps are ``time.monotonic_ns()`` (CLOCK_MONOTONIC), the one clock every process on the
+machine shares, so events written by different worker processes are comparable. Wall clocks
+are never used: the nemesis jumps them.
+
+Every process appends to the same file with one unbuffered ``O_APPEND`` write per event, so
+a crash loses at most the line being written, and lines never interleave. Lines are *not*
+guaranteed to be in timestamp order (two processes may stamp and write in opposite orders):
+readers sort by ``t``.
+
+See ``docs/history-format.md`` for the full vocabulary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+# Event types.
+INVOKE = "invoke"
+OK = "ok"
+FAIL = "fail"
+INFO = "info"
+
+# Processes that are not clients.
+NEMESIS = "nemesis"
+HARNESS = "harness"
+
+# Client operations.
+ACQUIRE = "acquire"
+RELEASE = "release"
+EXTEND = "extend"
+RENEW = "renew"
+READ = "read"
+WRITE = "write"
+
+# Single info events.
+START = "start"  # harness: run parameters; nemesis: a fault begins
+STOP = "stop"  # nemesis: a fault ends
+CRASH = "crash"  # a client process died (killed); its id may be reused by a fresh process
+PAUSE_POINT = "pause-point"  # a client reached an armed pause-injection point
+FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
+END = "end"  # harness: the run is over
+
+STALE_TOKEN = "stale-token"  # error of a resource access rejected by fencing
+
+
+class Event(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One line of the history.
+
+    ``valid_until`` is the monotonic deadline (ns) up to which the lease the lock granted is
+    valid by the lock's own claim: acquire-invoke time + the validity the lock reported.
+    ``fence`` is a fencing token (a number that grows with every grant) where the lock has one.
+    """
+
+    t: int
+    type: str
+    process: str
+    f: str
+    token: str | None = None
+    valid_until: int | None = None
+    fence: int | None = None
+    value: Any = None
+    error: str | None = None
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Event)
+
+
+def now() -> int:
+    """The history clock: monotonic nanoseconds, shared by all processes on this machine."""
+    return time.monotonic_ns()
+
+
+class HistoryWriter:
+    """Appends events to a history file; safe to share across processes (one per process).
+
+    Each event is one ``os.write`` on an ``O_APPEND`` descriptor, so it reaches the file as
+    soon as it happens and concurrent writers never split each other's lines.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def append(self, event: Event) -> Event:
+        os.write(self._fd, _encoder.encode(event) + b"\n")
+        return event
+
+    def log(self, type: str, process: str, f: str, **fields: Any) -> Event:
+        """Stamp and append an event now; returns it."""
+        return self.append(Event(t=now(), type=type, process=process, f=f, **fields))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class HistoryError(ValueError):
+    """The history cannot be read (not a history, or corrupt before its last line)."""
+
+
+def decode_line(line: bytes) -> Event:
+    return _decoder.decode(line)
+
+
+def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
+    """Events in file order. A truncated last line (a crash mid-write) is skipped with a
+    warning; a bad line anywhere else raises ``HistoryError`` naming the line."""
+    with open(path, "rb") as fh:
+        pending: tuple[int, bytes] | None = None
+        for number, line in enumerate(fh, 1):
+            if pending is not None:
+                yield _decode_or_raise(*pending)
+            pending = (number, line) if line.strip() else None
+        if pending is not None:
+            number, line = pending
+            try:
+                yield decode_line(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                if line.endswith(b"\n"):
+                    raise HistoryError(f"{path}: line {number} is not a history event") from None
+                warnings.warn(
+                    f"{path}: ignoring truncated last line {number}", stacklevel=2
+                )
+
+
+def _decode_or_raise(number: int, line: bytes) -> Event:
+    try:
+        return decode_line(line)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise HistoryError(f"line {number} is not a history event: {exc}") from None
+
+
+def read_history(path: str | os.PathLike[str]) -> list[Event]:
+    """All events sorted by time (stable, so same-instant events keep file order)."""
+    events = list(iter_events(path))
+    events.sort(key=lambda e: e.t)
+    return events
+
+
+def write_history(path: str | os.PathLike[str], events: Iterable[Event]) -> None:
+    """Write a whole history at once (tests, synthetic benchmarks, replays)."""
+    with open(path, "wb") as fh:
+        for event in events:
+            fh.write(_encoder.encode(event) + b"\n")

@@ -1,0 +1,305 @@
+"""The embedded provider: real redis-server, redis-sentinel and toxiproxy-server processes on
+127.0.0.1, in a per-run temporary directory, on ports the kernel picks.
+
+Links (all Toxiproxy proxies):
+
+* ``cX-nI`` — client X's own link to node I, created when the client's view is first asked
+  for, so a fault can hit one client's view of one node and nobody else's;
+* ``int-nI`` (sentinel topology) — node I as the *cluster* sees it: replicas replicate from
+  ``int-n<master>``, replicas announce ``int-nI`` (``replica-announce-port``) and Sentinels
+  monitor through it. Replication and Sentinel share this link on purpose: Sentinel compares
+  the master address a replica reports with its own, and "fixes" any replica whose master
+  address differs (``+fix-slave-config``), so giving them separate proxies would make Sentinel
+  undo the wiring. Cutting ``int-n<master>`` cuts replication (and Sentinel's view of the
+  master, which is how a failover is provoked) without touching any client link.
+
+Clients never see ``int-*`` addresses: the ``ClientView`` routes an address Sentinel reports to
+the client's own proxy for the same node.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from chaos.errors import UsageError
+from chaos.topology import binaries
+from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
+from chaos.topology.ports import free_ports
+from chaos.topology.processes import Supervisor
+from chaos.topology.toxiproxy import Link, ToxiproxyAPI
+
+MASTER_NAME = "lockchaos"
+SENTINELS = 3
+SENTINEL_QUORUM = 2
+REPLICAS = 2
+
+Address = tuple[str, int]
+
+
+def _fmt(address: Address) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
+@dataclass(frozen=True)
+class ClientView:
+    """Everything one client process needs to reach the topology; plain data, picklable.
+
+    ``nodes`` are this client's proxies to every data node, in node order. ``route`` maps an
+    address the Sentinels report (``host:port``) to this client's proxy for the same node.
+    """
+
+    client_id: str
+    nodes: tuple[Address, ...]
+    resource: Address
+    sentinels: tuple[Address, ...] = ()
+    master_name: str | None = None
+    route: dict[str, Address] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SentinelTuning:
+    """Fast-failover settings for tests (Sentinel's defaults are 30 s and 3 min)."""
+
+    down_after_ms: int = 600
+    failover_timeout_ms: int = 3000
+
+
+class LocalTopology:
+    """A running topology. Use as a context manager, or call ``close()``: teardown is total."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        nodes: int = 5,
+        tuning: SentinelTuning | None = None,
+        persistence: str = "none",
+    ) -> None:
+        if kind not in ("standalone", "sentinel"):
+            raise UsageError(f"unknown topology {kind!r}: choose standalone or sentinel")
+        if kind == "standalone":
+            check_node_count(nodes)
+        self.kind = kind
+        self.tuning = tuning or SentinelTuning()
+        for program in ("redis-server", "redis-sentinel", "toxiproxy-server"):
+            binaries.find(program)  # fail fast, with one clear line, before starting anything
+        binaries.libfaketime()
+        self.run_dir = Path(tempfile.mkdtemp(prefix="lockchaos-"))
+        self.supervisor = Supervisor(self.run_dir)
+        self.nodes: list[RedisNode] = []
+        self.sentinels: list[SentinelNode] = []
+        self.internal: list[Link] = []
+        self._client_links: dict[str, list[Link]] = {}
+        self._closed = False
+        try:
+            data_nodes = nodes if kind == "standalone" else 1 + REPLICAS
+            self._start(data_nodes, persistence)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def _start(self, data_nodes: int, persistence: str) -> None:
+        sentinel = self.kind == "sentinel"
+        extra = data_nodes + SENTINELS if sentinel else 0
+        ports = free_ports(2 + data_nodes + extra)
+        api_port, resource_port = ports[0], ports[1]
+        node_ports = ports[2 : 2 + data_nodes]
+        internal_ports = ports[2 + data_nodes : 2 + 2 * data_nodes] if sentinel else []
+        sentinel_ports = ports[2 + 2 * data_nodes :] if sentinel else []
+
+        self.supervisor.spawn(
+            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
+            log=self.run_dir / "toxiproxy.log",
+        )
+        self.resource = self._node("resource", resource_port, persistence="none")
+        self.resource.start()
+        self.toxiproxy = ToxiproxyAPI(api_port)
+        self.toxiproxy.wait_ready()
+        if sentinel:
+            self.internal = [
+                self.toxiproxy.create(f"int-n{i}", internal_ports[i], node_ports[i])
+                for i in range(data_nodes)
+            ]
+        for i, port in enumerate(node_ports):
+            node = self._node(f"n{i}", port, persistence=persistence)
+            if sentinel:
+                node.announce_port = internal_ports[i]
+                node.replicaof = internal_ports[0] if i else None
+            node.start()
+            self.nodes.append(node)
+        for node in [self.resource, *self.nodes]:
+            node.wait_ready()
+        if sentinel:
+            for replica in self.nodes[1:]:
+                wait_until(partial(_synced, replica), f"{replica.name} to sync with its master")
+            self._start_sentinels(sentinel_ports, internal_ports)
+
+    def _node(self, name: str, port: int, *, persistence: str) -> RedisNode:
+        return RedisNode(
+            name=name,
+            port=port,
+            directory=self.run_dir / name,
+            supervisor=self.supervisor,
+            persistence=persistence,
+        )
+
+    def _start_sentinels(self, ports: list[int], internal_ports: list[int]) -> None:
+        ids = [secrets.token_hex(20) for _ in ports]
+        for j, port in enumerate(ports):
+            lines = [
+                f"sentinel myid {ids[j]}",
+                f"sentinel monitor {MASTER_NAME} 127.0.0.1 {internal_ports[0]} {SENTINEL_QUORUM}",
+                f"sentinel down-after-milliseconds {MASTER_NAME} {self.tuning.down_after_ms}",
+                f"sentinel failover-timeout {MASTER_NAME} {self.tuning.failover_timeout_ms}",
+                f"sentinel parallel-syncs {MASTER_NAME} {REPLICAS}",
+            ]
+            # Seeding peers and replicas spares the 2 s wait for the first hello messages.
+            lines += [
+                f"sentinel known-replica {MASTER_NAME} 127.0.0.1 {p}" for p in internal_ports[1:]
+            ]
+            lines += [
+                f"sentinel known-sentinel {MASTER_NAME} 127.0.0.1 {ports[k]} {ids[k]}"
+                for k in range(len(ports))
+                if k != j
+            ]
+            node = SentinelNode(
+                name=f"s{j}",
+                port=port,
+                directory=self.run_dir / f"s{j}",
+                supervisor=self.supervisor,
+                config_lines=lines,
+            )
+            node.start()
+            self.sentinels.append(node)
+        for node in self.sentinels:
+            node.wait_ready()
+            wait_until(partial(_knows_all, node), f"{node.name} to see the cluster")
+
+    # -- what clients and faults use -----------------------------------------------------
+
+    def client_view(self, client_id: str) -> ClientView:
+        """The client's own proxies to every node (created on first use)."""
+        links = self._client_links.get(client_id)
+        if links is None:
+            ports = free_ports(len(self.nodes))
+            links = [
+                self.toxiproxy.create(f"{client_id}-{node.name}", port, node.port)
+                for node, port in zip(self.nodes, ports, strict=True)
+            ]
+            self._client_links[client_id] = links
+        route = {
+            _fmt(internal.address): link.address
+            for internal, link in zip(self.internal, links, strict=False)
+        }
+        return ClientView(
+            client_id=client_id,
+            nodes=tuple(link.address for link in links),
+            resource=self.resource.address,
+            sentinels=tuple(s.address for s in self.sentinels),
+            master_name=MASTER_NAME if self.sentinels else None,
+            route=route,
+        )
+
+    def client_links(self, client_id: str) -> list[Link]:
+        """The proxies of one client, one per node (``client_view`` must have been called)."""
+        return list(self._client_links[client_id])
+
+    @property
+    def clients(self) -> list[str]:
+        return list(self._client_links)
+
+    def master_index(self) -> int:
+        """Index of the node the Sentinels currently call master (always 0 when standalone)."""
+        if not self.sentinels:
+            return 0
+        for sentinel in self.sentinels:
+            if not sentinel.running:
+                continue
+            with sentinel.client(decode_responses=True) as conn:
+                _, port = conn.sentinel_get_master_addr_by_name(MASTER_NAME)
+            for i, link in enumerate(self.internal):
+                if link.listen_port == int(port):
+                    return i
+        raise RuntimeError("no Sentinel could name the master")
+
+    def describe(self) -> dict[str, Any]:
+        """Addresses, direct and proxied, as plain JSON-able data."""
+        nodes = []
+        for i, node in enumerate(self.nodes):
+            entry: dict[str, Any] = {"name": node.name, "direct": _fmt(node.address)}
+            if self.internal:
+                entry["internal"] = _fmt(self.internal[i].address)
+                entry["role"] = "master" if i == self.master_index() else "replica"
+            else:
+                entry["role"] = "master"
+            nodes.append(entry)
+        return {
+            "topology": self.kind,
+            "run_dir": str(self.run_dir),
+            "toxiproxy": self.toxiproxy.url,
+            "resource": _fmt(self.resource.address),
+            "nodes": nodes,
+            "sentinels": [_fmt(s.address) for s in self.sentinels],
+            "master_name": MASTER_NAME if self.sentinels else None,
+            "clients": {
+                client: {link.name: _fmt(link.address) for link in links}
+                for client, links in self._client_links.items()
+            },
+        }
+
+    # -- teardown ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill every process this topology started and delete its directory. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.supervisor.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalTopology:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _pairs(flat: Any) -> dict[str, Any]:
+    """Sentinel replies are flat [key, value, key, value, …] lists (or already dicts)."""
+    if isinstance(flat, dict):
+        return flat
+    return dict(zip(flat[::2], flat[1::2], strict=False))
+
+
+def _synced(replica: RedisNode) -> bool:
+    return replica.info("replication").get("master_link_status") == "up"
+
+
+def _knows_all(sentinel: SentinelNode) -> bool:
+    """Sentinel sees an up master, both replicas connected and both peers."""
+    with sentinel.client(decode_responses=True) as conn:
+        master = conn.execute_command("SENTINEL", "MASTER", MASTER_NAME)
+        replicas = conn.execute_command("SENTINEL", "REPLICAS", MASTER_NAME)
+        peers = conn.execute_command("SENTINEL", "SENTINELS", MASTER_NAME)
+    flags = _pairs(master).get("flags", "")
+    up_replicas = [r for r in replicas if "disconnected" not in _pairs(r).get("flags", "")]
+    return (
+        "master" in flags
+        and "down" not in flags
+        and len(up_replicas) == REPLICAS
+        and len(peers) == SENTINELS - 1
+    )

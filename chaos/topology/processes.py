@@ -1,0 +1,110 @@
+"""Child processes that cannot outlive the runner.
+
+Two independent guarantees:
+
+* every child is started with ``PR_SET_PDEATHSIG = SIGKILL`` in its own session, so the
+  kernel kills it the moment the runner dies, however it dies (SIGKILL included) — and a
+  Ctrl-C at the terminal reaches only the runner, which tears down in order;
+* a small reaper process (``python -m chaos.topology.reaper``) watches the runner and, when
+  it is gone, kills whatever pid is still listed in the run directory and deletes the
+  directory, so even SIGKILL leaves no temp dir behind.
+
+``PDEATHSIG`` fires when the *thread* that forked the child exits: start topologies from a
+thread that lives as long as they do (the main thread, normally).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+PIDS_FILE = "pids"
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent thread exits."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+def start_time(pid: int) -> str:
+    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): with the pid, it
+    names one process for good, even after the pid is recycled."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _child_setup() -> None:
+    die_with_parent(signal.SIGKILL)
+
+
+class Supervisor:
+    """Starts children for one run directory and records their pids for the reaper."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._reaper = subprocess.Popen(
+            [sys.executable, "-m", "chaos.topology.reaper", str(os.getpid()), str(run_dir)],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **env} if env else None,
+                preexec_fn=_child_setup,
+                start_new_session=True,
+            )
+        self._children.append(proc)
+        with open(self.run_dir / PIDS_FILE, "a") as fh:
+            fh.write(f"{proc.pid} {start_time(proc.pid)}\n")
+        return proc
+
+    def stop_all(self) -> None:
+        """Kill every child still running and wait for it (SIGCONT first: a stopped process
+        only dies once it runs)."""
+        for proc in self._children:
+            if proc.poll() is None:
+                for sig in (signal.SIGKILL, signal.SIGCONT):
+                    try:
+                        os.kill(proc.pid, sig)
+                    except ProcessLookupError:
+                        break
+        for proc in self._children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        self._children.clear()
+
+    def close(self) -> None:
+        """Stop children, then dismiss the reaper (it would find nothing left to do)."""
+        self.stop_all()
+        if self._reaper.poll() is None:
+            self._reaper.send_signal(signal.SIGUSR1)
+            try:
+                self._reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()

@@ -1,0 +1,112 @@
+"""The one place lockchaos talks to Toxiproxy.
+
+toxiproxy-python keeps its server address in class attributes (``APIConsumer.host/port``), so
+it can only speak to one server per process; ``ToxiproxyAPI`` points it at ours once and is
+the only code that calls it. Everything else asks this module for links by name.
+
+Toxiproxy semantics worth knowing (they shape the faults): disabling a proxy closes its
+existing connections and refuses new ones; the ``timeout`` toxic drops data rather than
+holding it and closes the connection when removed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from toxiproxy.api import APIConsumer
+from toxiproxy.proxy import Proxy
+from toxiproxy.server import Toxiproxy
+
+from chaos.errors import UsageError
+
+READY_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Link:
+    """A proxy: clients connect to ``listen_port``; Toxiproxy forwards to ``upstream_port``."""
+
+    name: str
+    listen_port: int
+    upstream_port: int
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.listen_port)
+
+
+class ToxiproxyAPI:
+    """Proxies and toxics on one Toxiproxy server."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.host, self.port = host, port
+        APIConsumer.host, APIConsumer.port = host, port
+        self._server = Toxiproxy()
+        self._proxies: dict[str, Proxy] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait until the API answers; ``UsageError`` if it never does."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{self.url}/version", timeout=0.5).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.02)
+        raise UsageError(f"Toxiproxy at {self.url} is unreachable (is toxiproxy-server running?)")
+
+    def create(self, name: str, listen_port: int, upstream_port: int) -> Link:
+        proxy = self._server.create(
+            upstream=f"127.0.0.1:{upstream_port}", name=name, listen=f"127.0.0.1:{listen_port}"
+        )
+        self._proxies[name] = proxy
+        return Link(name, listen_port, upstream_port)
+
+    def _proxy(self, name: str) -> Proxy:
+        try:
+            return self._proxies[name]
+        except KeyError:
+            raise UsageError(f"no Toxiproxy link named {name!r}") from None
+
+    def disable(self, name: str) -> None:
+        """Cut the link: open connections are closed, new ones refused."""
+        self._proxy(name).disable()
+
+    def enable(self, name: str) -> None:
+        self._proxy(name).enable()
+
+    def add_toxic(
+        self,
+        name: str,
+        toxic_type: str,
+        *,
+        stream: str = "downstream",
+        toxic_name: str | None = None,
+        toxicity: float = 1.0,
+        **attributes: Any,
+    ) -> str:
+        """Add a toxic (``latency``, ``timeout``, ``reset_peer``, …); returns its name."""
+        toxic_name = toxic_name or f"{toxic_type}_{stream}"
+        self._proxy(name).add_toxic(
+            type=toxic_type,
+            stream=stream,
+            name=toxic_name,
+            toxicity=toxicity,
+            attributes=attributes,
+        )
+        return toxic_name
+
+    def remove_toxic(self, name: str, toxic_name: str) -> None:
+        self._proxy(name).destroy_toxic(toxic_name)
+
+    def reset(self) -> None:
+        """Enable every proxy and remove every toxic."""
+        self._server.reset()
