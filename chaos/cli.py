@@ -11,7 +11,7 @@ import sys
 import click
 import typer
 
-from chaos.commands import up
+from chaos.commands import check, demo, list_, run, up
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -29,13 +29,18 @@ def _root() -> None:
 
 
 app.command("up")(up.up)
+app.command("run")(run.run)
+app.command("check-history")(check.check_history)
+app.command("list")(list_.list_)
+app.command("demo")(demo.demo)
 
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit status (0 ok, 1 violation, 2 bad input)."""
     try:
-        app(args=argv, standalone_mode=False)
+        # In non-standalone mode click returns the code of a ``typer.Exit`` instead of raising.
+        code = app(args=argv, standalone_mode=False)
     except UsageError as exc:
         print(f"lockchaos: {exc}", file=sys.stderr)
         return 2
@@ -47,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         print(f"lockchaos: {exc.format_message()}", file=sys.stderr)
         return 2
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

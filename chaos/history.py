@@ -11,8 +11,8 @@ are never used: the nemesis jumps them.
 
 Every process appends to the same file with one unbuffered ``O_APPEND`` write per event, so
 a crash loses at most the line being written, and lines never interleave. Lines are *not*
-guaranteed to be in timestamp order (two processes may stamp and write in opposite orders):
-readers sort by ``t``.
+guaranteed to be in timestamp order across processes (two processes may stamp and write in
+opposite orders); within one process they are.
 
 See ``docs/history-format.md`` for the full vocabulary.
 """
@@ -20,6 +20,7 @@ See ``docs/history-format.md`` for the full vocabulary.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -95,14 +96,20 @@ class HistoryWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
 
     def append(self, event: Event) -> Event:
         os.write(self._fd, _encoder.encode(event) + b"\n")
         return event
 
     def log(self, type: str, process: str, f: str, **fields: Any) -> Event:
-        """Stamp and append an event now; returns it."""
-        return self.append(Event(t=now(), type=type, process=process, f=f, **fields))
+        """Stamp and append an event now; returns it.
+
+        Stamping and writing happen under one lock, so the events of one process (whatever
+        thread logs them: a watchdog's renewals, say) reach the file in time order — which
+        lets the checker stream the file instead of sorting it."""
+        with self._lock:
+            return self.append(Event(t=now(), type=type, process=process, f=f, **fields))
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -26,7 +26,7 @@ from chaos.topology import binaries
 from chaos.topology.processes import Supervisor
 
 READY_TIMEOUT_S = 15.0
-POLL_S = 0.01
+POLL_S = 0.002
 
 
 def wait_until(
@@ -165,18 +165,14 @@ class RedisNode(_Server):
         self.process = self.supervisor.spawn(self.argv(), log=self.log, env=env)
 
     def restart(self, *, empty: bool = True) -> None:
-        """Kill -9 (if running) and start again on the same port.
+        """Kill -9 (if running) and start again on the same port (see ``restart_nodes``)."""
+        restart_nodes([self], empty=empty)
 
-        ``empty`` wipes the data directory first; with ``persistence="aof-always"`` and
-        ``empty=False`` the node comes back with every write it acknowledged.
-        """
-        self.kill()
-        if empty:
-            for path in self.directory.iterdir():
-                if path.name not in {"faketime", "server.log"}:
-                    _remove(path)
-        self.start()
-        self.wait_ready()
+    def wipe(self) -> None:
+        """Delete the node's data files (not its clock file or log)."""
+        for path in self.directory.iterdir():
+            if path.name not in {"faketime", "server.log"}:
+                _remove(path)
 
     def set_clock_offset(self, seconds: float) -> None:
         """Move this node's wall clock to true time + ``seconds`` (negative: into the past).
@@ -218,6 +214,22 @@ class SentinelNode(_Server):
         self.config.write_text("\n".join(header + self.config_lines) + "\n")
         argv = [binaries.find("redis-sentinel"), str(self.config)]
         self.process = self.supervisor.spawn(argv, log=self.log)
+
+
+def restart_nodes(nodes: list[RedisNode], *, empty: bool = True) -> None:
+    """Kill -9 every node, then start them all again on their ports, in parallel.
+
+    ``empty`` wipes the data first; with ``persistence="aof-always"`` and ``empty=False`` a
+    node comes back with every write it acknowledged.
+    """
+    for node in nodes:
+        node.kill()
+        if empty:
+            node.wipe()
+    for node in nodes:
+        node.start()
+    for node in nodes:
+        node.wait_ready()
 
 
 def _remove(path: Path) -> None:

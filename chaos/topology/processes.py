@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +51,12 @@ def _child_setup() -> None:
     die_with_parent(signal.SIGKILL)
 
 
+# util-linux's setpriv sets the parent-death signal and execs the program, which lets Python
+# spawn with vfork: ~1 ms a child instead of ~13 ms for a full fork with a preexec_fn. That
+# speed matters: a node restart must fit inside a holder's critical section.
+_SETPRIV = shutil.which("setpriv")
+
+
 class Supervisor:
     """Starts children for one run directory and records their pids for the reaper."""
 
@@ -69,14 +76,15 @@ class Supervisor:
         log: Path,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
+        prefix = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                list(argv),
+                [*prefix, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **env} if env else None,
-                preexec_fn=_child_setup,
+                preexec_fn=None if _SETPRIV else _child_setup,
                 start_new_session=True,
             )
         self._children.append(proc)

@@ -1,0 +1,197 @@
+"""A campaign: one lock, a set of faults, one seed → a run directory with a verdict.
+
+It picks the topology the lock and its faults need, starts it fresh, plays a seeded schedule
+of faults against the workload, and checks the history. Topology, workload and nemesis write
+the history; the checker reads only the history: a verdict can always be re-derived from the
+run directory with ``lockchaos check-history``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos import checker, locks, topology
+from chaos.errors import UsageError
+from chaos.nemesis import FAULTS, ScheduledNemesis, generate
+from chaos.nemesis.schedule import Schedule
+from chaos.workload import WorkloadConfig, run_workload
+from chaos.workload.pool import WorkerPool
+
+TOPOLOGIES = ("auto", *topology.KINDS)
+REDLOCK_NODES = 5
+EXTENDED_DURING_WORK = {"lua-extend"}  # seed 001's RedisLockV2 demo extends while it works
+STOP_CHECK_S = 0.5
+
+
+@dataclass(frozen=True)
+class Campaign:
+    lock: str
+    faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    topology: str = "auto"
+    nodes: int | None = None
+    clients: int = 5
+    duration_s: float = 20.0
+    ttl_ms: int = 200
+    work_ms: float = 50.0
+    seed: int = 1
+    stop_on_first: bool = False
+    fail_on: str = "hard"
+    extend_during_work: bool | None = None  # None: only for locks designed for it
+
+    def validate(self) -> None:
+        if self.topology not in TOPOLOGIES:
+            raise UsageError(f"--topology must be one of {', '.join(TOPOLOGIES)}")
+        if not 1 <= self.clients <= 64:
+            raise UsageError(f"--clients must be between 1 and 64 (got {self.clients})")
+        if not 0 < self.duration_s <= 3600:
+            raise UsageError(f"--duration must be between 0 and 3600 s (got {self.duration_s})")
+        if not 10 <= self.ttl_ms <= 600_000:
+            raise UsageError(f"--ttl-ms must be between 10 and 600000 (got {self.ttl_ms})")
+        if not 0 <= self.work_ms <= 600_000:
+            raise UsageError(f"--work-ms must be between 0 and 600000 (got {self.work_ms})")
+        if self.fail_on not in checker.KINDS:
+            raise UsageError(f"--fail-on must be one of {', '.join(checker.KINDS)}")
+        locks.load(self.lock)
+
+    @property
+    def fault_names(self) -> list[str]:
+        return [name for name, _ in self.faults]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The topology a campaign runs on."""
+
+    kind: str
+    nodes: int
+    persistence: str
+
+
+def choose_layout(campaign: Campaign) -> Layout:
+    """The topology the lock and faults need; ``UsageError`` for choices that cannot mix."""
+    info = locks.info(campaign.lock)
+    needs_masters = info is not None and info.topology == "standalone"
+    sentinel_faults = [n for n in campaign.fault_names if FAULTS[n].needs == "sentinel"]
+    if sentinel_faults and needs_masters:
+        raise UsageError(
+            f"{sentinel_faults[0]} needs the sentinel topology, but {campaign.lock} needs "
+            f"independent masters: drop {sentinel_faults[0]} or pick a single-master lock"
+        )
+    kind = campaign.topology
+    if kind == "auto":
+        kind = "sentinel" if sentinel_faults else "standalone"
+    if kind == "standalone" and sentinel_faults:
+        raise UsageError(f"{sentinel_faults[0]} needs --topology sentinel (or auto)")
+    nodes = campaign.nodes or (REDLOCK_NODES if needs_masters else 1)
+    locks.check_topology(campaign.lock, kind, nodes)
+    persistence = "none"
+    for name in campaign.fault_names:
+        if FAULTS[name].persistence != "none":
+            persistence = FAULTS[name].persistence
+    return Layout(kind, nodes, persistence)
+
+
+def run_dir_for(out: Path, campaign: Campaign) -> Path:
+    faults = "+".join(campaign.fault_names) or "no-faults"
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{campaign.lock}-{faults}-s{campaign.seed}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = out / f"{stamp}-{slug}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = out / f"{stamp}-{slug}-{suffix}"
+    return path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_dir: Path
+    verdict: checker.Verdict
+    schedule: Schedule
+    completed_ops: int
+    nemesis_errors: list[str]
+    fail_on: str = "hard"
+
+    @property
+    def failed(self) -> bool:
+        return checker.fails(self.verdict, self.fail_on)
+
+
+def run_campaign(campaign: Campaign, out: Path) -> Outcome:
+    """Run one campaign on a fresh topology; writes history.jsonl, schedule.json, verdict.json."""
+    campaign.validate()
+    layout = choose_layout(campaign)
+    schedule = generate(
+        campaign.faults, seed=campaign.seed, duration_s=campaign.duration_s, ttl_ms=campaign.ttl_ms
+    )
+    run_dir = run_dir_for(out, campaign)
+    run_dir.mkdir(parents=True)
+    schedule.save(run_dir / "schedule.json")
+    history_path = run_dir / "history.jsonl"
+    config = WorkloadConfig(
+        lock=campaign.lock,
+        ttl_ms=campaign.ttl_ms,
+        work_ms=campaign.work_ms,
+        duration_s=campaign.duration_s,
+        extend_during_work=(
+            campaign.lock in EXTENDED_DURING_WORK
+            if campaign.extend_during_work is None
+            else campaign.extend_during_work
+        ),
+    )
+    nemesis = ScheduledNemesis(schedule)
+    params = {"faults": campaign.fault_names, "schedule": schedule.to_json()}
+    with topology.start(
+        layout.kind, nodes=layout.nodes, persistence=layout.persistence
+    ) as topo:
+        watcher = _StopOnFirst(history_path, campaign.fail_on) if campaign.stop_on_first else None
+        result = run_workload(
+            topo,
+            config,
+            history_path,
+            clients=campaign.clients,
+            seed=campaign.seed,
+            nemesis=nemesis,
+            params=params,
+            on_start=watcher.watch if watcher else None,
+        )
+    verdict = checker.check_file(history_path)
+    (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n")
+    (run_dir / "campaign.json").write_text(
+        json.dumps({**asdict(campaign), "layout": asdict(layout)}, indent=2) + "\n"
+    )
+    return Outcome(
+        run_dir, verdict, schedule, result.completed_ops, nemesis.errors, campaign.fail_on
+    )
+
+
+class _StopOnFirst:
+    """Checks the history so far every half second and stops the workers at the first
+    violation at or above ``fail_on`` (the checker is pure: a partial history is fine)."""
+
+    def __init__(self, history_path: Path, fail_on: str) -> None:
+        self.history_path = history_path
+        self.fail_on = fail_on
+
+    def watch(self, pool: WorkerPool) -> None:
+        thread = threading.Thread(target=self._loop, args=(pool,), name="stop-on-first")
+        thread.daemon = True
+        thread.start()
+
+    def _loop(self, pool: WorkerPool) -> None:
+        deadline = time.monotonic() + pool.config.duration_s + 5
+        while time.monotonic() < deadline and not pool.stopping:
+            time.sleep(STOP_CHECK_S)
+            try:
+                verdict = checker.check_file(self.history_path)
+            except Exception:  # a half-written line: try again next tick
+                continue
+            if checker.fails(verdict, self.fail_on):
+                pool.request_stop()
+                return

@@ -1,0 +1,235 @@
+"""Plain-language explanations, built only from what the history recorded.
+
+Each violation gets one paragraph a person can act on: who held the lock, when, what each
+lease promised, which faults were active, and above all *how* the earlier holder's key went
+away before the later client acquired. The cause is searched in a fixed order, from the most
+direct evidence to the least:
+
+1. another client's release returned true while the earlier holder held the lock (it can
+   only have deleted the earlier holder's key);
+2. a fault that loses keys (failover, clock jump, crash-restart) began or ended in between;
+3. the earlier lease had simply expired (the holder was paused, or its work outran the TTL);
+4. none of the above: the lock granted a key that should still have existed.
+
+Times are seconds since the run started, with millisecond precision.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+
+from chaos.checker.data import LostWrite
+from chaos.checker.holds import NEVER, Hold
+from chaos.checker.liveness import Outage
+from chaos.checker.overlaps import Overlap
+from chaos.checker.timeline import STALLING_FAULTS, Fault, PausePoint, Timeline
+
+MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
+
+
+class Clock:
+    """Monotonic ns → seconds since the run started."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.start = timeline.start
+        self.end = timeline.end
+
+    def seconds(self, t: int) -> float:
+        """For verdict fields; the end of the history stands in for ``NEVER``."""
+        return round(((self.end if t >= NEVER else t) - self.start) / 1e9, 6)
+
+    def at(self, t: int) -> str:
+        if t >= NEVER:
+            return f"the end of the history ({self.at(self.end)})"
+        return f"{(t - self.start) / 1e9:.3f} s"
+
+    def deadline(self, t: int) -> str:
+        return "no deadline" if t >= NEVER else self.at(t)
+
+
+def overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str]:
+    """The cause (a short tag) and the explanation of one overlapping pair."""
+    a, b = ov.first, ov.second
+    at = clock.at
+    head = f"{a.process} and {b.process} both held the lock from {at(ov.start)} to {at(ov.end)}"
+    if ov.both_valid is not None:
+        valid_from, valid_until = ov.both_valid
+        head = f"hard: {head}, both leases valid from {at(valid_from)} to {at(valid_until)}."
+    else:
+        head = f"soft: {head}, but never both within their leases."
+    leases = (
+        f"{a.process} acquired at {at(a.start)} (lease until "
+        f"{clock.deadline(a.deadline_at(ov.start))}); {b.process} acquired at {at(b.start)} "
+        f"(lease until {clock.deadline(b.deadline_at(ov.start))})."
+    )
+    cause, why = _cause(a, b, timeline, clock)
+    return cause, " ".join([head, leases, f"{why}.", *_faults(timeline, a.start, ov.end, clock)])
+
+
+def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str]:
+    """How ``a``'s key went away before ``b`` acquired (see the module docstring)."""
+    at = clock.at
+    found = timeline.foreign_release(a, b.start)
+    if found is not None:
+        release, certain = found
+        if certain:
+            text = (
+                f"{release.process} released {a.process}'s lock at {at(release.acked)}: "
+                f"{release.process}'s release returned true while {a.process} held it"
+            )
+        else:
+            paused = timeline.pauses_of(release.process, release.invoked, release.acked)
+            stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+            text = (
+                f"{release.process} released {a.process}'s lock: {release.process}'s release, "
+                f"invoked at {at(release.invoked)}{stalled}, was still in flight when "
+                f"{a.process} acquired and returned true at {at(release.acked)}"
+            )
+        lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
+        if lapsed is not None:
+            text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
+        return ("foreign-release" if certain else "in-flight-release"), text
+    loss = timeline.key_loss(a.start, b.start)
+    if loss is not None:
+        t, fault = loss
+        began = "began" if t == fault.start else "ended"
+        return fault.name, (
+            f"{fault.name} {fault.id} {began} at {at(t)}, after {a.process} acquired and "
+            f"before {b.process} did: {a.process}'s key did not survive it"
+        )
+    lapsed = a.lapsed_before(b.start)
+    if lapsed is not None:
+        return "lease-expired", (
+            f"{a.process}'s lease expired at {at(lapsed)} while {a.process} still held it "
+            f"({_stalled(a, b.start, timeline, clock)})"
+        )
+    return "unexplained", (
+        f"the lock granted {b.process} while {a.process}'s key should still have existed"
+    )
+
+
+def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
+    """What kept ``hold``'s client busy past its lease, as far as the history shows."""
+    seen = [
+        _fault(fault, clock)
+        for fault in timeline.faults_during(hold.start, until)
+        if fault.name in STALLING_FAULTS and fault.hits(hold.process)
+    ]
+    seen += [_pause(point, clock) for point in timeline.pauses_of(hold.process, hold.start, until)]
+    if not seen:
+        return f"no pause is recorded for {hold.process}: its work outran the lease"
+    return f"{hold.process} was stalled: " + "; ".join(seen)
+
+
+def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
+    """Why nobody could acquire for so long."""
+    at = clock.at
+    length = out.end - out.start
+    parts = [
+        f"liveness: no client held the lock from {at(out.start)} to {at(out.end)} "
+        f"({length / 1e9:.3f} s, {length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) while "
+        f"{out.failures} acquire attempts failed; {_previous(out.previous, timeline, clock)}."
+    ]
+    since = out.previous.start if out.previous else timeline.start
+    for attempt in timeline.unsure_between(since, out.end)[-MAX_LISTED:]:
+        if attempt.crashed is not None:
+            parts.append(
+                f"{attempt.process}'s acquire invoked at {at(attempt.invoked)} never "
+                f"completed: {attempt.process} crashed at {at(attempt.crashed)}"
+                f"{_last_pause(attempt.process, attempt.invoked, attempt.crashed, timeline)}."
+            )
+        else:
+            parts.append(
+                f"{attempt.process}'s acquire invoked at {at(attempt.invoked)} was "
+                f"indeterminate ({attempt.error}): it may hold a key nobody will release."
+            )
+    return " ".join(parts + _faults(timeline, out.gap[0], out.end, clock))
+
+
+def _previous(hold: Hold | None, timeline: Timeline, clock: Clock) -> str:
+    if hold is None:
+        return "nobody had held it before"
+    ended = f"the last holder {hold.process}"
+    if hold.ended_by == "crash":
+        pause = _last_pause(hold.process, hold.start, hold.end, timeline)
+        return f"{ended} crashed at {clock.at(hold.end)}{pause}"
+    outcome = {"ok": "returned true", "fail": "returned false", "info": "was indeterminate"}
+    return (
+        f"{ended} released it at {clock.at(hold.end)} (the release "
+        f"{outcome.get(hold.released or '', 'never completed')})"
+    )
+
+
+def _last_pause(process: str, lo: int, hi: int, timeline: Timeline) -> str:
+    points = timeline.pauses_of(process, lo, hi)
+    if not points:
+        return ""
+    return f" right after reaching pause-point {points[-1].command} ({points[-1].action})"
+
+
+def lost_writes(lost: list[LostWrite], read_at: int, overlaps: list[Overlap],
+                timeline: Timeline, clock: Clock) -> str:
+    """Which acknowledged writes vanished from the final read (taken at ``read_at``), and
+    what their writer was doing at the time."""
+    writers = {write.process for write in lost}
+    holds: dict[str, list[Hold]] = defaultdict(list)
+    for hold in timeline.holds:
+        if hold.process in writers:
+            holds[hold.process].append(hold)
+    listed = [
+        f"{w.op} (by {w.process}, acknowledged at {clock.at(w.acked)}"
+        f"{_writer_state(w, holds[w.process], overlaps, clock)})"
+        for w in lost[:MAX_LISTED]
+    ]
+    more = f" and {len(lost) - MAX_LISTED} more" if len(lost) > MAX_LISTED else ""
+    count = "1 acknowledged write is" if len(lost) == 1 else f"{len(lost)} acknowledged writes are"
+    return (
+        f"data: {count} missing from the final read at {clock.at(read_at)}: "
+        f"{', '.join(listed)}{more}."
+    )
+
+
+def _writer_state(write: LostWrite, holds: list[Hold], overlaps: list[Overlap],
+                  clock: Clock) -> str:
+    index = bisect_right([hold.start for hold in holds], write.acked) - 1
+    hold = holds[index] if index >= 0 else None
+    if hold is None or hold.end <= write.acked:
+        return f", while {write.process} held no lock"
+    others = sorted({
+        (ov.second if ov.first is hold else ov.first).process
+        for ov in overlaps
+        if (ov.first is hold or ov.second is hold) and ov.start <= write.acked < ov.end
+    })
+    if others:
+        return f", while {', '.join(others)} held the lock too"
+    lapsed = hold.lapsed_before(write.acked)
+    if lapsed is not None:
+        return f", after {write.process}'s lease expired at {clock.at(lapsed)}"
+    return ""
+
+
+def _faults(timeline: Timeline, lo: int, hi: int, clock: Clock) -> list[str]:
+    faults = timeline.faults_during(lo, hi)
+    if not faults:
+        return []
+    return ["Faults active: " + "; ".join(_fault(fault, clock) for fault in faults) + "."]
+
+
+def _fault(fault: Fault, clock: Clock) -> str:
+    target = fault.target
+    if isinstance(target, dict):
+        target = " ".join(str(v) if isinstance(v, str) else ",".join(map(str, v))
+                          for v in target.values())
+    elif isinstance(target, list):
+        target = ",".join(map(str, target))
+    on = f" on {target}" if target else ""
+    params = ""
+    if isinstance(fault.params, dict) and fault.params:
+        params = " " + " ".join(f"{k}={v}" for k, v in fault.params.items())
+    until = "the end" if fault.stop >= NEVER else clock.at(fault.stop)
+    return f"{fault.name} {fault.id}{on}{params} ({clock.at(fault.start)} to {until})"
+
+
+def _pause(point: PausePoint, clock: Clock) -> str:
+    return f"pause-point {point.command} ({point.action}) at {clock.at(point.t)}"

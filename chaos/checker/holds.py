@@ -1,0 +1,86 @@
+"""A hold: one client's stretch of believing it owns the lock, and the lease it was promised.
+
+A hold runs from the acquire ``ok`` to the same process's next release ``invoke`` (or its
+crash, or the end of the history). Those are the only instants at which the client itself
+certainly believed it held the lock, so an overlap of two holds is never a timing artefact.
+
+Separately, the lock *claimed* the hold was valid until a deadline, which an ``extend`` or a
+watchdog ``renew`` can move. Whether two overlapping holds were both inside their claimed
+validity at a common instant is what separates a hard violation (the lock broke its own
+promise) from a soft one (a lease without fencing ran out: inherent to leases).
+
+All times are monotonic nanoseconds; ``NEVER`` stands for "after every event", so intervals
+stay plain integers and ``min``/``max`` work without special cases.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import msgspec
+
+NEVER = 1 << 63  # later than any monotonic timestamp
+
+Span = tuple[int, int]  # half-open [start, end)
+
+
+class Hold(msgspec.Struct, gc=False):
+    """One hold; ``leases`` is ``[(from_t, deadline), …]``: the deadline in effect from each
+    instant on (the acquire's first, then every extend/renew), ``NEVER`` when unbounded.
+
+    A msgspec Struct because the scan creates one per acquire: construction runs in C.
+    """
+
+    process: str
+    token: str | None
+    invoked: int  # the acquire invoke's time (the ok's when there was none)
+    start: int
+    leases: list[tuple[int, int]]
+    end: int = NEVER
+    ended_by: str | None = None  # "release", "crash", "reacquire"; None: still held
+    released: str | None = None  # the release's outcome: "ok", "fail", "info"
+    release_acked: int | None = None  # when the release returned true
+
+    def deadline_at(self, t: int) -> int:
+        """The lease deadline in effect at ``t`` (the acquire's one before any renewal)."""
+        index = bisect_right(self.leases, (t, NEVER)) - 1
+        return self.leases[max(index, 0)][1]
+
+    def valid_spans(self) -> list[Span]:
+        """The instants at which the holder was within its claimed validity, in order.
+
+        A renewal after the lease lapsed starts a new span: the lock vouched for the holder
+        again from that moment on.
+        """
+        spans: list[Span] = []
+        bounds = [lease[0] for lease in self.leases[1:]] + [self.end]
+        for (since, deadline), until in zip(self.leases, bounds, strict=True):
+            start, end = since, min(deadline, until)
+            if start < end:
+                if spans and spans[-1][1] == start:
+                    start = spans.pop()[0]
+                spans.append((start, end))
+        return spans
+
+    def lapsed_before(self, t: int) -> int | None:
+        """When the lease ran out, if it was no longer valid at ``t``; else None."""
+        deadline = self.deadline_at(t)
+        return deadline if deadline <= t else None
+
+
+def first_common(a: list[Span], b: list[Span], within: Span) -> Span | None:
+    """The first stretch of ``within`` covered by both span lists (each sorted, disjoint)."""
+    lo, hi = within
+    i = j = 0
+    while i < len(a) and j < len(b):
+        start = max(a[i][0], b[j][0], lo)
+        end = min(a[i][1], b[j][1], hi)
+        if start < end:
+            return start, end
+        if start >= hi:
+            return None
+        if a[i][1] <= b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return None

@@ -1,0 +1,135 @@
+"""From a timeline to a verdict: run every analysis, explain every finding, count."""
+
+from __future__ import annotations
+
+from chaos.checker import explain
+from chaos.checker.data import LostWrite, lost_writes
+from chaos.checker.explain import Clock
+from chaos.checker.holds import NEVER
+from chaos.checker.liveness import Outage, find_outages
+from chaos.checker.overlaps import Overlap, find_overlaps
+from chaos.checker.timeline import Timeline
+from chaos.checker.verdict import KINDS, RANK, Verdict, Violation
+from chaos.history import (
+    ACQUIRE,
+    CRASH,
+    EXTEND,
+    FAIL,
+    INFO,
+    OK,
+    PAUSE_POINT,
+    READ,
+    RELEASE,
+    RENEW,
+    WRITE,
+)
+
+
+def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Verdict:
+    """The verdict on ``timeline``; ``notes`` (what the reader had to say) are kept and
+    extended with what could not be judged."""
+    clock = Clock(timeline)
+    overlaps = find_overlaps(timeline.holds)
+    violations = [_overlap(ov, timeline, clock) for ov in overlaps]
+
+    ttl_ns = timeline.ttl_ns
+    if ttl_ns is None:
+        notes.append("the start event has no ttl_ms: liveness was not judged")
+    else:
+        threshold = liveness_factor * ttl_ns
+        violations += [_outage(o, timeline, clock, ttl_ns)
+                       for o in find_outages(timeline, threshold)]
+
+    lost = None
+    if timeline.final_read is None:
+        notes.append("the history has no final read: lost writes were not judged")
+    else:
+        read_at, present = timeline.final_read
+        lost = lost_writes(timeline, read_at, present)
+        if lost:
+            violations.append(_lost(lost, read_at, overlaps, timeline, clock))
+    if not timeline.has_start_event:
+        notes.append("no harness start event: times are counted from the first event")
+
+    violations.sort(key=lambda v: (-RANK[v.kind], v.start_s))
+    by_kind = {kind: sum(v.kind == kind for v in violations) for kind in KINDS}
+    hard_from = [v.both_valid_from_s for v in violations if v.both_valid_from_s is not None]
+    lock = timeline.params.get("lock")
+    ttl_ms = timeline.params.get("ttl_ms")
+    return Verdict(
+        verdict=violations[0].kind if violations else "ok",
+        lock=lock if isinstance(lock, str) else None,
+        ttl_ms=ttl_ms if isinstance(ttl_ms, int | float) else None,
+        duration_s=clock.seconds(timeline.end),
+        hard_violations=by_kind["hard"],
+        soft_violations=by_kind["soft"],
+        liveness_violations=by_kind["liveness"],
+        lost_writes=None if lost is None else len(lost),
+        lost_write_ids=None if lost is None else [w.op for w in lost],
+        stale_writes_rejected=timeline.stale_rejected,
+        first_hard_violation_s=min(hard_from, default=None),
+        explanations=[v.explanation for v in violations],
+        violations=violations,
+        counts=_counts(timeline),
+        notes=notes,
+    )
+
+
+def _overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> Violation:
+    cause, text = explain.overlap(ov, timeline, clock)
+    a, b = ov.first, ov.second
+    valid = ov.both_valid
+    return Violation(
+        kind="hard" if valid else "soft",
+        processes=[a.process, b.process],
+        start_s=clock.seconds(ov.start),
+        end_s=clock.seconds(ov.end),
+        explanation=text,
+        cause=cause,
+        expires_s={hold.process: _deadline(hold.deadline_at(ov.start), clock) for hold in (a, b)},
+        both_valid_from_s=clock.seconds(valid[0]) if valid else None,
+        both_valid_until_s=clock.seconds(valid[1]) if valid else None,
+        faults=[fault.id for fault in timeline.faults_during(a.start, ov.end)],
+    )
+
+
+def _outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> Violation:
+    processes = [out.previous.process] if out.previous else []
+    return Violation(
+        kind="liveness",
+        processes=processes,
+        start_s=clock.seconds(out.start),
+        end_s=clock.seconds(out.end),
+        explanation=explain.outage(out, timeline, clock, ttl_ns),
+        faults=[fault.id for fault in timeline.faults_during(out.gap[0], out.end)],
+        failed_acquires=out.failures,
+    )
+
+
+def _lost(lost: list[LostWrite], read_at: int, overlaps: list[Overlap], timeline: Timeline,
+          clock: Clock) -> Violation:
+    return Violation(
+        kind="data",
+        processes=sorted({write.process for write in lost}),
+        start_s=clock.seconds(lost[0].acked),
+        end_s=clock.seconds(read_at),
+        explanation=explain.lost_writes(lost, read_at, overlaps, timeline, clock),
+        op_ids=[write.op for write in lost],
+    )
+
+
+def _deadline(t: int, clock: Clock) -> float | None:
+    return None if t >= NEVER else clock.seconds(t)
+
+
+def _counts(timeline: Timeline) -> dict[str, int]:
+    """Events, and the outcomes of each client operation as ``<f>_<type>`` (``acquire_ok``…)."""
+    outcomes = timeline.outcomes
+    counts = {"events": timeline.events, "holds": len(timeline.holds)}
+    for f in (ACQUIRE, RELEASE, EXTEND, RENEW, READ, WRITE):
+        for typ in (OK, FAIL, INFO):
+            counts[f"{f}_{typ}"] = outcomes.get(typ, {}).get(f, 0)
+    counts["crashes"] = outcomes.get(INFO, {}).get(CRASH, 0)
+    counts["pause_points"] = outcomes.get(INFO, {}).get(PAUSE_POINT, 0)
+    counts["faults"] = len(timeline.faults)
+    return counts

@@ -1,0 +1,70 @@
+"""Liveness: the lock stayed unavailable far longer than its TTL although nobody held it.
+
+A lease lock's promise to the *other* clients is that a dead or stuck holder delays them by
+at most the TTL. So we look at every gap between holds (a crashed holder's hold has already
+ended: it is not live) and at the acquire attempts that failed inside it. From the first such
+attempt to the last, the lock was observably unavailable; if that lasts longer than
+``liveness_factor`` × TTL, something keeps a key alive that no live client owns: typically
+a client that crashed between SETNX and EXPIRE and left a key that never expires.
+
+Only definite failures count: an indeterminate (``info``) acquire may have taken the lock.
+Clients are expected to retry continuously while they cannot acquire (the workload does).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from chaos.checker.holds import NEVER, Hold, Span
+from chaos.checker.timeline import Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    start: int  # the first failed attempt in the gap was invoked (not before the gap)
+    end: int  # the last one failed
+    failures: int
+    gap: Span  # no hold at all: from the previous hold's end to the next one's start
+    previous: Hold | None  # the hold whose end opened the gap (None: nobody had held yet)
+
+
+def find_outages(timeline: Timeline, threshold_ns: float) -> list[Outage]:
+    """Gaps in which failed acquires spanned more than ``threshold_ns``.
+
+    An outage lies within a gap, so only gaps longer than the threshold are candidates; in
+    most histories there are none and the failures (often millions) are never looked at.
+    """
+    gaps = _gaps(timeline, threshold_ns)
+    if not gaps:
+        return []
+    starts = [span[0] for span, _ in gaps]
+    failures = [0] * len(gaps)
+    first_invoked, last_failed = [NEVER] * len(gaps), [0] * len(gaps)
+    for failed, invoked in zip(timeline.failed_at, timeline.failed_invoked, strict=True):
+        i = bisect_right(starts, failed) - 1
+        if i >= 0 and failed < gaps[i][0][1]:
+            failures[i] += 1
+            first_invoked[i] = min(first_invoked[i], invoked)
+            last_failed[i] = max(last_failed[i], failed)
+    outages = []
+    for i, (gap, previous) in enumerate(gaps):
+        start = max(gap[0], first_invoked[i])
+        if failures[i] and last_failed[i] - start > threshold_ns:
+            outages.append(Outage(start, last_failed[i], failures[i], gap, previous))
+    return outages
+
+
+def _gaps(timeline: Timeline, longer_than: float) -> list[tuple[Span, Hold | None]]:
+    """The stretches with no hold longer than ``longer_than`` (an outage lies within one),
+    each with the hold whose end began it."""
+    gaps: list[tuple[Span, Hold | None]] = []
+    covered_until, previous = timeline.start, None
+    for hold in timeline.holds:
+        if hold.start - covered_until > longer_than:
+            gaps.append(((covered_until, hold.start), previous))
+        if hold.end > covered_until:
+            covered_until, previous = hold.end, hold
+    if timeline.end - covered_until > longer_than:  # nobody held it again until the end
+        gaps.append(((covered_until, NEVER), previous))
+    return gaps

@@ -1,0 +1,249 @@
+"""The one pass over the events that turns a history into a ``Timeline``.
+
+Everything here is per-process bookkeeping: a process's hold, its outstanding operation and
+its crashes only ever depend on that process's own earlier events. Relations *between*
+processes (overlaps, gaps, who released whose key) are computed afterwards from the sorted
+timeline. So the pass does not need the whole history sorted by time, only each process's
+events in time order: a history file almost always is (every process stamps and writes its
+own events in sequence), and then it can be checked while streaming, never held in memory.
+When a process's events do go backwards (a watchdog thread racing its main thread, say),
+``scan`` raises ``OutOfOrder`` and the caller sorts the whole history first.
+
+This loop runs once per event, millions of times: it keeps its state in locals and small
+slot objects and decodes an event's ``value`` only for the few kinds of events that need it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from chaos.checker.holds import NEVER, Hold
+from chaos.checker.reader import AnyEvent, value_of
+from chaos.checker.timeline import Fault, PausePoint, Release, Timeline, UnsureAcquire
+from chaos.history import (
+    ACQUIRE,
+    CRASH,
+    EXTEND,
+    FAIL,
+    FINAL_READ,
+    HARNESS,
+    INFO,
+    INVOKE,
+    NEMESIS,
+    OK,
+    PAUSE_POINT,
+    RELEASE,
+    RENEW,
+    STALE_TOKEN,
+    START,
+    STOP,
+    WRITE,
+)
+
+
+class OutOfOrder(Exception):
+    """A process's events are not in time order; sort the history and scan again."""
+
+
+class _Process:
+    """What the pass remembers about one process id between its events."""
+
+    __slots__ = ("first", "hold", "last", "name", "op", "op_t", "op_token", "op_value",
+                 "released")
+
+    def __init__(self, name: str, t: int) -> None:
+        self.name = name  # one string per process for every record, not one per event
+        self.first = t
+        self.last = t
+        self.hold: Hold | None = None
+        self.op: str | None = None  # the outstanding invoke's f and time (and for an extend
+        # its token, for a write its op id)
+        self.op_t = t
+        self.op_token: str | None = None
+        self.op_value: Any = None
+        self.released: Hold | None = None  # the hold the outstanding release invoke ended
+
+
+def scan(events: Iterable[AnyEvent]) -> Timeline:
+    """Build the (sealed) timeline of ``events``; each process's events must be in time
+    order, else ``OutOfOrder`` is raised."""
+    timeline = Timeline()
+    procs: dict[str, _Process] = {}
+    outcomes = timeline.outcomes  # completions by type and f; invokes are only counted
+    oks, fails, infos = (outcomes.setdefault(typ, {}) for typ in (OK, FAIL, INFO))
+    invoked = 0
+    holds = timeline.holds
+    failed_at = timeline.failed_at
+    failed_invoked = timeline.failed_invoked
+    acked_ops, acked_at, acked_by = timeline.acked_ops, timeline.acked_at, timeline.acked_by
+    lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
+    open_faults: dict[str, Fault] = {}
+    stale = 0
+    p_last = ""
+    st = _Process("", 0)
+
+    for ev in events:
+        t = ev.t
+        p = ev.process
+        if p != p_last:  # consecutive events often share a process: skip the dict
+            p_last = p
+            found = procs.get(p)
+            if found is None:
+                found = procs[p] = _Process(p, t)
+            st = found
+        if t < st.last:
+            raise OutOfOrder(f"{p}'s events are not in time order")
+        st.last = t
+        typ = ev.type
+        f = ev.f
+
+        if typ == INVOKE:
+            invoked += 1
+            st.op = f
+            st.op_t = t
+            if f == WRITE:
+                st.op_value = value_of(ev.value)
+            elif f == RELEASE:
+                hold = st.released = st.hold
+                if hold is not None:
+                    hold.end = t
+                    hold.ended_by = RELEASE
+                    st.hold = None
+            elif f == EXTEND:
+                st.op_token = ev.token
+            continue
+
+        if typ == OK:
+            try:
+                oks[f] += 1
+            except KeyError:
+                oks[f] = 1
+            if f == ACQUIRE:
+                if st.hold is not None:
+                    st.hold.end = t
+                    st.hold.ended_by = "reacquire"
+                valid_until = ev.valid_until
+                hold = st.hold = Hold(
+                    st.name, ev.token, st.op_t if st.op == ACQUIRE else t, t,
+                    [(t, NEVER if valid_until is None else valid_until)],
+                )
+                holds.append(hold)
+                if valid_until is None:
+                    lease_from_ttl.append((hold, 0, hold.invoked))
+            elif f == WRITE:
+                op_id = st.op_value if st.op == WRITE else value_of(ev.value)
+                if isinstance(op_id, str):
+                    acked_ops.append(op_id)
+                    acked_at.append(t)
+                    acked_by.append(st.name)
+            elif f == RELEASE:
+                if st.op == RELEASE:
+                    if st.released is not None:
+                        st.released.released = OK
+                        st.released.release_acked = t
+                    else:
+                        timeline.orphan_releases.append(Release(st.name, st.op_t, t, None))
+            elif f in (EXTEND, RENEW):
+                hold = st.hold
+                extending = f == EXTEND and st.op == EXTEND
+                token = ev.token or (st.op_token if extending else None)
+                if hold is not None and token == hold.token:
+                    _add_lease(hold, t, ev.valid_until, st.op_t if extending else t,
+                               lease_from_ttl)
+            elif f == FINAL_READ:
+                final = value_of(ev.value)
+                if isinstance(final, list):
+                    timeline.final_read = (t, [str(op) for op in final])
+        elif typ == FAIL:
+            try:
+                fails[f] += 1
+            except KeyError:
+                fails[f] = 1
+            if f == ACQUIRE:
+                failed_at.append(t)
+                failed_invoked.append(st.op_t if st.op == ACQUIRE else t)
+            elif ev.error == STALE_TOKEN:
+                stale += 1
+            elif f == RELEASE and st.op == RELEASE and st.released is not None:
+                st.released.released = FAIL
+        elif typ == INFO:
+            infos[f] = infos.get(f, 0) + 1
+            _info(timeline, st, open_faults, ev)
+        else:  # not in the vocabulary: counted, otherwise ignored
+            other = outcomes.setdefault(typ, {})
+            other[f] = other.get(f, 0) + 1
+        if f == st.op:
+            st.op = None
+
+    timeline.events = invoked + sum(n for by_f in outcomes.values() for n in by_f.values())
+    timeline.stale_rejected = stale
+    if procs:
+        if not timeline.has_start_event:
+            timeline.start = min(st.first for st in procs.values())
+        timeline.end = max(st.last for st in procs.values())
+    ttl = timeline.ttl_ns
+    if ttl is not None:
+        for hold, index, base in lease_from_ttl:
+            hold.leases[index] = (hold.leases[index][0], base + ttl)
+    timeline.seal()
+    return timeline
+
+
+def _info(
+    timeline: Timeline, st: _Process, open_faults: dict[str, Fault], ev: AnyEvent
+) -> None:
+    """The rare events: indeterminate outcomes, crashes, pause points, faults, run start."""
+    t, p, f = ev.t, st.name, ev.f
+    if f == ACQUIRE:
+        invoked = st.op_t if st.op == ACQUIRE else t
+        timeline.unsure_acquires.append(UnsureAcquire(p, invoked, error=ev.error))
+    elif f == RELEASE:
+        if st.op == RELEASE and st.released is not None:
+            st.released.released = INFO
+    elif f == CRASH:
+        if st.hold is not None:
+            st.hold.end = t
+            st.hold.ended_by = CRASH
+            st.hold = None
+        if st.op == ACQUIRE:
+            timeline.unsure_acquires.append(UnsureAcquire(p, st.op_t, crashed=t))
+        st.op = None  # a fresh process may take the id over: it starts with nothing
+        st.released = None
+    elif f == PAUSE_POINT:
+        point = value_of(ev.value) or {}
+        timeline.pause_points.setdefault(p, []).append(
+            PausePoint(t, str(point.get("command", "?")), str(point.get("action", "?")))
+        )
+    elif p == NEMESIS:
+        _nemesis(timeline, open_faults, t, f, value_of(ev.value) or {})
+    elif p == HARNESS and f == START:
+        timeline.params = value_of(ev.value) or {}
+        timeline.has_start_event = True
+        timeline.start = t
+
+
+def _add_lease(
+    hold: Hold, t: int, valid_until: int | None, base: int,
+    lease_from_ttl: list[tuple[Hold, int, int]],
+) -> None:
+    """A new deadline from ``t`` on: the one the lock claimed, else ``base`` + the run's TTL
+    (filled in once the whole history is read), else unbounded."""
+    if valid_until is None:
+        lease_from_ttl.append((hold, len(hold.leases), base))
+        valid_until = NEVER
+    hold.leases.append((t, valid_until))
+
+
+def _nemesis(
+    timeline: Timeline, open_faults: dict[str, Fault], t: int, f: str, value: dict[str, Any]
+) -> None:
+    """Pair a fault's start and stop by id (by fault name when the id is missing)."""
+    key = str(value.get("id") or value.get("fault"))
+    if f == START:
+        fault = Fault(key, str(value.get("fault", "fault")), value.get("target"),
+                      value.get("params"), t)
+        open_faults[key] = fault
+        timeline.faults.append(fault)
+    elif f == STOP and key in open_faults:
+        open_faults.pop(key).stop = t

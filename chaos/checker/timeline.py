@@ -1,0 +1,188 @@
+"""What a history says happened, as time-indexed facts: the input of every analysis.
+
+The records are msgspec Structs: the scan creates one per acquire, release or failure, and
+Struct construction runs in C.
+
+``chaos.checker.scan`` builds a ``Timeline`` in one pass; the analyses (overlaps, liveness,
+data) and the explanations only ever look here, never at raw events. Lists are sorted by
+``seal()``, after which the lookups below answer "what happened between these instants"
+with a binary search instead of a scan of the history.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+
+from chaos.checker.holds import NEVER, Hold
+
+KEY_LOSING_FAULTS = ("failover", "clock-jump", "crash-restart")  # and crash-restart-* variants
+STALLING_FAULTS = ("client-pause", "client-pause-at", "slow-work")  # hold a client past its TTL
+
+
+class Fault(msgspec.Struct, gc=False):
+    """A nemesis fault: ``stop`` is ``NEVER`` when the history has no stop event for it."""
+
+    id: str
+    name: str
+    target: Any
+    params: Any
+    start: int
+    stop: int = NEVER
+
+    def hits(self, process: str) -> bool:
+        """Whether the fault was aimed at this client (targets are a name, a list of names, or
+        ``{"client": name, "nodes": [...]}``)."""
+        target = self.target
+        if isinstance(target, dict):
+            target = target.get("client")
+        if isinstance(target, str):
+            return target == process
+        return isinstance(target, list) and process in target
+
+    @property
+    def loses_keys(self) -> bool:
+        return self.name.startswith(KEY_LOSING_FAULTS)
+
+
+class PausePoint(msgspec.Struct, frozen=True, gc=False):
+    t: int
+    command: str
+    action: str
+
+
+IN_FLIGHT_BOUND_NS = 1_000_000_000  # a release returning this long after the gap is not its cause
+
+
+class Release(msgspec.Struct, frozen=True, gc=False):
+    """A release that returned true (``ok``): it removed *a* key, whoever's it was."""
+
+    process: str
+    invoked: int
+    acked: int
+    hold: Hold | None  # the hold its invoke ended
+
+
+class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
+    """An acquire that may have taken the lock without the client knowing: it completed
+    ``info`` (``error`` set) or its process crashed before it completed (``crashed`` set)."""
+
+    process: str
+    invoked: int
+    error: str | None = None
+    crashed: int | None = None
+
+
+@dataclass(slots=True)
+class Timeline:
+    """The facts of one history. Times are monotonic ns; ``start``/``end`` bound the run."""
+
+    params: dict[str, Any] = field(default_factory=dict)  # the harness start event's value
+    start: int = 0
+    end: int = 0
+    has_start_event: bool = False
+    holds: list[Hold] = field(default_factory=list)
+    # Failed acquires, in file order: fail and invoke times as machine integers, so that
+    # millions of failures keep no Python objects alive.
+    failed_at: array[int] = field(default_factory=lambda: array("q"))
+    failed_invoked: array[int] = field(default_factory=lambda: array("q"))
+    unsure_acquires: list[UnsureAcquire] = field(default_factory=list)
+    # Releases that returned true without a hold to end; the others are on their holds.
+    orphan_releases: list[Release] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    pause_points: dict[str, list[PausePoint]] = field(default_factory=dict)  # in time order
+    # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
+    acked_ops: list[str] = field(default_factory=list)
+    acked_at: array[int] = field(default_factory=lambda: array("q"))
+    acked_by: list[str] = field(default_factory=list)
+    final_read: tuple[int, list[str]] | None = None
+    stale_rejected: int = 0
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)  # type → f → events
+    events: int = 0
+    _releases: list[Release] | None = None  # every release that returned true, by ack time
+    _release_acks: list[int] = field(default_factory=list)
+    _key_losses: list[tuple[int, Fault]] = field(default_factory=list)
+    _fault_starts: list[int] = field(default_factory=list)
+    _unsure_invoked: list[int] = field(default_factory=list)
+
+    @property
+    def ttl_ns(self) -> int | None:
+        ttl_ms = self.params.get("ttl_ms")
+        return int(ttl_ms * 1_000_000) if isinstance(ttl_ms, int | float) else None
+
+    def seal(self) -> None:
+        """Sort what the lookups search by time and index it (once, after the scan)."""
+        self.holds.sort(key=attrgetter("start"))
+        self.unsure_acquires.sort(key=attrgetter("invoked"))
+        self._unsure_invoked = [attempt.invoked for attempt in self.unsure_acquires]
+        self.faults.sort(key=attrgetter("start"))
+        self._fault_starts = [fault.start for fault in self.faults]
+        self._key_losses = sorted(
+            ((t, fault) for fault in self.faults if fault.loses_keys
+             for t in (fault.start, fault.stop) if t != NEVER),
+            key=lambda pair: pair[0],
+        )
+
+    # -- lookups (after seal) ------------------------------------------------------------
+
+    def faults_during(self, lo: int, hi: int) -> list[Fault]:
+        """Faults active at some instant of [lo, hi]."""
+        last = bisect_right(self._fault_starts, hi)
+        return [fault for fault in self.faults[:last] if fault.stop > lo]
+
+    def foreign_release(self, hold: Hold, before: int) -> tuple[Release, bool] | None:
+        """A release by another process that returned true and may have removed this hold's
+        key before ``before``, and whether that is certain.
+
+        Certain: the release lies entirely within (``hold.start``, ``before``]. Otherwise the
+        first release that was in flight across that gap (invoked before ``before``, returned
+        after ``hold.start``): its effect lies somewhere between its invoke and its return,
+        as with get-then-del's DEL sent after a pause that began before the hold did.
+        """
+        releases = self._release_index()
+        in_flight = None
+        for index in range(bisect_right(self._release_acks, hold.start), len(releases)):
+            release = releases[index]
+            if release.acked > before + IN_FLIGHT_BOUND_NS:
+                break
+            if release.process == hold.process or release.invoked >= before:
+                continue
+            if release.acked <= before and release.invoked >= hold.start:
+                return release, True
+            in_flight = in_flight or release
+        return (in_flight, False) if in_flight is not None else None
+
+    def _release_index(self) -> list[Release]:
+        """Built on first use: only violations need it, and most histories have none."""
+        if self._releases is None:
+            self._releases = self.orphan_releases + [
+                Release(hold.process, hold.end, hold.release_acked, hold)
+                for hold in self.holds if hold.release_acked is not None
+            ]
+            self._releases.sort(key=attrgetter("acked"))
+            self._release_acks = [release.acked for release in self._releases]
+        return self._releases
+
+    def key_loss(self, lo: int, hi: int) -> tuple[int, Fault] | None:
+        """The first start or stop of a key-losing fault in (lo, hi]."""
+        index = bisect_right(self._key_losses, lo, key=lambda pair: pair[0])
+        if index < len(self._key_losses) and self._key_losses[index][0] <= hi:
+            return self._key_losses[index]
+        return None
+
+    def unsure_between(self, lo: int, hi: int) -> list[UnsureAcquire]:
+        """The acquires with an unknown outcome invoked in [lo, hi]."""
+        first = bisect_left(self._unsure_invoked, lo)
+        return self.unsure_acquires[first:bisect_right(self._unsure_invoked, hi)]
+
+    def pauses_of(self, process: str, lo: int, hi: int) -> list[PausePoint]:
+        """The pause points ``process`` reached in [lo, hi]."""
+        points = self.pause_points.get(process, [])
+        first = bisect_left(points, lo, key=lambda point: point.t)
+        last = bisect_right(points, hi, key=lambda point: point.t)
+        return points[first:last]

@@ -1,0 +1,79 @@
+"""``lockchaos run``: one lock against a seeded schedule of faults, checked, with a run dir."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from chaos.campaign import Campaign, Outcome, run_campaign
+from chaos.nemesis import parse_faults
+from chaos.signals import sigterm_unwinds
+
+
+def run(
+    lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
+    faults: str = typer.Option("", "--faults", help="comma-separated faults (lockchaos list)"),
+    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
+    clients: int = typer.Option(5, "--clients"),
+    duration: float = typer.Option(20.0, "--duration", help="seconds"),
+    ttl_ms: int = typer.Option(200, "--ttl-ms"),
+    work_ms: float = typer.Option(50.0, "--work-ms", help="time a holder works on the resource"),
+    seed: int = typer.Option(1, "--seed"),
+    stop_on_first: bool = typer.Option(False, "--stop-on-first"),
+    fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
+    extend_during_work: bool | None = typer.Option(
+        None,
+        "--extend-during-work/--no-extend-during-work",
+        help="holders call extend() every TTL/3 of work (default: only lua-extend)",
+    ),
+    out: Path = typer.Option(Path("reports"), "--out", help="where run directories go"),
+    json_output: bool = typer.Option(False, "--json", help="print the verdict JSON only"),
+) -> None:
+    """Run LOCK against a seeded schedule of FAULTS; exit 0 ok, 1 violation, 2 bad input."""
+    campaign = Campaign(
+        lock=lock,
+        faults=parse_faults(faults),
+        topology=topology,
+        nodes=nodes or None,
+        clients=clients,
+        duration_s=duration,
+        ttl_ms=ttl_ms,
+        work_ms=work_ms,
+        seed=seed,
+        stop_on_first=stop_on_first,
+        fail_on=fail_on,
+        extend_during_work=extend_during_work,
+    )
+    console = Console(stderr=True)
+    with sigterm_unwinds(), console.status(f"running {lock} for {duration:g} s…"):
+        outcome = run_campaign(campaign, out)
+    if json_output:
+        print(json.dumps({**outcome.verdict.to_dict(), "run_dir": str(outcome.run_dir)}))
+    else:
+        print_summary(outcome)
+    raise typer.Exit(1 if outcome.failed else 0)
+
+
+def print_summary(outcome: Outcome) -> None:
+    console = Console()
+    v = outcome.verdict.to_dict()
+    style = {"ok": "green", "soft": "yellow"}.get(v["verdict"], "bold red")
+    console.print(f"verdict: [{style}]{v['verdict']}[/] — run dir {outcome.run_dir}")
+    console.print(
+        f"  {outcome.completed_ops} lock cycles, {len(outcome.schedule.events)} faults; "
+        f"hard {v['hard_violations']}, soft {v['soft_violations']}, "
+        f"liveness {v['liveness_violations']}, lost writes {v['lost_writes']}, "
+        f"stale accesses rejected {v['stale_writes_rejected']}"
+    )
+    if v["first_hard_violation_s"] is not None:
+        console.print(f"  first hard violation at {v['first_hard_violation_s']:.3f} s")
+    for line in v["explanations"][:5]:
+        console.print(f"  • {line}", highlight=False)
+    if len(v["explanations"]) > 5:
+        console.print(f"  … and {len(v['explanations']) - 5} more in verdict.json")
+    for error in outcome.nemesis_errors:
+        console.print(f"  [yellow]nemesis:[/] {error}", highlight=False)

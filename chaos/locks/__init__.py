@@ -1,0 +1,192 @@
+"""Locks under test: the plugin contract, the bundled lock zoo, and how ``--lock`` is loaded.
+
+``--lock`` takes a bundled short name (``lua``, ``redlock``, … — ``lockchaos list``) or
+``module:attr`` naming a factory ``make(ctx: LockContext) -> LockClient`` (``module`` may also
+be a path to a ``.py`` file). The contract lives in ``chaos.locks.contract`` and is documented
+in ``docs/writing-a-lock-adapter.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import cast
+
+import redis
+
+from chaos.errors import UsageError
+from chaos.locks.context import build_context
+from chaos.locks.contract import (
+    ExtendableLockClient,
+    Lease,
+    LockClient,
+    LockContext,
+    LockFactory,
+    LockInfo,
+)
+
+BUNDLED: dict[str, str] = {
+    "setnx-expire": "chaos.locks.setnx_expire:make",
+    "getset-timestamp": "chaos.locks.getset_timestamp:make",
+    "del-release": "chaos.locks.del_release:make",
+    "get-then-del": "chaos.locks.get_then_del:make",
+    "lua": "chaos.locks.lua:make",
+    "lua-setnx-expire": "chaos.locks.lua_setnx_expire:make",
+    "lua-extend": "chaos.locks.lua_extend:make",
+    "reentrant": "chaos.locks.reentrant:make",
+    "watchdog": "chaos.locks.watchdog:make",
+    "redlock": "chaos.locks.redlock:make",
+    "fenced": "chaos.locks.fenced:make",
+    "redis-py": "chaos.locks.redis_py:make",
+}
+
+_HINT = "run `lockchaos list` for the bundled locks, or pass module:attr"
+
+
+def load(spec: str) -> LockFactory:
+    """The factory a ``--lock`` value names; ``UsageError`` (one line) if there is none."""
+    target = BUNDLED.get(spec, spec)
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"unknown lock {spec!r}: {_HINT}")
+    module = _import(spec, module_name)
+    obj: object = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(
+                f"lock {spec!r}: {module.__name__!r} has no attribute {attr!r} ({_HINT})"
+            ) from None
+    if not callable(obj):
+        raise UsageError(
+            f"lock {spec!r}: {module.__name__}.{attr} is a {type(obj).__name__}, not a "
+            "callable factory make(ctx) -> LockClient"
+        )
+    return cast(LockFactory, obj)
+
+
+def _import(spec: str, module_name: str) -> ModuleType:
+    if module_name.endswith(".py") or os.sep in module_name:
+        return _import_file(spec, Path(module_name))
+    # Like `python -m`, let a user's module in the working directory be found.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"lock {spec!r}: no module named {exc.name!r} ({_HINT})") from None
+    except Exception as exc:
+        raise UsageError(
+            f"lock {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _import_file(spec: str, path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UsageError(f"lock {spec!r}: no such file {str(path)!r} ({_HINT})")
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    name = f"lockchaos_user_{path.stem}_{digest}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"lock {spec!r}: cannot import {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise UsageError(
+            f"lock {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    return module
+
+
+def check_client(obj: object, factory: str = "the lock factory") -> LockClient:
+    """``obj`` if it is usable as a ``LockClient``; else ``UsageError`` naming what is missing."""
+    missing = [m for m in ("acquire", "release") if not callable(getattr(obj, m, None))]
+    if missing:
+        shown = repr(obj)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise UsageError(
+            f"lock factory {factory} returned {shown} (a {type(obj).__name__}), which has no "
+            + "/".join(f"{m}()" for m in missing)
+        )
+    if hasattr(obj, "extend") and not callable(obj.extend):
+        raise UsageError(f"lock factory {factory} returned an object whose extend is not callable")
+    return cast(LockClient, obj)
+
+
+def create(spec: str, ctx: LockContext) -> LockClient:
+    """Load ``spec``, call the factory with ``ctx``, check what it returned.
+
+    Redis errors from the factory propagate (they are faults, not mistakes); any other error
+    means the lock is broken and becomes a one-line ``UsageError``.
+    """
+    factory = load(spec)
+    try:
+        client = factory(ctx)
+    except (UsageError, redis.RedisError):
+        raise
+    except Exception as exc:
+        raise UsageError(f"lock factory {spec} failed: {type(exc).__name__}: {exc}") from None
+    return check_client(client, spec)
+
+
+def can_extend(client: LockClient) -> bool:
+    return callable(getattr(client, "extend", None))
+
+
+def catalog() -> list[LockInfo]:
+    """Every bundled lock, in ``BUNDLED`` order, with its seed, flaw and needs."""
+    infos = []
+    for name, target in BUNDLED.items():
+        module = importlib.import_module(target.partition(":")[0])
+        info: LockInfo = module.INFO
+        if info.name != name:
+            raise RuntimeError(f"{module.__name__}.INFO names {info.name!r}, registered {name!r}")
+        infos.append(info)
+    return infos
+
+
+def info(name: str) -> LockInfo | None:
+    """The catalog entry of a bundled lock, ``None`` for a user's ``module:attr``."""
+    return next((i for i in catalog() if i.name == name), None) if name in BUNDLED else None
+
+
+def check_topology(spec: str, kind: str, nodes: int) -> None:
+    """``UsageError`` if bundled lock ``spec`` cannot run on this topology (user locks pass)."""
+    entry = info(spec)
+    if entry is None:
+        return
+    if entry.topology == "standalone" and kind != "standalone":
+        raise UsageError(
+            f"lock {spec!r} needs independent masters: use --topology standalone "
+            f"--nodes {max(entry.min_nodes, 5)}"
+        )
+    if nodes < entry.min_nodes:
+        raise UsageError(f"lock {spec!r} needs at least {entry.min_nodes} nodes (got {nodes})")
+
+
+__all__ = [
+    "BUNDLED",
+    "ExtendableLockClient",
+    "Lease",
+    "LockClient",
+    "LockContext",
+    "LockFactory",
+    "LockInfo",
+    "build_context",
+    "can_extend",
+    "catalog",
+    "check_client",
+    "check_topology",
+    "create",
+    "info",
+    "load",
+]

@@ -1,0 +1,96 @@
+"""What the bundled locks share: tokens, TTL arguments, the single-key base, their catalog entry.
+
+Not part of the public contract (``chaos.locks.contract`` is); user locks may use it anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import redis
+
+from chaos.locks import scripts
+from chaos.locks.contract import Lease, LockContext, LockInfo
+
+
+def whole_seconds(ttl_ms: int) -> bool:
+    return ttl_ms % 1000 == 0
+
+
+def expiry(ttl_ms: int) -> dict[str, Any]:
+    """``SET`` keyword arguments for a TTL: ``ex`` (seconds, as the seeds write it) when the TTL
+    is whole seconds, else ``px`` (milliseconds), so the TTL is never silently rounded."""
+    return {"ex": ttl_ms // 1000} if whole_seconds(ttl_ms) else {"px": ttl_ms}
+
+
+class SingleNodeLock:
+    """One key on ``ctx.primary`` (the Sentinel master, or node 0 of a standalone topology)."""
+
+    def __init__(self, ctx: LockContext) -> None:
+        self.ctx = ctx
+        self.redis: redis.Redis = ctx.primary
+        self.key = ctx.lock_name
+        self.ttl_ms = ctx.ttl_ms
+
+    def new_token(self) -> str:
+        return self.ctx.new_token()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(client={self.ctx.client_id!r}, key={self.key!r})"
+
+
+class SetNxPxLock(SingleNodeLock):
+    """The ``SET key token NX PX ttl`` family: one atomic round trip to acquire; subclasses
+    choose how to release (which is where the seeds' wrong examples differ)."""
+
+    def acquire(self) -> Lease | None:
+        token = self.new_token()
+        if self.redis.set(self.key, token, nx=True, px=self.ttl_ms):
+            return Lease(token=token, validity_ms=self.ttl_ms)
+        return None
+
+    def release(self, lease: Lease) -> bool:
+        raise NotImplementedError
+
+
+class CompareAndDeleteRelease:
+    """Release with the seeds' Lua compare-and-delete (only our own token is deleted)."""
+
+    redis: redis.Redis
+    key: str
+
+    def release(self, lease: Lease) -> bool:
+        return bool(scripts.COMPARE_AND_DELETE(self.redis, [self.key], [lease.token]))
+
+
+def lock_info(doc: str | None, *, name: str, module: str, **flags: Any) -> LockInfo:
+    """A bundled lock's catalog entry, read from its module docstring, which must hold
+
+    * a first line ``name — one-line summary``;
+    * a paragraph starting ``Seed:`` (the seed file and where in it);
+    * a paragraph starting ``Known flaw:`` (one sentence).
+
+    so the docstring is the one place the seed and the flaw are written down (``lockchaos
+    list`` shows them as plain text, without the reST quotes).
+    """
+    if not doc:
+        raise ValueError(f"{module} has no docstring")
+    first = doc.strip().splitlines()[0]
+    summary = first.split(" — ", 1)[1] if " — " in first else first
+    summary = summary.strip().replace("``", "")
+    return LockInfo(
+        name=name,
+        target=f"{module}:make",
+        summary=summary,
+        seed=_paragraph(doc, "Seed:", module),
+        flaw=_paragraph(doc, "Known flaw:", module),
+        **flags,
+    )
+
+
+def _paragraph(doc: str, label: str, module: str) -> str:
+    match = re.search(rf"^{re.escape(label)}(.*?)(?:\n\s*\n|\Z)", doc, re.MULTILINE | re.DOTALL)
+    if match is None:
+        raise ValueError(f"{module}'s docstring has no {label!r} paragraph")
+    return " ".join(match.group(1).split()).replace("``", "")

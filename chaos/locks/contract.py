@@ -1,0 +1,146 @@
+"""The lock plugin contract: what lockchaos hands a lock, and what a lock hands back.
+
+This module is public and stable: user lock modules import from it.
+
+A *lock factory* is any callable ``make(ctx: LockContext) -> LockClient``. The harness calls it
+once in every client process, then calls the client's methods from that process:
+
+* ``acquire() -> Lease | None`` — one attempt (or the lock's own retry policy). A falsy return
+  means "not acquired", and the client will not act as the holder.
+* ``release(lease) -> bool`` — True if the lease was still ours and is now released, False if
+  it certainly was not ours any more.
+* ``extend(lease) -> Lease | None`` — optional: a new lease whose validity is measured from the
+  moment ``extend`` was invoked; falsy if the lease could not be extended.
+
+An exception from any of them is recorded as an *indeterminate* outcome: the operation may or
+may not have happened. So a lock must let ``redis`` exceptions (timeouts, refused connections,
+failovers) propagate rather than turn them into ``None``/``False`` — a swallowed error would
+claim a certainty the client does not have.
+
+A lock that keeps its lease alive by itself (a watchdog thread) reports every successful
+background renewal with ``ctx.report_renewal(lease, validity_ms, invoked_at_ns)``, where
+``invoked_at_ns`` is ``chaos.history.now()`` taken just before the renewal command was sent.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import redis
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One grant of the lock.
+
+    ``token`` identifies this grant (unique per acquire, readable: ``"c1:9f2c…"``).
+    ``validity_ms`` is how long the lock *claims* the lease is valid, measured from the moment
+    ``acquire``/``extend`` was invoked; ``None`` means "the TTL". ``fence`` is a fencing token
+    if the lock issues one (it must grow with every grant). ``state`` is the lock's private
+    data (a redis-py ``Lock`` object, a watchdog handle, …) and is never recorded.
+    """
+
+    token: str
+    validity_ms: float | None = None
+    fence: int | None = None
+    state: Any = field(default=None, compare=False, repr=False)
+
+
+RenewalReporter = Callable[[Lease, float | None, int], None]
+"""``report_renewal(lease, validity_ms, invoked_at_ns)``: a background renewal succeeded."""
+
+
+def ignore_renewal(lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
+    """The default ``report_renewal``: renewals go unrecorded (outside the harness)."""
+
+
+@dataclass
+class LockContext:
+    """Everything a lock factory gets, for one client process.
+
+    ``nodes`` are connections to every data node, each routed through this client's own
+    proxies (in node order), so a fault can cut one client off one node. ``master`` is a
+    Sentinel-aware connection to the current master when the topology has Sentinels (also
+    through this client's proxies), else ``None``. Connections do not retry: a lost reply is
+    an exception, never a silent second attempt.
+    """
+
+    client_id: str
+    lock_name: str
+    ttl_ms: int
+    nodes: list[redis.Redis]
+    master: redis.Redis | None = None
+    report_renewal: RenewalReporter = ignore_renewal
+
+    @property
+    def primary(self) -> redis.Redis:
+        """Where a single-instance lock lives: the Sentinel master if any, else node 0."""
+        return self.master if self.master is not None else self.nodes[0]
+
+    def new_token(self) -> str:
+        """A fresh token, unique per call and readable in a history: ``"c1:9f2c04a1b7e3d5f6"``."""
+        return f"{self.client_id}:{secrets.token_hex(8)}"
+
+    def close(self) -> None:
+        """Close every connection this context opened (idempotent)."""
+        for client in [*self.nodes, *([self.master] if self.master is not None else [])]:
+            pool = client.connection_pool
+            pool.disconnect()
+            manager = getattr(pool, "sentinel_manager", None)
+            for sentinel in getattr(manager, "sentinels", []):
+                sentinel.connection_pool.disconnect()
+
+
+@runtime_checkable
+class LockClient(Protocol):
+    """What a lock factory returns. ``extend`` is optional (see ``ExtendableLockClient``)."""
+
+    def acquire(self) -> Lease | None: ...
+
+    def release(self, lease: Lease) -> bool: ...
+
+
+@runtime_checkable
+class ExtendableLockClient(LockClient, Protocol):
+    """A lock client that can also extend a lease it holds."""
+
+    def extend(self, lease: Lease) -> Lease | None: ...
+
+
+LockFactory = Callable[[LockContext], LockClient]
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """One bundled lock, as ``lockchaos list`` shows it."""
+
+    name: str  # short name: ``--lock lua``
+    target: str  # ``module:attr`` of its factory
+    summary: str  # one line: what it does
+    seed: str  # the seed post it comes from (or what it goes beyond)
+    flaw: str  # its known flaw, one sentence
+    topology: str = "any"  # "any" or "standalone" (independent masters)
+    min_nodes: int = 1
+    extend: bool = False  # the client has extend()
+    fencing: bool = False  # leases carry a fencing token
+
+    @property
+    def needs(self) -> str:
+        if self.topology == "standalone":
+            return f"standalone, ≥{self.min_nodes} nodes"
+        return "any topology"
+
+
+__all__ = [
+    "ExtendableLockClient",
+    "Lease",
+    "LockClient",
+    "LockContext",
+    "LockFactory",
+    "LockInfo",
+    "RenewalReporter",
+    "ignore_renewal",
+]

@@ -1,0 +1,417 @@
+"""The fault catalog: how production breaks locks, one small class per fault.
+
+A fault is applied in three steps so the history can say exactly what happened and when:
+``params`` draws its parameters from the schedule's seeded RNG, ``aim`` picks a target in the
+live run (the current holder, a node the holder counted on, …), ``apply`` breaks something
+and returns the function that heals it. The nemesis writes the start event between ``aim``
+and ``apply`` and the stop event after healing.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import redis
+
+from chaos.topology.node import restart_nodes
+from chaos.workload.harness import RunEnv
+from chaos.workload.inject import PausePoint
+
+Heal = Callable[[], None]
+AIM_WAIT_S = 1.0  # how long a fault waits for a holder to aim at before picking anyone
+FRESH_HOLD_MS = 5.0  # "just acquired"
+
+
+def _nothing() -> None:
+    """Heal for faults that heal themselves (a crash, a timed pause, a slow section)."""
+
+
+@dataclass
+class Target:
+    """Who a fault hits: a client, some nodes, or both. ``describe`` goes into the history."""
+
+    client: str | None = None
+    nodes: list[int] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.client is not None:
+            out["client"] = self.client
+        if self.nodes:
+            out["nodes"] = [f"n{i}" for i in self.nodes]
+        return out
+
+
+def wait_for_holder(
+    env: RunEnv,
+    rng: random.Random,
+    timeout_s: float = AIM_WAIT_S,
+    acquired_within_ms: float | None = None,
+) -> str:
+    """The current holder (waiting briefly for one, or for one that has just acquired), else
+    a random live client."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        holders = env.pool.holders(acquired_within_ms)
+        if holders:
+            return rng.choice(sorted(holders))
+        time.sleep(0.002)
+    return rng.choice(sorted(env.pool.workers))
+
+
+class Fault(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    needs: ClassVar[str] = "any"  # "any" or "sentinel"
+    persistence: ClassVar[str] = "none"  # what the data nodes must be started with
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        """Parameters for one occurrence; ``duration_ms`` is how long it stays on."""
+        return {"duration_ms": round(rng.uniform(1.0, 2.0) * ttl_ms)}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target(client=wait_for_holder(env, rng))
+
+    @abstractmethod
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal: ...
+
+
+# -- client process faults ---------------------------------------------------------------
+
+
+class ClientPause(Fault):
+    name = "client-pause"
+    summary = "GC pause: SIGSTOP the holder's process (watchdog threads too), SIGCONT later"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        env.pool.pause(target.client, params["duration_ms"])
+        return _nothing
+
+
+class ClientPauseAt(Fault):
+    """Pause at a pause-injection point: the window between a check and an act."""
+
+    name = "client-pause-at"
+    summary = "pause a client right before a command of its release (default: the DEL)"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {
+            "duration_ms": round(rng.uniform(1.5, 3.0) * ttl_ms),
+            "command": "DEL",
+            "op": "release",
+        }
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        point = PausePoint(
+            params["command"], action="pause", duration_ms=params["duration_ms"], op=params["op"]
+        )
+        env.pool.arm(target.client, point)
+        return _nothing
+
+
+class ClientCrash(Fault):
+    """Half the time a plain SIGKILL of the holder; half the time a crash armed between the
+    first and second round trip of an acquire (between SETNX and EXPIRE, where there is one)."""
+
+    name = "client-crash"
+    summary = "SIGKILL a client, or crash it between the round trips of its acquire"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        if rng.random() < 0.5:
+            return {"duration_ms": 0}
+        return {"duration_ms": 0, "command": "*", "op": "acquire", "nth": 2}
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        if params.get("command"):
+            point = PausePoint(
+                params["command"], action="crash", op=params["op"], nth=params.get("nth", 1)
+            )
+            env.pool.arm(target.client, point)
+        else:
+            env.pool.kill(target.client)
+        return _nothing
+
+
+class SlowWork(Fault):
+    name = "slow-work"
+    summary = "a critical section longer than the TTL (the expiry race)"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target(client=rng.choice(sorted(env.pool.workers)))
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        env.pool.slow_work(target.client, params["work_ms"])
+        return _nothing
+
+
+# -- network faults (Toxiproxy, on one client's own links) -------------------------------------
+
+
+class Latency(Fault):
+    name = "latency"
+    summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {
+            "duration_ms": round(rng.uniform(2.0, 4.0) * ttl_ms),
+            "latency_ms": round(rng.uniform(0.3, 0.6) * ttl_ms),
+            "jitter_ms": round(0.1 * ttl_ms),
+            "stream": rng.choice(["upstream", "downstream"]),
+        }
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        api, links = env.topology.toxiproxy, env.topology.client_links(target.client)
+        names = [
+            api.add_toxic(
+                link.name,
+                "latency",
+                stream=params["stream"],
+                latency=params["latency_ms"],
+                jitter=params["jitter_ms"],
+            )
+            for link in links
+        ]
+
+        def heal() -> None:
+            for link, toxic in zip(links, names, strict=True):
+                api.remove_toxic(link.name, toxic)
+
+        return heal
+
+
+class Partition(Fault):
+    name = "partition"
+    summary = "cut a client from one node, a minority or a majority of nodes; heal"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {
+            "duration_ms": round(rng.uniform(2.0, 5.0) * ttl_ms),
+            "scope": rng.choice(["one", "minority", "majority"]),
+        }
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        n = len(env.topology.nodes)
+        count = {"one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1}
+        nodes = sorted(rng.sample(range(n), min(n, count[params["scope"]])))
+        return Target(client=wait_for_holder(env, rng), nodes=nodes)
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        links = [env.topology.client_links(target.client)[i] for i in target.nodes]
+        for link in links:
+            env.topology.toxiproxy.disable(link.name)
+
+        def heal() -> None:
+            for link in links:
+                env.topology.toxiproxy.enable(link.name)
+
+        return heal
+
+
+class Reset(Fault):
+    name = "reset"
+    summary = "reset one client's connections mid-command (indeterminate outcomes)"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(0.5, 1.5) * ttl_ms), "toxicity": 0.5}
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        api, links = env.topology.toxiproxy, env.topology.client_links(target.client)
+        names = [
+            api.add_toxic(
+                link.name, "reset_peer", stream="upstream", toxicity=params["toxicity"], timeout=0
+            )
+            for link in links
+        ]
+
+        def heal() -> None:
+            for link, toxic in zip(links, names, strict=True):
+                api.remove_toxic(link.name, toxic)
+
+        return heal
+
+
+# -- server faults -------------------------------------------------------------------------
+
+
+def holder_nodes(env: RunEnv, client: str) -> list[int]:
+    """Nodes that hold the lock key with ``client``'s token right now (direct reads: the
+    nemesis may look at Redis; the checker never does)."""
+    held = []
+    for i, node in enumerate(env.topology.nodes):
+        try:
+            with node.client(socket_timeout=0.2) as conn:
+                value = conn.get(env.config.lock_name)
+        except redis.RedisError:
+            continue
+        if value is not None and value.decode(errors="replace").startswith(f"{client}:"):
+            held.append(i)
+    return held
+
+
+def undermine_grant(env: RunEnv, rng: random.Random) -> Target:
+    """The holder and enough of the nodes it counted on that what remains of its grant is no
+    longer a majority — so another client can win one (Kleppmann's Redlock scenarios).
+    The holder is caught just after it acquired, with its whole critical section ahead."""
+    client = wait_for_holder(env, rng, acquired_within_ms=FRESH_HOLD_MS)
+    n = len(env.topology.nodes)
+    held = holder_nodes(env, client) or list(range(n))
+    count = max(1, len(held) - (n // 2 + 1) + 1)
+    return Target(client=client, nodes=sorted(rng.sample(held, min(count, len(held)))))
+
+
+class ServerPause(Fault):
+    name = "server-pause"
+    summary = "SIGSTOP a redis-server for less than the TTL, then SIGCONT"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(0.2, 0.8) * ttl_ms)}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target(nodes=[rng.randrange(len(env.topology.nodes))])
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        nodes = [env.topology.nodes[i] for i in target.nodes]
+        for node in nodes:
+            node.pause()
+
+        def heal() -> None:
+            for node in nodes:
+                node.resume()
+
+        return heal
+
+
+class CrashRestart(Fault):
+    """kill -9 a node the holder counted on and restart it empty at once: the grant is gone."""
+
+    name = "crash-restart"
+    summary = "kill -9 nodes the holder counted on, restart them empty at once"
+    delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(self.delay_ttls * ttl_ms * rng.uniform(1.5, 2.0))}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return undermine_grant(env, rng)
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        nodes = [env.topology.nodes[i] for i in target.nodes]
+        empty = self.persistence == "none"
+        for node in nodes:
+            node.kill()
+
+        def heal() -> None:
+            restart_nodes(nodes, empty=empty)
+
+        if not params["duration_ms"]:
+            heal()
+            return _nothing
+        return heal
+
+
+class CrashRestartDelayed(CrashRestart):
+    name = "crash-restart-delayed"
+    summary = "kill -9 a node, restart it empty after more than the TTL (as the Redis docs advise)"
+    delay_ttls = 1.0
+
+
+class CrashRestartAof(CrashRestart):
+    name = "crash-restart-aof"
+    summary = "kill -9 a node running appendfsync always, restart it with its data at once"
+    persistence = "aof-always"
+
+
+class ClockJump(Fault):
+    """Kleppmann's Redlock scenario: a node's wall clock jumps and the key expires early."""
+
+    name = "clock-jump"
+    summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {
+            "duration_ms": round(rng.uniform(2.0, 4.0) * ttl_ms),
+            "offset_ms": round(rng.uniform(1.5, 3.0) * ttl_ms) * rng.choice([1, 1, 1, -1]),
+        }
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return undermine_grant(env, rng)
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        nodes = [env.topology.nodes[i] for i in target.nodes]
+        for node in nodes:
+            node.set_clock_offset(params["offset_ms"] / 1000)
+
+        def heal() -> None:
+            for node in nodes:
+                node.set_clock_offset(0.0)
+
+        return heal
+
+
+class Failover(Fault):
+    """Seed 003's cluster problem: the master dies before the lock reached any replica."""
+
+    name = "failover"
+    summary = "cut replication from the master, let a client lock it, then let Sentinel promote"
+    needs = "sentinel"
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        # After the promotion the split brain lasts until the old master is demoted, which
+        # the nemesis allows by healing the link after duration_ms.
+        return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target(nodes=[env.topology.master_index()])
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        (old,) = target.nodes
+        link = env.topology.internal[old].name
+        # Cutting the cluster link stops replication and hides the master from Sentinel at
+        # once; clients still reach it through their own links and keep locking it.
+        env.topology.toxiproxy.disable(link)
+        deadline = time.monotonic() + params["promote_timeout_ms"] / 1000
+        while time.monotonic() < deadline and env.topology.master_index() == old:
+            time.sleep(0.02)
+
+        def heal() -> None:
+            env.topology.toxiproxy.enable(link)  # the old master rejoins as a replica
+
+        return heal
+
+
+FAULTS: dict[str, Fault] = {
+    fault.name: fault
+    for fault in (
+        ClientPause(),
+        ClientPauseAt(),
+        ClientCrash(),
+        SlowWork(),
+        Latency(),
+        Partition(),
+        Reset(),
+        ServerPause(),
+        CrashRestart(),
+        CrashRestartDelayed(),
+        CrashRestartAof(),
+        ClockJump(),
+        Failover(),
+    )
+}

@@ -1,0 +1,87 @@
+"""The nemesis: a thread that plays a schedule against a live run and heals what it broke."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+
+from chaos import history as h
+from chaos.nemesis.faults import FAULTS, Heal
+from chaos.nemesis.schedule import FaultEvent, Schedule
+from chaos.workload.harness import RunEnv
+
+
+class ScheduledNemesis:
+    """Implements ``chaos.workload.Nemesis`` for a ``Schedule``."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._active: dict[str, Heal] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.errors: list[str] = []
+
+    def start(self, env: RunEnv) -> None:
+        self._env = env
+        self._rng = random.Random(f"targets:{self.schedule.seed}")
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._play, name="nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop playing and heal every fault still on. Idempotent."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._lock:
+            active, self._active = self._active, {}
+        for fault_id, heal in active.items():
+            self._heal(fault_id, heal)
+
+    def _play(self) -> None:
+        for event in self.schedule.events:
+            if self._stop.wait(max(0.0, self._t0 + event.at_s - time.monotonic())):
+                return
+            self._fire(event)
+
+    def _fire(self, event: FaultEvent) -> None:
+        env, fault = self._env, FAULTS[event.fault]
+        fault_id = f"f{next(self._ids)}"
+        try:
+            target = fault.aim(env, self._rng, event.params)
+            env.history.log(
+                h.INFO,
+                h.NEMESIS,
+                h.START,
+                value={
+                    "fault": event.fault,
+                    "id": fault_id,
+                    "target": target.describe(),
+                    "params": event.params,
+                },
+            )
+            heal = fault.apply(env, target, event.params)
+        except Exception as exc:  # a fault that cannot be applied is reported, not fatal
+            self.errors.append(f"{fault_id} {event.fault}: {type(exc).__name__}: {exc}")
+            env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)})
+            return
+        with self._lock:
+            self._active[fault_id] = heal
+        if not self._stop.wait(event.duration_s):
+            with self._lock:
+                self._active.pop(fault_id, None)
+            self._heal(fault_id, heal)
+
+    def _heal(self, fault_id: str, heal: Heal) -> None:
+        try:
+            heal()
+            self._env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id})
+        except Exception as exc:
+            self.errors.append(f"{fault_id} heal: {type(exc).__name__}: {exc}")
+            self._env.history.log(
+                h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)}
+            )

@@ -1,0 +1,19 @@
+"""Worker processes (one OS process per client) and the shared resource they protect.
+
+``run_workload(topology, WorkloadConfig(lock="lua"), path)`` runs one recorded workload.
+"""
+
+from chaos.workload.harness import Nemesis, RunEnv, RunResult, run_workload
+from chaos.workload.inject import PausePoint
+from chaos.workload.pool import WorkerPool
+from chaos.workload.worker import WorkloadConfig
+
+__all__ = [
+    "Nemesis",
+    "PausePoint",
+    "RunEnv",
+    "RunResult",
+    "WorkerPool",
+    "WorkloadConfig",
+    "run_workload",
+]

@@ -1,0 +1,91 @@
+"""One run of the workload: start event, workers (and a nemesis), final read, end event.
+
+The final read goes into the history so the checker needs nothing but the file: which
+acknowledged writes survived is decided from the history alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from chaos import history as h
+from chaos.topology.local import LocalTopology
+from chaos.workload.pool import WorkerPool
+from chaos.workload.resource import Resource
+from chaos.workload.worker import WorkloadConfig
+
+FINISH_GRACE_S = 10.0  # a worker mid-operation at the deadline gets this long to finish
+
+
+@dataclass(frozen=True)
+class RunEnv:
+    """What a nemesis may touch during a run."""
+
+    topology: LocalTopology
+    pool: WorkerPool
+    history: h.HistoryWriter
+    config: WorkloadConfig
+    seed: int
+
+
+class Nemesis(Protocol):
+    """Injects faults during a run; ``stop`` must heal everything it broke."""
+
+    def start(self, env: RunEnv) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunResult:
+    history_path: Path
+    completed_ops: int
+    final_state: list[str]
+
+
+def run_workload(
+    topology: LocalTopology,
+    config: WorkloadConfig,
+    history_path: Path,
+    *,
+    clients: int = 5,
+    seed: int = 1,
+    nemesis: Nemesis | None = None,
+    params: dict[str, Any] | None = None,
+    on_start: Callable[[WorkerPool], None] | None = None,
+) -> RunResult:
+    """Run ``clients`` workers for ``config.duration_s`` and record everything in the history.
+
+    ``params`` are extra run parameters (faults, schedule…) written into the start event;
+    ``on_start`` is called with the running pool (e.g. to stop it at the first violation).
+    """
+    with h.HistoryWriter(history_path) as history:
+        start = {
+            **asdict(config),
+            "clients": [f"c{i}" for i in range(1, clients + 1)],
+            "seed": seed,
+            "topology": topology.kind,
+            **(params or {}),
+        }
+        history.log(h.INFO, h.HARNESS, h.START, value=start)
+        resource = Resource(topology.resource.client())
+        resource.reset()
+        pool = WorkerPool(topology, config, history, clients=clients, seed=seed)
+        try:
+            pool.start()
+            if nemesis is not None:
+                nemesis.start(RunEnv(topology, pool, history, config, seed))
+            if on_start is not None:
+                on_start(pool)
+            pool.wait(config.duration_s + FINISH_GRACE_S)
+        finally:
+            if nemesis is not None:
+                nemesis.stop()
+            pool.stop()
+        final = resource.read()
+        history.log(h.OK, h.HARNESS, h.FINAL_READ, value=final)
+        history.log(h.INFO, h.HARNESS, h.END, value={"completed_ops": pool.completed})
+    return RunResult(history_path, pool.completed, final)

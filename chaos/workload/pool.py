@@ -1,0 +1,271 @@
+"""The harness side of the workers: start them, steer them, pause, kill and replace them.
+
+A monitor thread watches every worker's pipe and process: it resumes a worker that paused
+itself at an injection point once the pause is over, and replaces a worker that died (a fresh
+client process takes the same client id, with a new incarnation number).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+from chaos import history as h
+from chaos.locks import load
+from chaos.topology.local import LocalTopology
+from chaos.workload.inject import PausePoint
+from chaos.workload.worker import WorkerSpec, WorkloadConfig, worker_main
+
+_ctx = mp.get_context("fork")  # milliseconds per worker, against ~0.3 s for spawn
+MONITOR_TICK_S = 0.05
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class WorkerHandle:
+    spec: WorkerSpec
+    process: BaseProcess
+    control: Connection
+    holding: Synchronized[int]  # monotonic ns of the acquire it holds, 0 when not holding
+    done: bool = False
+    completed: int = 0
+    paused: bool = False
+
+    @property
+    def pid(self) -> int:
+        assert self.process.pid is not None
+        return self.process.pid
+
+
+@dataclass(order=True)
+class _Due:
+    at: float
+    client_id: str = field(compare=False)
+    incarnation: int = field(compare=False)
+
+
+class WorkerPool:
+    """``clients`` worker processes running ``config`` against ``topology``."""
+
+    def __init__(
+        self,
+        topology: LocalTopology,
+        config: WorkloadConfig,
+        history: h.HistoryWriter,
+        *,
+        clients: int,
+        seed: int,
+        replace_crashed: bool = True,
+    ) -> None:
+        load(config.lock)  # a bad lock name is one clear line here, not a dead worker later
+        self.topology = topology
+        self.config = config
+        self.history = history
+        self.seed = seed
+        self.replace_crashed = replace_crashed
+        self.deadline_ns = h.now() + int(config.duration_s * 1e9)
+        self.workers: dict[str, WorkerHandle] = {}
+        self._resumes: list[_Due] = []
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._client_ids = [f"c{i}" for i in range(1, clients + 1)]
+        self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
+        self._monitor = threading.Thread(target=self._watch, name="pool-monitor", daemon=True)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        for cid in self._client_ids:
+            self._spawn(cid, incarnation=0)
+        self._monitor.start()
+
+    def _spawn(self, cid: str, incarnation: int) -> WorkerHandle:
+        spec = WorkerSpec(
+            client_id=cid,
+            incarnation=incarnation,
+            view=self._views[cid],
+            config=self.config,
+            history_path=str(self.history.path),
+            seed=self.seed,
+            deadline_ns=self.deadline_ns,
+        )
+        ours, theirs = _ctx.Pipe()
+        holding: Synchronized[int] = _ctx.Value("q", 0)
+        process = _ctx.Process(
+            target=worker_main, args=(spec, theirs, holding), name=f"lockchaos-{cid}", daemon=True
+        )
+        process.start()
+        theirs.close()
+        handle = WorkerHandle(spec, process, ours, holding)
+        with self._lock:
+            self.workers[cid] = handle
+        return handle
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until every worker finished (True) or ``timeout_s`` passed (False)."""
+        end = time.monotonic() + (timeout_s if timeout_s is not None else 1e9)
+        while time.monotonic() < end:
+            with self._lock:
+                if all(w.done or not w.process.is_alive() for w in self.workers.values()):
+                    return True
+            time.sleep(0.02)
+        return False
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def request_stop(self) -> None:
+        """Ask every worker to finish its current operation and exit; returns at once."""
+        self._stopping.set()
+        with self._lock:
+            handles = list(self.workers.values())
+        for w in handles:
+            if w.process.is_alive():
+                self._signal(w, signal.SIGCONT)
+                self._send(w.spec.client_id, ("stop",))
+
+    def stop(self) -> None:
+        """Ask every worker to finish its operation, then kill whatever is left. Idempotent."""
+        self.request_stop()
+        with self._lock:
+            handles = list(self.workers.values())
+        deadline = time.monotonic() + STOP_GRACE_S
+        for w in handles:
+            w.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if w.process.is_alive():
+                self._signal(w, signal.SIGKILL)
+                self._signal(w, signal.SIGCONT)
+                w.process.join(timeout=5)
+        if self._monitor.is_alive():
+            self._monitor.join(timeout=2)
+
+    # -- steering (used by the nemesis and the explorer) -------------------------------------
+
+    def holders(self, acquired_within_ms: float | None = None) -> list[str]:
+        """Clients that believe they hold the lock right now (and, if asked, acquired it less
+        than ``acquired_within_ms`` ago: their whole critical section is still ahead)."""
+        since = 0 if acquired_within_ms is None else h.now() - int(acquired_within_ms * 1e6)
+        with self._lock:
+            return [
+                cid
+                for cid, w in self.workers.items()
+                if w.holding.value and w.holding.value >= since and not w.done
+            ]
+
+    def pid(self, cid: str) -> int:
+        return self.workers[cid].pid
+
+    def pause(self, cid: str, duration_ms: float | None = None) -> None:
+        """SIGSTOP the client's process (every thread); resume after ``duration_ms`` if given."""
+        w = self.workers[cid]
+        self._signal(w, signal.SIGSTOP)
+        w.paused = True
+        if duration_ms is not None:
+            self._resume_later(w, duration_ms)
+
+    def resume(self, cid: str) -> None:
+        w = self.workers[cid]
+        w.paused = False
+        self._signal(w, signal.SIGCONT)
+
+    def kill(self, cid: str) -> None:
+        """SIGKILL the client's process (recorded as a crash); a fresh one takes its place."""
+        w = self.workers[cid]
+        w.done = True  # the monitor must not record this death a second time
+        # Stopped first, so none of its events can be stamped after its crash.
+        self._signal(w, signal.SIGSTOP)
+        self.history.log(h.INFO, cid, h.CRASH, value={"by": "nemesis"})
+        self._signal(w, signal.SIGKILL)
+        self._signal(w, signal.SIGCONT)
+        w.process.join(timeout=5)
+        if self.replace_crashed and not self._stopping.is_set():
+            self._spawn(cid, w.spec.incarnation + 1)
+
+    def arm(self, cid: str, point: PausePoint) -> None:
+        self._send(cid, ("arm", point))
+
+    def slow_work(self, cid: str, work_ms: float, count: int = 1) -> None:
+        self._send(cid, ("slow-work", work_ms, count))
+
+    def _send(self, cid: str, message: tuple[Any, ...]) -> None:
+        with contextlib.suppress(OSError):  # it died; the monitor records and replaces it
+            self.workers[cid].control.send(message)
+
+    @staticmethod
+    def _signal(w: WorkerHandle, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(w.pid, sig)
+
+    def _resume_later(self, w: WorkerHandle, duration_ms: float) -> None:
+        with self._lock:
+            due = _Due(time.monotonic() + duration_ms / 1000, w.spec.client_id, w.spec.incarnation)
+            heapq.heappush(self._resumes, due)
+
+    # -- the monitor -----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        bound = time.monotonic() + self.config.duration_s + 3600  # bounded, generously
+        while time.monotonic() < bound:
+            self._resume_due()
+            with self._lock:
+                live = [w for w in self.workers.values() if not w.done]
+            if not live and (self._stopping.is_set() or not self._resumes):
+                return
+            waitables: dict[Any, WorkerHandle] = {}
+            for w in live:
+                waitables[w.control] = w
+                waitables[w.process.sentinel] = w
+            for ready in wait(list(waitables), timeout=MONITOR_TICK_S):
+                w = waitables[ready]
+                if ready is w.control:
+                    self._message(w)
+                elif not w.done:
+                    self._died(w)
+
+    def _message(self, w: WorkerHandle) -> None:
+        try:
+            kind, *args = w.control.recv()
+        except (EOFError, OSError):
+            return
+        if kind == "paused":
+            w.paused = True
+            self._resume_later(w, args[0])
+        elif kind == "done":
+            w.done, w.completed = True, args[0]
+
+    def _died(self, w: WorkerHandle) -> None:
+        """A worker exited without saying done: it crashed (an armed crash point or a bug)."""
+        w.done = True
+        w.process.join(timeout=1)
+        if w.process.exitcode != -signal.SIGKILL:
+            self.history.log(
+                h.INFO, w.spec.client_id, h.CRASH, value={"exitcode": w.process.exitcode}
+            )
+        if self.replace_crashed and not self._stopping.is_set() and h.now() < self.deadline_ns:
+            self._spawn(w.spec.client_id, w.spec.incarnation + 1)
+
+    def _resume_due(self) -> None:
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                if not self._resumes or self._resumes[0].at > now:
+                    return
+                due = heapq.heappop(self._resumes)
+                w = self.workers.get(due.client_id)
+            if w is not None and w.spec.incarnation == due.incarnation:
+                self.resume(due.client_id)
+
+    @property
+    def completed(self) -> int:
+        return sum(w.completed for w in self.workers.values())

@@ -1,0 +1,265 @@
+"""One client: its own OS process, looping acquire → critical section → release.
+
+Being a process (not a thread) is the point: SIGSTOP freezes every thread in it, the lock's
+watchdog included, exactly like a stop-the-world GC pause, and SIGKILL is a real crash.
+
+Every operation is written to the history as it happens: ``invoke`` before the call, then
+``ok``/``fail`` — or ``info`` when the call raised, because then nobody knows whether it took
+effect (an indeterminate outcome never crashes the worker).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+import redis
+
+from chaos import history as h
+from chaos.locks import build_context, check_client, load
+from chaos.locks.contract import Lease, LockClient
+from chaos.topology.local import ClientView
+from chaos.topology.processes import die_with_parent
+from chaos.workload.inject import InjectingConnection, PausePoint, injector
+from chaos.workload.resource import Resource, StaleToken
+
+_INDETERMINATE = object()
+_STALE = object()
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """What every client of one run does. Times in ms unless named otherwise."""
+
+    lock: str = "lua"
+    ttl_ms: int = 200
+    work_ms: float = 50.0
+    duration_s: float = 20.0
+    max_ops: int = 100_000  # per client: every loop is bounded in count as well as time
+    # Back-off after a refused acquire: short enough to jump into any race window a fault
+    # opens (tens of ms), long enough that spinning clients leave the CPU to the holder.
+    retry_min_ms: float = 3.0
+    retry_max_ms: float = 10.0
+    socket_timeout_s: float = 0.5
+    lock_name: str = "lockchaos:lock"
+    # The holder calls extend() every TTL/3 of its work (seed 001's usage); only locks with
+    # extend() can, and only runs that ask for it do (it hides the expiry race otherwise).
+    extend_during_work: bool = False
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    client_id: str
+    incarnation: int
+    view: ClientView
+    config: WorkloadConfig
+    history_path: str
+    seed: int
+    deadline_ns: int  # monotonic
+
+
+class Worker:
+    """The loop of one client process. ``control`` is its end of the pipe to the harness."""
+
+    def __init__(
+        self, spec: WorkerSpec, control: Connection, holding: Synchronized[int]
+    ) -> None:
+        self.spec = spec
+        self.cid = spec.client_id
+        self.config = spec.config
+        self.control = control
+        self.holding = holding
+        self.history = h.HistoryWriter(spec.history_path)
+        self.rng = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}")
+        self.stopping = threading.Event()
+        self._slow_work: list[float] = []  # work times (ms) for the next critical sections
+        injector.on_fire = self._fired
+        context = build_context(
+            spec.view,
+            lock_name=self.config.lock_name,
+            ttl_ms=self.config.ttl_ms,
+            report_renewal=self._renewed,
+            connection_class=InjectingConnection,
+            socket_timeout_s=self.config.socket_timeout_s,
+        )
+        self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
+        resource_conn = redis.Redis(
+            *spec.view.resource, socket_timeout=max(self.config.socket_timeout_s, 1.0)
+        )
+        self.resource = Resource(resource_conn)
+
+    # -- harness messages ----------------------------------------------------------------
+
+    def _listen(self) -> None:
+        """Control thread: apply the harness's commands while the loop runs (bounded)."""
+        while not self.stopping.is_set():
+            if not self.control.poll(0.05):
+                continue
+            try:
+                message = self.control.recv()
+            except EOFError:
+                self.stopping.set()
+                return
+            kind, *args = message
+            if kind == "arm":
+                injector.arm(args[0])
+            elif kind == "slow-work":
+                ms, count = args
+                self._slow_work.extend([ms] * count)
+            elif kind == "stop":
+                self.stopping.set()
+
+    def _fired(self, point: PausePoint) -> None:
+        value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}
+        if point.duration_ms:
+            value["duration_ms"] = point.duration_ms
+        self.history.log(h.INFO, self.cid, h.PAUSE_POINT, value=value)
+        if point.action == "pause":
+            self.control.send(("paused", point.duration_ms))
+        elif point.action == "crash":
+            self.history.log(h.INFO, self.cid, h.CRASH, value={"at": point.command})
+
+    def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
+        validity = self.config.ttl_ms if validity_ms is None else validity_ms
+        self.history.log(
+            h.OK,
+            self.cid,
+            h.RENEW,
+            token=lease.token,
+            valid_until=invoked_at_ns + int(validity * 1e6),
+        )
+
+    # -- one recorded operation ----------------------------------------------------------
+
+    def _call(self, f: str, call: Callable[[], Any], **invoke: Any) -> tuple[h.Event, Any]:
+        """Invoke, call, and record how it ended; returns the invoke event and the result,
+        or ``_INDETERMINATE`` / ``_STALE``."""
+        injector.begin(f)
+        invoked = self.history.log(h.INVOKE, self.cid, f, **invoke)
+        try:
+            return invoked, call()
+        except StaleToken:
+            self.history.log(h.FAIL, self.cid, f, error=h.STALE_TOKEN, **invoke)
+            return invoked, _STALE
+        except Exception as exc:  # any failure of the lock under test is an outcome
+            self.history.log(h.INFO, self.cid, f, error=f"{type(exc).__name__}: {exc}", **invoke)
+            return invoked, _INDETERMINATE
+        finally:
+            injector.end()
+
+    def _deadline(self, invoked: h.Event, lease: Lease) -> int:
+        validity = self.config.ttl_ms if lease.validity_ms is None else lease.validity_ms
+        return invoked.t + int(validity * 1e6)
+
+    def acquire(self) -> Lease | None:
+        invoked, lease = self._call(h.ACQUIRE, self.lock.acquire)
+        if lease is _INDETERMINATE:
+            return None
+        if not lease:
+            self.history.log(h.FAIL, self.cid, h.ACQUIRE)
+            return None
+        acquired = self.history.log(
+            h.OK,
+            self.cid,
+            h.ACQUIRE,
+            token=lease.token,
+            valid_until=self._deadline(invoked, lease),
+            fence=lease.fence,
+        )
+        self.holding.value = acquired.t
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        self.holding.value = 0
+        _, released = self._call(h.RELEASE, lambda: self.lock.release(lease), token=lease.token)
+        if released is not _INDETERMINATE:
+            self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+
+    def extend(self, lease: Lease) -> Lease:
+        extend = getattr(self.lock, "extend", None)
+        if extend is None:
+            return lease
+        invoked, extended = self._call(h.EXTEND, lambda: extend(lease), token=lease.token)
+        if extended is _INDETERMINATE:
+            return lease
+        if not extended:
+            self.history.log(h.FAIL, self.cid, h.EXTEND, token=lease.token)
+            return lease
+        self.history.log(
+            h.OK,
+            self.cid,
+            h.EXTEND,
+            token=extended.token,
+            valid_until=self._deadline(invoked, extended),
+        )
+        return extended
+
+    def critical_section(self, lease: Lease, op_id: str) -> Lease:
+        """Read the set, work, append ``op_id``, write it back (fenced if the lease is)."""
+        fence = {"fence": lease.fence} if lease.fence is not None else {}
+        _, items = self._call(h.READ, lambda: self.resource.read(lease.fence), **fence)
+        if items is _INDETERMINATE or items is _STALE:
+            return lease
+        # Size and last id, not the list: a whole list per read would grow the file as n².
+        summary = {"size": len(items), "last": items[-1] if items else None}
+        self.history.log(h.OK, self.cid, h.READ, value=summary, **fence)
+        lease = self.work(lease)
+        _, written = self._call(
+            h.WRITE, lambda: self.resource.write([*items, op_id], lease.fence), value=op_id, **fence
+        )
+        if written is not _INDETERMINATE and written is not _STALE:
+            self.history.log(h.OK, self.cid, h.WRITE, value=op_id, **fence)
+        return lease
+
+    def work(self, lease: Lease) -> Lease:
+        """Hold for the work time; locks that can extend are extended every TTL/3."""
+        work_ms = self._slow_work.pop(0) if self._slow_work else self.config.work_ms
+        end = time.monotonic() + work_ms / 1000
+        can_extend = self.config.extend_during_work and hasattr(self.lock, "extend")
+        step = self.config.ttl_ms / 3000 if can_extend else work_ms / 1000
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, step))
+            if can_extend and end - time.monotonic() > 0:
+                lease = self.extend(lease)
+        return lease
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        listener = threading.Thread(target=self._listen, name="control", daemon=True)
+        listener.start()
+        completed = 0
+        for i in range(self.config.max_ops):
+            if self.stopping.is_set() or h.now() >= self.spec.deadline_ns:
+                break
+            lease = self.acquire()
+            if lease is None:
+                retry = self.rng.uniform(self.config.retry_min_ms, self.config.retry_max_ms)
+                time.sleep(retry / 1000)
+                continue
+            op_id = f"{self.cid}:{self.spec.incarnation}:{i}"
+            lease = self.critical_section(lease, op_id)
+            self.release(lease)
+            completed += 1
+        self.stopping.set()
+        listener.join(timeout=1)
+        return completed
+
+
+def worker_main(spec: WorkerSpec, control: Connection, holding: Synchronized[int]) -> None:
+    """Process entry point (forked by the pool)."""
+    die_with_parent(signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    worker = Worker(spec, control, holding)
+    completed = worker.run()
+    control.send(("done", completed))
+    os._exit(0)  # no atexit handlers inherited from the forked parent

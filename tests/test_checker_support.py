@@ -1,0 +1,117 @@
+"""A small builder for hand-written histories, shared by the checker tests (no tests here).
+
+Times are milliseconds since the run start, so a test reads like a timeline:
+``h.acquire("c1", 10, lease=200)`` is c1 acquiring at 10 ms with a 200 ms lease.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import Verdict, check
+from chaos.history import Event, write_history
+
+T0 = 1_000_000_000_000  # an arbitrary monotonic origin
+MS = 1_000_000
+
+
+def at(ms: float) -> int:
+    return T0 + round(ms * MS)
+
+
+class History:
+    def __init__(
+        self, *, ttl_ms: float | None = 200, lock: str = "test-lock", start: bool = True
+    ) -> None:
+        self.events: list[Event] = []
+        self.tokens: dict[str, str] = {}
+        if start:
+            params: dict[str, Any] = {"lock": lock, "clients": ["c1", "c2", "c3"], "seed": 1}
+            if ttl_ms is not None:
+                params["ttl_ms"] = ttl_ms
+            self.add(0, "info", "harness", "start", value=params)
+
+    def add(self, ms: float, type: str, process: str, f: str, **fields: Any) -> History:
+        self.events.append(Event(t=at(ms), type=type, process=process, f=f, **fields))
+        return self
+
+    # -- client operations -------------------------------------------------------------
+
+    def acquire(
+        self, p: str, ms: float, *, lease: float | None = 200, token: str | None = None,
+        invoked: float | None = None,
+    ) -> History:
+        """Invoke (at ``invoked``, default ``ms``) and ok at ``ms``; ``lease`` ms of validity
+        from the invoke (None: no ``valid_until``)."""
+        token = token or f"{p}-{len(self.events)}"
+        self.tokens[p] = token
+        invoked = ms if invoked is None else invoked
+        self.add(invoked, "invoke", p, "acquire")
+        until = {} if lease is None else {"valid_until": at(invoked + lease)}
+        return self.add(ms, "ok", p, "acquire", token=token, **until)
+
+    def attempt(self, p: str, ms: float, done: float | None = None, *, outcome: str = "fail",
+                error: str | None = None) -> History:
+        """An acquire that did not succeed: invoke at ``ms``, ``outcome`` at ``done``."""
+        self.add(ms, "invoke", p, "acquire")
+        extra = {} if error is None else {"error": error}
+        return self.add(ms if done is None else done, outcome, p, "acquire", **extra)
+
+    def release(self, p: str, ms: float, done: float | None = None, *, outcome: str = "ok"
+                ) -> History:
+        token = self.tokens.get(p)
+        self.add(ms, "invoke", p, "release", token=token)
+        return self.add(ms if done is None else done, outcome, p, "release", token=token)
+
+    def renew(self, p: str, ms: float, until: float, *, token: str | None = None) -> History:
+        return self.add(ms, "ok", p, "renew", token=token or self.tokens[p],
+                        valid_until=at(until))
+
+    def extend(self, p: str, ms: float, until: float, *, outcome: str = "ok") -> History:
+        token = self.tokens[p]
+        self.add(ms, "invoke", p, "extend", token=token)
+        return self.add(ms, outcome, p, "extend", valid_until=at(until))
+
+    def write(self, p: str, ms: float, op: str, done: float | None = None, *,
+              outcome: str = "ok", error: str | None = None) -> History:
+        self.add(ms, "invoke", p, "write", value=op)
+        extra = {} if error is None else {"error": error}
+        return self.add(ms if done is None else done, outcome, p, "write", **extra)
+
+    def read(self, p: str, ms: float, *, outcome: str = "ok", error: str | None = None,
+             value: list[str] | None = None) -> History:
+        self.add(ms, "invoke", p, "read")
+        extra: dict[str, Any] = {} if error is None else {"error": error}
+        if outcome == "ok":
+            extra["value"] = value or []
+        return self.add(ms, outcome, p, "read", **extra)
+
+    def crash(self, p: str, ms: float) -> History:
+        return self.add(ms, "info", p, "crash")
+
+    def pause_point(self, p: str, ms: float, command: str, action: str = "pause") -> History:
+        return self.add(ms, "info", p, "pause-point", value={"command": command, "action": action})
+
+    # -- nemesis and harness -----------------------------------------------------------
+
+    def fault(self, fault_id: str, name: str, start: float, stop: float | None = None, *,
+              target: Any = None, params: dict[str, Any] | None = None) -> History:
+        value = {"fault": name, "id": fault_id, "target": target, "params": params or {}}
+        self.add(start, "info", "nemesis", "start", value=value)
+        if stop is not None:
+            self.add(stop, "info", "nemesis", "stop", value={"fault": name, "id": fault_id})
+        return self
+
+    def final_read(self, ms: float, ops: list[str]) -> History:
+        self.add(ms, "ok", "harness", "final-read", value=ops)
+        return self.add(ms, "info", "harness", "end")
+
+    # -- using it ----------------------------------------------------------------------
+
+    def check(self, **options: Any) -> Verdict:
+        return check(self.events, **options)
+
+    def save(self, path: Path) -> Path:
+        write_history(path, self.events)
+        return path
