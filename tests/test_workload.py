@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,20 @@ from chaos.workload.resource import Resource, StaleToken
 
 def _by(events: list[h.Event], **match: str) -> list[h.Event]:
     return [e for e in events if all(getattr(e, k) == v for k, v in match.items())]
+
+
+@contextmanager
+def running(
+    topo: LocalTopology, config: WorkloadConfig, path: Path, *, clients: int = 1, seed: int = 1
+) -> Iterator[WorkerPool]:
+    """A started pool writing to ``path``; stopped (and its history closed) on exit."""
+    with h.HistoryWriter(path) as history:
+        pool = WorkerPool(topo, config, history, clients=clients, seed=seed)
+        pool.start()
+        try:
+            yield pool
+        finally:
+            pool.stop()
 
 
 def _state(pid: int) -> str:
@@ -53,16 +69,11 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="get-then-del", ttl_ms=300, work_ms=5, duration_s=3)
-    with h.HistoryWriter(path) as history:
-        pool = WorkerPool(single, config, history, clients=1, seed=1)
-        pool.start()
-        try:
-            pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=400, op="release"))
-            wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
-            assert _state(pool.pid("c1")) == "T"  # stopped, every thread
-            wait_until(lambda: _state(pool.pid("c1")) != "T", "resume", timeout_s=3)
-        finally:
-            pool.stop()
+    with running(single, config, path, clients=1, seed=1) as pool:
+        pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=400, op="release"))
+        wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
+        assert _state(pool.pid("c1")) == "T"  # stopped, every thread
+        wait_until(lambda: _state(pool.pid("c1")) != "T", "resume", timeout_s=3)
     events = h.read_history(path)
     (point,) = _by(events, f=h.PAUSE_POINT)
     assert point.value == {"command": "DEL", "action": "pause", "op": "release", "duration_ms": 400}
@@ -78,16 +89,11 @@ def test_crash_between_setnx_and_expire_leaves_a_key_without_ttl_and_a_fresh_cli
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="setnx-expire", ttl_ms=300, work_ms=5, duration_s=2)
-    with h.HistoryWriter(path) as history:
-        pool = WorkerPool(single, config, history, clients=1, seed=1)
-        pool.start()
+    with running(single, config, path, clients=1, seed=1) as pool:
         first_pid = pool.pid("c1")
-        try:
-            pool.arm("c1", PausePoint("*", action="crash", op="acquire", nth=2))
-            wait_until(lambda: pool.workers["c1"].spec.incarnation == 1, "replacement")
-            assert pool.pid("c1") != first_pid
-        finally:
-            pool.stop()
+        pool.arm("c1", PausePoint("*", action="crash", op="acquire", nth=2))
+        wait_until(lambda: pool.workers["c1"].spec.incarnation == 1, "replacement")
+        assert pool.pid("c1") != first_pid
     assert single.nodes[0].client().pttl(config.lock_name) == -1  # the deadlock key
     events = h.read_history(path)
     crash = _by(events, f=h.CRASH)
@@ -101,18 +107,13 @@ def test_pausing_a_watchdog_client_stops_its_renewals(
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="watchdog", ttl_ms=150, work_ms=600, duration_s=3)
-    with h.HistoryWriter(path) as history:
-        pool = WorkerPool(single, config, history, clients=1, seed=1)
-        pool.start()
-        try:
-            wait_until(lambda: len(_by(h.read_history(path), f=h.RENEW)) >= 2, "renewals")
-            paused_at = h.now()
-            pool.pause("c1")
-            time.sleep(0.4)
-            resumed_at = h.now()
-            pool.resume("c1")
-        finally:
-            pool.stop()
+    with running(single, config, path, clients=1, seed=1) as pool:
+        wait_until(lambda: len(_by(h.read_history(path), f=h.RENEW)) >= 2, "renewals")
+        paused_at = h.now()
+        pool.pause("c1")
+        time.sleep(0.4)
+        resumed_at = h.now()
+        pool.resume("c1")
     renewals = [e.t for e in _by(h.read_history(path), f=h.RENEW)]
     assert not [t for t in renewals if paused_at + 10e6 < t < resumed_at]
 
@@ -135,16 +136,11 @@ def test_a_paused_stale_fenced_holder_cannot_overwrite(
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="fenced", ttl_ms=100, work_ms=20, duration_s=2.5)
-    with h.HistoryWriter(path) as history:
-        pool = WorkerPool(single, config, history, clients=3, seed=3)
-        pool.start()
-        try:
-            for _ in range(4):
-                wait_until(lambda: bool(pool.holders()), "a holder", timeout_s=2)
-                pool.pause(pool.holders()[0], 300)  # three TTLs: others take the lock
-                time.sleep(0.45)
-        finally:
-            pool.stop()
+    with running(single, config, path, clients=3, seed=3) as pool:
+        for _ in range(4):
+            wait_until(lambda: bool(pool.holders()), "a holder", timeout_s=2)
+            pool.pause(pool.holders()[0], 300)  # three TTLs: others take the lock
+            time.sleep(0.45)
     events = h.read_history(path)
     rejected = [e for e in events if e.error == h.STALE_TOKEN]
     assert rejected, "a holder paused past its lease must be fenced off"
@@ -159,17 +155,12 @@ def test_indeterminate_outcomes_are_recorded_not_fatal(
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="lua", ttl_ms=200, work_ms=5, duration_s=1.5)
-    with h.HistoryWriter(path) as history:
-        pool = WorkerPool(single, config, history, clients=1, seed=1)
-        pool.start()
-        try:
-            time.sleep(0.3)
-            single.toxiproxy.disable(single.client_links("c1")[0].name)
-            time.sleep(0.3)
-            single.toxiproxy.enable(single.client_links("c1")[0].name)
-            assert pool.wait(5)
-        finally:
-            pool.stop()
+    with running(single, config, path, clients=1, seed=1) as pool:
+        time.sleep(0.3)
+        single.toxiproxy.disable(single.client_links("c1")[0].name)
+        time.sleep(0.3)
+        single.toxiproxy.enable(single.client_links("c1")[0].name)
+        assert pool.wait(5)
     events = h.read_history(path)
     infos = [e for e in events if e.type == h.INFO and e.error]
     assert infos and all("Error" in (e.error or "") for e in infos)

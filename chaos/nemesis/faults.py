@@ -162,6 +162,18 @@ class SlowWork(Fault):
 # -- network faults (Toxiproxy, on one client's own links) -------------------------------------
 
 
+def toxic_on_client(env: RunEnv, client: str, toxic: str, **options: Any) -> Heal:
+    """Add one Toxiproxy toxic to every link of ``client``; the heal removes them."""
+    api, links = env.topology.toxiproxy, env.topology.client_links(client)
+    names = [api.add_toxic(link.name, toxic, **options) for link in links]
+
+    def heal() -> None:
+        for link, name in zip(links, names, strict=True):
+            api.remove_toxic(link.name, name)
+
+    return heal
+
+
 class Latency(Fault):
     name = "latency"
     summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
@@ -176,23 +188,14 @@ class Latency(Fault):
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        api, links = env.topology.toxiproxy, env.topology.client_links(target.client)
-        names = [
-            api.add_toxic(
-                link.name,
-                "latency",
-                stream=params["stream"],
-                latency=params["latency_ms"],
-                jitter=params["jitter_ms"],
-            )
-            for link in links
-        ]
-
-        def heal() -> None:
-            for link, toxic in zip(links, names, strict=True):
-                api.remove_toxic(link.name, toxic)
-
-        return heal
+        return toxic_on_client(
+            env,
+            target.client,
+            "latency",
+            stream=params["stream"],
+            latency=params["latency_ms"],
+            jitter=params["jitter_ms"],
+        )
 
 
 class Partition(Fault):
@@ -233,19 +236,10 @@ class Reset(Fault):
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        api, links = env.topology.toxiproxy, env.topology.client_links(target.client)
-        names = [
-            api.add_toxic(
-                link.name, "reset_peer", stream="upstream", toxicity=params["toxicity"], timeout=0
-            )
-            for link in links
-        ]
-
-        def heal() -> None:
-            for link, toxic in zip(links, names, strict=True):
-                api.remove_toxic(link.name, toxic)
-
-        return heal
+        return toxic_on_client(
+            env, target.client, "reset_peer", stream="upstream", toxicity=params["toxicity"],
+            timeout=0,
+        )  # fmt: skip
 
 
 # -- server faults -------------------------------------------------------------------------
