@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -16,6 +18,7 @@ from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, generate, parse_faults
+from chaos.topology.node import wait_until
 
 
 def _run_dir(out: Path) -> Path:
@@ -153,3 +156,46 @@ def test_different_seeds_give_different_schedules() -> None:
         for s in range(10)
     }
     assert len(schedules) == 10
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_nothing_outlives_a_killed_run(tmp_path: Path, sig: signal.Signals) -> None:
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "chaos.cli", "run", "--lock", "lua", "--faults", "latency",
+         "--duration", "60", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: any(p.stat().st_size > 10_000 for p in tmp_path.glob("*/history.jsonl")),
+            "the run to be under way",
+            timeout_s=30,
+        )
+        children = _children(runner.pid)
+        assert len(children) >= 5 + 3  # workers, redis nodes, toxiproxy, reaper
+    finally:
+        runner.send_signal(sig)
+        runner.wait(timeout=30)
+    wait_until(lambda: not any(_alive(pid) for pid in children), "children to die", timeout_s=15)
+    if sig == signal.SIGTERM:
+        assert runner.returncode == 128 + signal.SIGTERM
