@@ -32,24 +32,26 @@ def up(
     if hold < 0:
         raise UsageError(f"--hold must be 0 (until Ctrl-C) or a number of seconds (got {hold})")
     console = Console(stderr=True)
-    with sigterm_unwinds(), topology.start(kind, nodes=nodes) as topo:
-        for i in range(1, clients + 1):
-            topo.client_view(f"c{i}")
-        description = topo.describe()
-        if json_output:
-            print(json.dumps(description), flush=True)
-        else:
-            _print_table(description)
-            console.print(
-                f"holding {'until Ctrl-C' if hold == 0 else f'for {hold:g} s'}; "
-                f"everything is torn down on exit"
-            )
-        deadline = time.monotonic() + (hold or MAX_HOLD_S)
-        try:
+    try:
+        with sigterm_unwinds(), topology.start(kind, nodes=nodes) as topo:
+            for i in range(1, clients + 1):
+                topo.client_view(f"c{i}")
+            description = topo.describe()
+            if json_output:
+                print(json.dumps(description), flush=True)
+            else:
+                _print_table(description)
+                console.print(
+                    f"holding {'until Ctrl-C' if hold == 0 else f'for {hold:g} s'}; "
+                    f"everything is torn down on exit"
+                )
+            deadline = time.monotonic() + (hold or MAX_HOLD_S)
             while (left := deadline - time.monotonic()) > 0:
                 time.sleep(min(left, 0.5))
-        except KeyboardInterrupt:
-            console.print("interrupted: tearing down")
+    except KeyboardInterrupt:
+        # Ctrl-C is how a user ends `up` (wherever it lands, even before the hold begins):
+        # the `with` has torn everything down by now, so it is a normal exit.
+        console.print("interrupted: torn down")
 
 
 def _print_table(description: dict[str, Any]) -> None:

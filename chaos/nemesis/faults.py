@@ -361,15 +361,21 @@ class ClockJump(Fault):
 
 
 class Failover(Fault):
-    """Seed 003's cluster problem: the master dies before the lock reached any replica."""
+    """Seed 003's cluster problem: the master is lost before the lock reached any replica.
+
+    Cutting the master's cluster link stops replication and hides it from Sentinel at once,
+    while clients still reach it through their own links and keep locking it. Once Sentinel
+    has promoted a replica (which never got the key), every client but the current holder
+    loses its connection to the old master — as clients do when a master goes away — and
+    rediscovers the new one through Sentinel: the holder still locks the old master, the
+    others the new one. Healing rejoins the old master, which Sentinel later demotes.
+    """
 
     name = "failover"
-    summary = "cut replication from the master, let a client lock it, then let Sentinel promote"
+    summary = "cut replication from the master, let Sentinel promote a replica, split clients"
     needs = "sentinel"
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
-        # After the promotion the split brain lasts until the old master is demoted, which
-        # the nemesis allows by healing the link after duration_ms.
         return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}
 
     def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
@@ -377,16 +383,21 @@ class Failover(Fault):
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         (old,) = target.nodes
-        link = env.topology.internal[old].name
-        # Cutting the cluster link stops replication and hides the master from Sentinel at
-        # once; clients still reach it through their own links and keep locking it.
-        env.topology.toxiproxy.disable(link)
+        api, link = env.topology.toxiproxy, env.topology.internal[old].name
+        api.disable(link)
         deadline = time.monotonic() + params["promote_timeout_ms"] / 1000
         while time.monotonic() < deadline and env.topology.master_index() == old:
             time.sleep(0.02)
+        keep = wait_for_holder(env, random.Random(params.get("seed", 0)))
+        target.client = keep
+        for client in sorted(env.pool.workers):
+            if client != keep:
+                name = env.topology.client_links(client)[old].name
+                api.disable(name)  # closes the client's connections to the old master
+                api.enable(name)
 
         def heal() -> None:
-            env.topology.toxiproxy.enable(link)  # the old master rejoins as a replica
+            api.enable(link)  # the old master rejoins; Sentinel demotes it to a replica
 
         return heal
 
