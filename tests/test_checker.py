@@ -251,6 +251,22 @@ def test_foreign_release_is_preferred_to_a_fault():
     assert only(h.check(), "hard").cause == "foreign-release"
 
 
+def test_a_grant_during_a_failover_is_split_brain():
+    h = History().fault("f1", "failover", 10, 900).acquire("c1", 100, lease=500)
+    h.acquire("c2", 200).release("c1", 300).release("c2", 400)
+    v = only(h.check(), "hard")
+    assert v.cause == "failover"
+    assert "failover f1 was under way when c2 acquired" in v.explanation
+    assert "split brain" in v.explanation
+
+
+def test_a_release_during_a_failover_is_not_taken_for_a_foreign_release():
+    """With two masters, c3's release returning true may have removed c3's own key on the
+    other master: the failover, not the release, is what the history can vouch for."""
+    h = foreign_release_history().fault("f9", "failover", 100, 900)
+    assert only(h.check(), "hard").cause == "failover"
+
+
 def test_a_fault_outside_the_window_is_not_the_cause():
     h = History().fault("f2", "failover", 120, 130).acquire("c1", 0, lease=500)
     h.acquire("c2", 100).release("c1", 200)

@@ -6,10 +6,12 @@ away before the later client acquired. The cause is searched in a fixed order, f
 direct evidence to the least:
 
 1. another client's release returned true while the earlier holder held the lock (it can
-   only have deleted the earlier holder's key);
+   only have deleted the earlier holder's key) — unless a failover was on at the time: with
+   two masters, that release may have removed the releaser's own key on the other one;
 2. a fault that loses keys (failover, clock jump, crash-restart) began or ended in between;
 3. the earlier lease had simply expired (the holder was paused, or its work outran the TTL);
-4. none of the above: the lock granted a key that should still have existed.
+4. a failover was on when the later client acquired: split brain, two masters granting;
+5. none of the above: the lock granted a key that should still have existed.
 
 Times are seconds since the run started, with millisecond precision.
 """
@@ -71,7 +73,7 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     """How ``a``'s key went away before ``b`` acquired (see the module docstring)."""
     at = clock.at
     found = timeline.foreign_release(a, b.start)
-    if found is not None:
+    if found is not None and timeline.split_at(found[0].acked) is None:
         release, certain = found
         if certain:
             text = (
@@ -103,6 +105,13 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
         return "lease-expired", (
             f"{a.process}'s lease expired at {at(lapsed)} while {a.process} still held it "
             f"({_stalled(a, b.start, timeline, clock)})"
+        )
+    split = timeline.split_at(b.start)
+    if split is not None:
+        return split.name, (
+            f"{split.name} {split.id} was under way when {b.process} acquired: the old master "
+            f"and a promoted replica that never received its keys both granted the lock, so "
+            f"{a.process} and {b.process} could each hold it on one (split brain)"
         )
     return "unexplained", (
         f"the lock granted {b.process} while {a.process}'s key should still have existed"

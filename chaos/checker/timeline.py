@@ -22,6 +22,7 @@ import msgspec
 from chaos.checker.holds import NEVER, Hold
 
 KEY_LOSING_FAULTS = ("failover", "clock-jump", "crash-restart")  # and crash-restart-* variants
+SPLITTING_FAULTS = ("failover",)  # while on, the lock has two masters: each may grant it
 STALLING_FAULTS = ("client-pause", "client-pause-at", "slow-work")  # hold a client past its TTL
 
 
@@ -48,6 +49,10 @@ class Fault(msgspec.Struct, gc=False):
     @property
     def loses_keys(self) -> bool:
         return self.name.startswith(KEY_LOSING_FAULTS)
+
+    @property
+    def splits(self) -> bool:
+        return self.name in SPLITTING_FAULTS
 
 
 class PausePoint(msgspec.Struct, frozen=True, gc=False):
@@ -134,6 +139,14 @@ class Timeline:
         """Faults active at some instant of [lo, hi]."""
         last = bisect_right(self._fault_starts, hi)
         return [fault for fault in self.faults[:last] if fault.stop > lo]
+
+    def split_at(self, t: int) -> Fault | None:
+        """A splitting fault (failover) on at instant ``t``: while it lasts, two masters may
+        each grant the lock, and a release may act on either of them."""
+        last = bisect_right(self._fault_starts, t)
+        return next(
+            (fault for fault in self.faults[:last] if fault.splits and fault.stop > t), None
+        )
 
     def foreign_release(self, hold: Hold, before: int) -> tuple[Release, bool] | None:
         """A release by another process that returned true and may have removed this hold's
