@@ -18,8 +18,9 @@ from typing import Any
 
 from chaos import checker, locks, topology
 from chaos.errors import UsageError
-from chaos.nemesis import FAULTS, ScheduledNemesis, generate
+from chaos.nemesis import FAULTS, Fault, ScheduledNemesis, generate
 from chaos.nemesis.schedule import Schedule
+from chaos.report import write_run_reports
 from chaos.workload import WorkloadConfig, run_workload
 from chaos.workload.pool import WorkerPool
 
@@ -43,6 +44,8 @@ class Campaign:
     stop_on_first: bool = False
     fail_on: str = "hard"
     extend_during_work: bool | None = None  # None: only for locks designed for it
+    provider: str = "local"  # who runs the topology: local, docker or external
+    provider_config: str | None = None  # the external provider's TOML file
 
     def validate(self) -> None:
         if self.topology not in TOPOLOGIES:
@@ -58,6 +61,17 @@ class Campaign:
         if self.fail_on not in checker.KINDS:
             raise UsageError(f"--fail-on must be one of {', '.join(checker.KINDS)}")
         locks.load(self.lock)
+        topology.check_provider(
+            self.provider, config=self.provider_config_path, faults=self.fault_objects
+        )
+
+    @property
+    def provider_config_path(self) -> Path | None:
+        return Path(self.provider_config) if self.provider_config else None
+
+    @property
+    def fault_objects(self) -> list[Fault]:
+        return [FAULTS[name] for name in self.fault_names]
 
     @property
     def fault_names(self) -> list[str]:
@@ -95,6 +109,19 @@ def choose_layout(campaign: Campaign) -> Layout:
         if FAULTS[name].persistence != "none":
             persistence = FAULTS[name].persistence
     return Layout(kind, nodes, persistence)
+
+
+def open_topology(campaign: Campaign, layout: Layout) -> topology.Topology:
+    """A fresh running topology in ``layout`` from the campaign's provider (which refuses,
+    before starting anything, a fault it cannot do)."""
+    return topology.open_provider(
+        campaign.provider,
+        layout.kind,
+        nodes=layout.nodes,
+        persistence=layout.persistence,
+        config=campaign.provider_config_path,
+        faults=campaign.fault_objects,
+    )
 
 
 def run_dir_for(out: Path, campaign: Campaign) -> Path:
@@ -146,10 +173,12 @@ def run_campaign(campaign: Campaign, out: Path) -> Outcome:
         ),
     )
     nemesis = ScheduledNemesis(schedule)
-    params = {"faults": campaign.fault_names, "schedule": schedule.to_json()}
-    with topology.start(
-        layout.kind, nodes=layout.nodes, persistence=layout.persistence
-    ) as topo:
+    params = {
+        "faults": campaign.fault_names,
+        "schedule": schedule.to_json(),
+        "provider": campaign.provider,
+    }
+    with open_topology(campaign, layout) as topo:
         watcher = _StopOnFirst(history_path, campaign.fail_on) if campaign.stop_on_first else None
         result = run_workload(
             topo,
@@ -166,6 +195,7 @@ def run_campaign(campaign: Campaign, out: Path) -> Outcome:
     (run_dir / "campaign.json").write_text(
         json.dumps({**asdict(campaign), "layout": asdict(layout)}, indent=2) + "\n"
     )
+    write_run_reports(run_dir)  # report.html + junit.xml, from the history and verdict alone
     return Outcome(
         run_dir, verdict, schedule, result.completed_ops, nemesis.errors, campaign.fail_on
     )

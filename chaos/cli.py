@@ -11,7 +11,7 @@ import sys
 import click
 import typer
 
-from chaos.commands import check, demo, list_, run, up
+from chaos.commands import check, compare, demo, list_, report, run, up
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -33,6 +33,8 @@ app.command("run")(run.run)
 app.command("check-history")(check.check_history)
 app.command("list")(list_.list_)
 app.command("demo")(demo.demo)
+app.command("report")(report.report)
+app.command("compare")(compare.compare)
 
 
 

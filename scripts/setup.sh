@@ -2,6 +2,7 @@
 # Idempotent set-up for Debian/Ubuntu: everything lockchaos needs, installed once.
 #
 #   * apt: redis-server, redis-sentinel, redis-tools, libfaketime (+ dpkg-dev to unpack sources)
+#     and chromium (headless, to render reports in the tests; skipped where not installable)
 #   * Toxiproxy v2.12.0 server and CLI, built with `go install`, as .cache/bin/toxiproxy-{server,cli}
 #   * Redis 7.0.x built from Debian's source package with MALLOC=libc into .cache/redis/
 #     (Debian's binary links jemalloc, which libfaketime cannot wrap)
@@ -34,6 +35,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 # Debian's packaging starts the services where systemd runs; lockchaos starts its own.
 ls $FAKETIME_LIB_GLOB >/dev/null 2>&1 || { echo "setup: libfaketime.so.1 not found after install" >&2; exit 1; }
+
+# --- chromium: renders report.html headless in the test suite (skipped where it is missing) -
+if ! command -v chromium >/dev/null; then
+    say "apt-get install chromium"
+    as_root apt-get update -qq || true
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        chromium >/dev/null 2>&1 \
+        || say "chromium is not installable here: the report rendering test will be skipped"
+fi
 
 # --- Toxiproxy ----------------------------------------------------------------------------
 if [ ! -x "$BIN/toxiproxy-server" ] || [ ! -x "$BIN/toxiproxy-cli" ]; then

@@ -19,11 +19,12 @@ from operator import attrgetter
 
 from chaos.checker import judge, scan
 from chaos.checker.reader import HistoryReader
+from chaos.checker.timeline import Timeline
 from chaos.checker.verdict import KINDS, Verdict, Violation, fails
 from chaos.history import Event, HistoryError
 
 __all__ = ["DEFAULT_LIVENESS_FACTOR", "KINDS", "Verdict", "Violation", "check", "check_file",
-           "fails"]
+           "fails", "read_timeline"]
 
 DEFAULT_LIVENESS_FACTOR = 5.0  # unavailable for more than 5 × TTL with no holder: liveness
 
@@ -51,16 +52,23 @@ def check_file(path: str | os.PathLike[str], *,
     _require_positive(liveness_factor)
     reader = HistoryReader(path)
     with _collector_paused():
-        try:
-            timeline = scan.scan(reader.events())
-        except scan.OutOfOrder:  # some process's lines are out of order: sort everything
-            timeline = scan.scan(sorted(reader.events(), key=_by_time))
+        timeline = read_timeline(reader)
         if timeline.events == 0:
             raise HistoryError(f"{path}: no events: this is not a history (or it is empty)")
         notes = []
         if reader.skipped_line is not None:
             notes.append(f"ignored the truncated last line {reader.skipped_line}")
         return judge.judge(timeline, liveness_factor=liveness_factor, notes=notes)
+
+
+def read_timeline(reader: HistoryReader) -> Timeline:
+    """The timeline of a history file, streamed when each process's lines are in time order,
+    else read whole and sorted. Reports draw holds and leases from it rather than re-deriving
+    them from raw events."""
+    try:
+        return scan.scan(reader.events())
+    except scan.OutOfOrder:  # some process's lines are out of order: sort everything
+        return scan.scan(sorted(reader.events(), key=_by_time))
 
 
 def _require_positive(liveness_factor: float) -> None:

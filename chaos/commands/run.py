@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from chaos.campaign import Campaign, Outcome, run_campaign
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
 from chaos.nemesis import parse_faults
 from chaos.signals import sigterm_unwinds
 
@@ -17,6 +18,8 @@ def run(
     lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
     faults: str = typer.Option("", "--faults", help="comma-separated faults (lockchaos list)"),
     topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    provider: str = PROVIDER,
+    provider_config: Path | None = PROVIDER_CONFIG,
     nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
     clients: int = typer.Option(5, "--clients"),
     duration: float = typer.Option(20.0, "--duration", help="seconds"),
@@ -47,6 +50,8 @@ def run(
         stop_on_first=stop_on_first,
         fail_on=fail_on,
         extend_during_work=extend_during_work,
+        provider=provider,
+        provider_config=str(provider_config) if provider_config else None,
     )
     console = Console(stderr=True)
     with sigterm_unwinds(), console.status(f"running {lock} for {duration:g} s…"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos import topology
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
 from chaos.errors import UsageError
 from chaos.signals import sigterm_unwinds
 
@@ -19,12 +21,17 @@ MAX_HOLD_S = 24 * 3600.0  # "until Ctrl-C" still ends some day
 
 def up(
     kind: str = typer.Option("standalone", "--topology", help="standalone or sentinel"),
-    nodes: int = typer.Option(5, "--nodes", help="masters in the standalone topology"),
+    nodes: int | None = typer.Option(
+        None, "--nodes", help="masters in the standalone topology (default 5; external: all)"
+    ),
+    provider: str = PROVIDER,
+    provider_config: Path | None = PROVIDER_CONFIG,
     clients: int = typer.Option(2, "--clients", help="clients to create proxied links for"),
     hold: float = typer.Option(0.0, "--hold", help="seconds to keep it up; 0 = until Ctrl-C"),
     json_output: bool = typer.Option(False, "--json", help="print the addresses as JSON only"),
 ) -> None:
-    """Start a topology on 127.0.0.1, print its addresses (direct and proxied), hold, tear down."""
+    """Start a topology (or, with --provider external, connect to one), print its addresses
+    (direct and proxied), hold, tear down."""
     if kind not in topology.KINDS:
         raise UsageError(f"--topology must be one of {', '.join(topology.KINDS)} (got {kind!r})")
     if not 0 <= clients <= 64:
@@ -33,7 +40,9 @@ def up(
         raise UsageError(f"--hold must be 0 (until Ctrl-C) or a number of seconds (got {hold})")
     console = Console(stderr=True)
     try:
-        with sigterm_unwinds(), topology.start(kind, nodes=nodes) as topo:
+        with sigterm_unwinds(), topology.open_provider(
+            provider, kind, nodes=nodes, config=provider_config
+        ) as topo:
             for i in range(1, clients + 1):
                 topo.client_view(f"c{i}")
             description = topo.describe()
@@ -56,16 +65,19 @@ def up(
 
 def _print_table(description: dict[str, Any]) -> None:
     console = Console()
-    title = f"{description['topology']} topology — Toxiproxy {description['toxiproxy']}"
+    title = (
+        f"{description['topology']} topology ({description['provider']}) — "
+        f"Toxiproxy {description['toxiproxy']}"
+    )
     table = Table(title=title)
     table.add_column("name")
     table.add_column("role")
     table.add_column("direct")
     table.add_column("proxied (per client)")
     clients: dict[str, dict[str, str]] = description["clients"]
-    for node in description["nodes"]:
-        name = node["name"]
-        proxied = ", ".join(f"{c}→{links[f'{c}-{name}']}" for c, links in clients.items())
+    for i, node in enumerate(description["nodes"]):
+        # Each client's links are in node order (their names depend on the provider).
+        proxied = ", ".join(f"{c}→{list(links.values())[i]}" for c, links in clients.items())
         table.add_row(node["name"], node["role"], node["direct"], proxied)
     for i, address in enumerate(description["sentinels"]):
         table.add_row(f"s{i}", "sentinel", address, "")

@@ -94,6 +94,7 @@ def build_context(
         "socket_timeout": socket_timeout_s,
         "socket_connect_timeout": socket_timeout_s,
         "decode_responses": True,
+        "password": view.password,
         # No CLIENT SETINFO handshake on connect: every command a client sends is the lock's.
         "lib_name": None,
         "lib_version": None,
@@ -118,6 +119,7 @@ def build_context(
                 "socket_timeout": socket_timeout_s,
                 "socket_connect_timeout": socket_timeout_s,
                 "decode_responses": True,
+                "password": view.sentinel_password,
             },
         )
         master = sentinel.master_for(

@@ -14,11 +14,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar
 
 import redis
 
+from chaos.topology import provider
 from chaos.topology.node import restart_nodes
+from chaos.topology.provider import Topology
 from chaos.workload.harness import RunEnv
 from chaos.workload.inject import PausePoint
 
@@ -69,6 +72,9 @@ class Fault(ABC):
     summary: ClassVar[str]
     needs: ClassVar[str] = "any"  # "any" or "sentinel"
     persistence: ClassVar[str] = "none"  # what the data nodes must be started with
+    # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.provider):
+    # a provider that cannot do it refuses the fault before anything starts.
+    provider_needs: ClassVar[frozenset[str]] = frozenset()
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         """Parameters for one occurrence; ``duration_ms`` is how long it stays on."""
@@ -85,6 +91,9 @@ class Fault(ABC):
 
 
 class ClientPause(Fault):
+    """Without a ``duration_ms`` (the explorer's pause step) the client stays stopped until
+    healed."""
+
     name = "client-pause"
     summary = "GC pause: SIGSTOP the holder's process (watchdog threads too), SIGCONT later"
 
@@ -93,12 +102,14 @@ class ClientPause(Fault):
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        env.pool.pause(target.client, params["duration_ms"])
-        return _nothing
+        duration = params.get("duration_ms")
+        env.pool.pause(target.client, duration or None)
+        return _nothing if duration else partial(env.pool.resume, target.client)
 
 
 class ClientPauseAt(Fault):
-    """Pause at a pause-injection point: the window between a check and an act."""
+    """Pause at a pause-injection point: the window between a check and an act. Without a
+    ``duration_ms`` (the explorer's arm step) the client stays stopped there until healed."""
 
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
@@ -113,10 +124,14 @@ class ClientPauseAt(Fault):
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         point = PausePoint(
-            params["command"], action="pause", duration_ms=params["duration_ms"], op=params["op"]
+            params["command"],
+            action="pause",
+            duration_ms=params.get("duration_ms", 0),
+            op=params["op"],
+            nth=params.get("nth", 1),
         )
         env.pool.arm(target.client, point)
-        return _nothing
+        return _nothing if point.duration_ms else partial(env.pool.resume, target.client)
 
 
 class ClientCrash(Fault):
@@ -162,14 +177,28 @@ class SlowWork(Fault):
 # -- network faults (Toxiproxy, on one client's own links) -------------------------------------
 
 
-def toxic_on_client(env: RunEnv, client: str, toxic: str, **options: Any) -> Heal:
+def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any) -> Heal:
     """Add one Toxiproxy toxic to every link of ``client``; the heal removes them."""
-    api, links = env.topology.toxiproxy, env.topology.client_links(client)
+    api, links = topology.toxiproxy, topology.client_links(client)
     names = [api.add_toxic(link.name, toxic, **options) for link in links]
 
     def heal() -> None:
         for link, name in zip(links, names, strict=True):
             api.remove_toxic(link.name, name)
+
+    return heal
+
+
+def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
+    """Disable ``client``'s links to ``nodes`` (open connections close, new ones are refused);
+    the heal enables them again."""
+    links = [topology.client_links(client)[i] for i in nodes]
+    for link in links:
+        topology.toxiproxy.disable(link.name)
+
+    def heal() -> None:
+        for link in links:
+            topology.toxiproxy.enable(link.name)
 
     return heal
 
@@ -189,7 +218,7 @@ class Latency(Fault):
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         return toxic_on_client(
-            env,
+            env.topology,
             target.client,
             "latency",
             stream=params["stream"],
@@ -216,15 +245,7 @@ class Partition(Fault):
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        links = [env.topology.client_links(target.client)[i] for i in target.nodes]
-        for link in links:
-            env.topology.toxiproxy.disable(link.name)
-
-        def heal() -> None:
-            for link in links:
-                env.topology.toxiproxy.enable(link.name)
-
-        return heal
+        return cut_client_links(env.topology, target.client, target.nodes)
 
 
 class Reset(Fault):
@@ -237,8 +258,8 @@ class Reset(Fault):
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         return toxic_on_client(
-            env, target.client, "reset_peer", stream="upstream", toxicity=params["toxicity"],
-            timeout=0,
+            env.topology, target.client, "reset_peer", stream="upstream",
+            toxicity=params["toxicity"], timeout=0,
         )  # fmt: skip
 
 
@@ -273,6 +294,7 @@ def undermine_grant(env: RunEnv, rng: random.Random) -> Target:
 
 class ServerPause(Fault):
     name = "server-pause"
+    provider_needs = frozenset({provider.PAUSE})
     summary = "SIGSTOP a redis-server for less than the TTL, then SIGCONT"
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -297,6 +319,7 @@ class CrashRestart(Fault):
     """kill -9 a node the holder counted on and restart it empty at once: the grant is gone."""
 
     name = "crash-restart"
+    provider_needs = frozenset({provider.RESTART})
     summary = "kill -9 nodes the holder counted on, restart them empty at once"
     delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
 
@@ -315,7 +338,7 @@ class CrashRestart(Fault):
         def heal() -> None:
             restart_nodes(nodes, empty=empty)
 
-        if not params["duration_ms"]:
+        if not params.get("duration_ms", self.delay_ttls):  # the explorer heals on its step
             heal()
             return _nothing
         return heal
@@ -337,6 +360,7 @@ class ClockJump(Fault):
     """Kleppmann's Redlock scenario: a node's wall clock jumps and the key expires early."""
 
     name = "clock-jump"
+    provider_needs = frozenset({provider.CLOCK})
     summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -374,6 +398,7 @@ class Failover(Fault):
     name = "failover"
     summary = "cut replication from the master, let Sentinel promote a replica, split clients"
     needs = "sentinel"
+    provider_needs = frozenset({provider.CLUSTER_LINKS})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}

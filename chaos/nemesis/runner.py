@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from chaos import history as h
+from chaos.nemesis import record
 from chaos.nemesis.faults import FAULTS, Heal
 from chaos.nemesis.schedule import FaultEvent, Schedule
 from chaos.workload.harness import RunEnv
@@ -52,22 +52,15 @@ class ScheduledNemesis:
         env, fault = self._env, FAULTS[event.fault]
         fault_id = f"f{next(self._ids)}"
         try:
-            target = fault.aim(env, self._rng, event.params)
-            env.history.log(
-                h.INFO,
-                h.NEMESIS,
-                h.START,
-                value={
-                    "fault": event.fault,
-                    "id": fault_id,
-                    "target": target.describe(),
-                    "params": event.params,
-                },
+            _, heal = record.fire(
+                env,
+                fault_id,
+                event.fault,
+                event.params,
+                lambda: fault.aim(env, self._rng, event.params),
             )
-            heal = fault.apply(env, target, event.params)
         except Exception as exc:  # a fault that cannot be applied is reported, not fatal
             self.errors.append(f"{fault_id} {event.fault}: {type(exc).__name__}: {exc}")
-            env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)})
             return
         with self._lock:
             self._active[fault_id] = heal
@@ -78,10 +71,6 @@ class ScheduledNemesis:
 
     def _heal(self, fault_id: str, heal: Heal) -> None:
         try:
-            heal()
-            self._env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id})
+            record.heal(self._env, fault_id, heal)
         except Exception as exc:
             self.errors.append(f"{fault_id} heal: {type(exc).__name__}: {exc}")
-            self._env.history.log(
-                h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)}
-            )

@@ -25,7 +25,6 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from chaos.errors import UsageError
@@ -33,6 +32,7 @@ from chaos.topology import binaries
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
+from chaos.topology.provider import ALL_CAPABILITIES, ClosedOnExit
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 MASTER_NAME = "lockchaos"
@@ -53,6 +53,7 @@ class ClientView:
 
     ``nodes`` are this client's proxies to every data node, in node order. ``route`` maps an
     address the Sentinels report (``host:port``) to this client's proxy for the same node.
+    Passwords (external servers may have them) are never part of the ``repr``.
     """
 
     client_id: str
@@ -61,6 +62,9 @@ class ClientView:
     sentinels: tuple[Address, ...] = ()
     master_name: str | None = None
     route: dict[str, Address] = field(default_factory=dict)
+    password: str | None = field(default=None, repr=False)
+    resource_password: str | None = field(default=None, repr=False)
+    sentinel_password: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,11 @@ class SentinelTuning:
     failover_timeout_ms: int = 3000
 
 
-class LocalTopology:
+class LocalTopology(ClosedOnExit):
     """A running topology. Use as a context manager, or call ``close()``: teardown is total."""
+
+    provider = "local"
+    capabilities = ALL_CAPABILITIES  # real processes: every fault applies
 
     def __init__(
         self,
@@ -243,6 +250,7 @@ class LocalTopology:
                 entry["role"] = "master"
             nodes.append(entry)
         return {
+            "provider": self.provider,
             "topology": self.kind,
             "run_dir": str(self.run_dir),
             "toxiproxy": self.toxiproxy.url,
@@ -265,17 +273,6 @@ class LocalTopology:
         self._closed = True
         self.supervisor.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
-
-    def __enter__(self) -> LocalTopology:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _pairs(flat: Any) -> dict[str, Any]:

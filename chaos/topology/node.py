@@ -14,16 +14,19 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from chaos.errors import UsageError
 from chaos.topology import binaries
 from chaos.topology.processes import Supervisor
+
+if TYPE_CHECKING:
+    from chaos.topology.provider import ServerNode
 
 READY_TIMEOUT_S = 15.0
 POLL_S = 0.002
@@ -42,6 +45,25 @@ def wait_until(
             pass
         time.sleep(POLL_S)
     raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def direct_client(
+    host: str,
+    port: int,
+    password: str | None = None,
+    *,
+    socket_timeout: float = 2.0,
+    decode_responses: bool = False,
+) -> redis.Redis:
+    """A connection straight to a server (no proxy): what the harness and the nemesis use."""
+    return redis.Redis(
+        host=host,
+        port=port,
+        password=password,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=1.0,
+        decode_responses=decode_responses,
+    )
 
 
 @dataclass
@@ -64,12 +86,8 @@ class _Server:
 
     def client(self, *, socket_timeout: float = 2.0, decode_responses: bool = False) -> redis.Redis:
         """A direct (un-proxied) connection, for the harness and the nemesis."""
-        return redis.Redis(
-            host="127.0.0.1",
-            port=self.port,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=1.0,
-            decode_responses=decode_responses,
+        return direct_client(
+            "127.0.0.1", self.port, socket_timeout=socket_timeout, decode_responses=decode_responses
         )
 
     def ping(self) -> bool:
@@ -216,7 +234,7 @@ class SentinelNode(_Server):
         self.process = self.supervisor.spawn(argv, log=self.log)
 
 
-def restart_nodes(nodes: list[RedisNode], *, empty: bool = True) -> None:
+def restart_nodes(nodes: Sequence[ServerNode], *, empty: bool = True) -> None:
     """Kill -9 every node, then start them all again on their ports, in parallel.
 
     ``empty`` wipes the data first; with ``persistence="aof-always"`` and ``empty=False`` a

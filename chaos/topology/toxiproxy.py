@@ -27,15 +27,19 @@ READY_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Link:
-    """A proxy: clients connect to ``listen_port``; Toxiproxy forwards to ``upstream_port``."""
+    """A proxy: clients connect to ``listen_port``; Toxiproxy forwards to ``upstream_port``.
+
+    ``host`` is where clients reach the proxy: 127.0.0.1 for a Toxiproxy on this machine (or
+    one whose ports Docker publishes here), another host for an external Toxiproxy."""
 
     name: str
     listen_port: int
     upstream_port: int
+    host: str = "127.0.0.1"
 
     @property
     def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.listen_port)
+        return (self.host, self.listen_port)
 
 
 class ToxiproxyAPI:
@@ -63,12 +67,40 @@ class ToxiproxyAPI:
             time.sleep(0.02)
         raise UsageError(f"Toxiproxy at {self.url} is unreachable (is toxiproxy-server running?)")
 
-    def create(self, name: str, listen_port: int, upstream_port: int) -> Link:
+    def create(
+        self,
+        name: str,
+        listen_port: int,
+        upstream_port: int,
+        *,
+        upstream_host: str = "127.0.0.1",
+        listen_host: str = "127.0.0.1",
+        public_host: str = "127.0.0.1",
+    ) -> Link:
+        """A new proxy; ``listen_port`` 0 lets Toxiproxy pick a free port (the link says which).
+
+        ``listen_host`` is the interface Toxiproxy binds, ``public_host`` where clients reach it.
+        """
         proxy = self._server.create(
-            upstream=f"127.0.0.1:{upstream_port}", name=name, listen=f"127.0.0.1:{listen_port}"
+            upstream=f"{upstream_host}:{upstream_port}",
+            name=name,
+            listen=f"{listen_host}:{listen_port}",
         )
         self._proxies[name] = proxy
-        return Link(name, listen_port, upstream_port)
+        return Link(name, _port(proxy.listen), upstream_port, host=public_host)
+
+    def existing(self, name: str, public_host: str = "127.0.0.1") -> Link:
+        """A proxy the server already has (from its ``-config`` file), to fault it by name."""
+        proxy = self._server.get_proxy(name)
+        if proxy is None:
+            raise UsageError(f"Toxiproxy at {self.url} has no proxy named {name!r}")
+        self._proxies[name] = proxy
+        return Link(name, _port(proxy.listen), _port(proxy.upstream), host=public_host)
+
+    def destroy(self, name: str) -> None:
+        """Delete a proxy this API created or adopted."""
+        self._proxy(name).destroy()
+        del self._proxies[name]
 
     def _proxy(self, name: str) -> Proxy:
         try:
@@ -110,3 +142,8 @@ class ToxiproxyAPI:
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
         self._server.reset()
+
+
+def _port(address: str) -> int:
+    """The port of Toxiproxy's ``host:port`` (``[::]:8000`` included)."""
+    return int(address.rsplit(":", 1)[1])

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from chaos import history as h
-from chaos.topology.local import LocalTopology
+from chaos.topology.provider import Topology
 from chaos.workload.pool import WorkerPool
 from chaos.workload.resource import Resource
 from chaos.workload.worker import WorkloadConfig
@@ -24,7 +24,7 @@ FINISH_GRACE_S = 10.0  # a worker mid-operation at the deadline gets this long t
 class RunEnv:
     """What a nemesis may touch during a run."""
 
-    topology: LocalTopology
+    topology: Topology
     pool: WorkerPool
     history: h.HistoryWriter
     config: WorkloadConfig
@@ -47,7 +47,7 @@ class RunResult:
 
 
 def run_workload(
-    topology: LocalTopology,
+    topology: Topology,
     config: WorkloadConfig,
     history_path: Path,
     *,
@@ -63,16 +63,9 @@ def run_workload(
     ``on_start`` is called with the running pool (e.g. to stop it at the first violation).
     """
     with h.HistoryWriter(history_path) as history:
-        start = {
-            **asdict(config),
-            "clients": [f"c{i}" for i in range(1, clients + 1)],
-            "seed": seed,
-            "topology": topology.kind,
-            **(params or {}),
-        }
-        history.log(h.INFO, h.HARNESS, h.START, value=start)
-        resource = Resource(topology.resource.client())
-        resource.reset()
+        resource = record_start(
+            history, topology, config, clients=clients, seed=seed, **params or {}
+        )
         pool = WorkerPool(topology, config, history, clients=clients, seed=seed)
         try:
             pool.start()
@@ -85,7 +78,38 @@ def run_workload(
             if nemesis is not None:
                 nemesis.stop()
             pool.stop()
-        final = resource.read()
-        history.log(h.OK, h.HARNESS, h.FINAL_READ, value=final)
-        history.log(h.INFO, h.HARNESS, h.END, value={"completed_ops": pool.completed})
+        final = record_end(history, resource, pool.completed)
     return RunResult(history_path, pool.completed, final)
+
+
+def record_start(
+    history: h.HistoryWriter,
+    topology: Topology,
+    config: WorkloadConfig,
+    *,
+    clients: int,
+    seed: int,
+    **params: Any,
+) -> Resource:
+    """Write the run's start event and empty the resource; returns the harness's handle on
+    the resource (for ``record_end``)."""
+    start = {
+        **asdict(config),
+        "clients": [f"c{i}" for i in range(1, clients + 1)],
+        "seed": seed,
+        "topology": topology.kind,
+        **params,
+    }
+    history.log(h.INFO, h.HARNESS, h.START, value=start)
+    resource = Resource(topology.resource.client())
+    resource.reset()
+    return resource
+
+
+def record_end(history: h.HistoryWriter, resource: Resource, completed_ops: int) -> list[str]:
+    """Write the resource's final state (what the data check compares writes with) and the
+    end event; returns the final state."""
+    final = resource.read()
+    history.log(h.OK, h.HARNESS, h.FINAL_READ, value=final)
+    history.log(h.INFO, h.HARNESS, h.END, value={"completed_ops": completed_ops})
+    return final

@@ -22,9 +22,9 @@ from typing import Any
 
 from chaos import history as h
 from chaos.locks import load
-from chaos.topology.local import LocalTopology
+from chaos.topology.provider import Topology
 from chaos.workload.inject import PausePoint
-from chaos.workload.worker import WorkerSpec, WorkloadConfig, worker_main
+from chaos.workload.worker import Worker, WorkerSpec, WorkloadConfig, worker_main
 
 _ctx = mp.get_context("fork")  # milliseconds per worker, against ~0.3 s for spawn
 MONITOR_TICK_S = 0.05
@@ -57,9 +57,11 @@ class _Due:
 class WorkerPool:
     """``clients`` worker processes running ``config`` against ``topology``."""
 
+    worker_class: type[Worker] = Worker  # what each process runs (the explorer's steps it)
+
     def __init__(
         self,
-        topology: LocalTopology,
+        topology: Topology,
         config: WorkloadConfig,
         history: h.HistoryWriter,
         *,
@@ -102,7 +104,10 @@ class WorkerPool:
         ours, theirs = _ctx.Pipe()
         holding: Synchronized[int] = _ctx.Value("q", 0)
         process = _ctx.Process(
-            target=worker_main, args=(spec, theirs, holding), name=f"lockchaos-{cid}", daemon=True
+            target=worker_main,
+            args=(spec, theirs, holding, self.worker_class),
+            name=f"lockchaos-{cid}",
+            daemon=True,
         )
         process.start()
         theirs.close()

@@ -92,7 +92,9 @@ class Worker:
         )
         self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
         resource_conn = redis.Redis(
-            *spec.view.resource, socket_timeout=max(self.config.socket_timeout_s, 1.0)
+            *spec.view.resource,
+            password=spec.view.resource_password,
+            socket_timeout=max(self.config.socket_timeout_s, 1.0),
         )
         self.resource = Resource(resource_conn)
 
@@ -177,11 +179,14 @@ class Worker:
         self.holding.value = acquired.t
         return lease
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: Lease) -> bool | None:
+        """What the lock's release returned; None when its outcome is unknown."""
         self.holding.value = 0
         _, released = self._call(h.RELEASE, lambda: self.lock.release(lease), token=lease.token)
-        if released is not _INDETERMINATE:
-            self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+        if released is _INDETERMINATE:
+            return None
+        self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+        return bool(released)
 
     def extend(self, lease: Lease) -> Lease:
         extend = getattr(self.lock, "extend", None)
@@ -254,12 +259,17 @@ class Worker:
         return completed
 
 
-def worker_main(spec: WorkerSpec, control: Connection, holding: Synchronized[int]) -> None:
-    """Process entry point (forked by the pool)."""
+def worker_main(
+    spec: WorkerSpec,
+    control: Connection,
+    holding: Synchronized[int],
+    worker_class: type[Worker] = Worker,
+) -> None:
+    """Process entry point (forked by the pool); ``worker_class`` decides what ``run`` does."""
     die_with_parent(signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = Worker(spec, control, holding)
+    worker = worker_class(spec, control, holding)
     completed = worker.run()
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent

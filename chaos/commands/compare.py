@@ -1,0 +1,147 @@
+"""``lockchaos compare``: locks × faults side by side, each cell on a fresh topology.
+
+Shows live progress, prints the lock × fault table, and writes ``index.html``, ``matrix.json``
+and ``junit.xml`` in a new directory under ``--out`` (each cell's run directory under
+``runs/``). Exit status 0 when the comparison ran (broken locks are its findings, not
+errors), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from chaos.compare import CellPlan, plan_matrix, run_matrix
+from chaos.report.matrix import write_compare_reports
+from chaos.signals import sigterm_unwinds
+
+STYLE = {"ok": "green", "soft": "yellow", "liveness": "magenta", "data": "bold magenta",
+         "hard": "bold red"}
+GRID_COLUMNS = 4  # more fault columns than this print as one row per cell
+
+
+def compare(
+    locks: str = typer.Option(..., "--locks", help="comma-separated locks (lockchaos list)"),
+    faults: str = typer.Option(
+        ..., "--faults", help="comma-separated fault columns; a+b injects both in one column"
+    ),
+    seeds: int = typer.Option(1, "--seeds", help="run each cell with seeds 1…K"),
+    duration: float = typer.Option(10.0, "--duration", help="seconds per run at most"),
+    stop_on_first: bool = typer.Option(
+        True, "--stop-on-first/--full",
+        help="end a run at its first hard violation (default) or run the whole duration",
+    ),
+    out: Path = typer.Option(Path("reports"), "--out", help="where the compare directory goes"),
+) -> None:
+    """Run every lock against every fault column on fresh topologies; print the matrix and
+    write index.html + matrix.json."""
+    plans = plan_matrix(locks.split(","), faults.split(","), duration,
+                        "hard" if stop_on_first else None)
+    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare")
+
+
+def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str) -> Path:
+    """Run ``plans`` with live progress, print the table and the index's path (last line)."""
+    err = Console(stderr=True)
+    runs = len(plans) * seeds
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn())
+    with sigterm_unwinds(), Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("starting", total=runs)
+
+        def on_run(plan: CellPlan, seed: int) -> None:
+            progress.update(task, description=f"{plan.name} (seed {seed}/{seeds})")
+
+        def on_cell(cell: dict[str, Any]) -> None:
+            progress.advance(task, seeds)
+            progress.console.print(_line(cell), highlight=False)
+
+        directory, matrix = run_matrix(
+            plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
+            save=write_compare_reports,
+        )
+    console = Console()
+    console.print(_table(matrix.to_json()))
+    console.print(f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "
+                  f"junit.xml in {directory}", highlight=False)
+    index = (directory / "index.html").resolve()
+    print(index)
+    return index
+
+
+def _line(cell: dict[str, Any]) -> str:
+    name = f"{cell['lock']} × {cell['label']}"
+    if cell["status"] != "done":
+        return f"  [dim]n/a[/]  {name}: {cell['reason']}"
+    return f"  [{STYLE[cell['verdict']]}]{cell['verdict']:>8}[/]  {name}{_facts(cell, ', ')}"
+
+
+def _facts(cell: dict[str, Any], sep: str) -> str:
+    facts = [f"hard {cell['hard']} · soft {cell['soft']}"]
+    if cell["first_hard_s"] is not None:
+        facts.append(f"first hard {cell['first_hard_s']:.2f} s")
+    if cell["lost_writes"]:
+        facts.append(f"lost writes {cell['lost_writes']}")
+    if cell["expected"]:
+        mark = "✓" if cell["expected"]["matched"] == cell["expected"]["runs"] else "✗"
+        facts.append(f"{mark} claim: {cell['expected']['claim']}")
+    return sep + sep.join(facts)
+
+
+def _verdict(cell: dict[str, Any]) -> str:
+    if cell["status"] != "done":
+        return "[dim]n/a[/]"
+    return f"[{STYLE[cell['verdict']]}]{cell['verdict']}[/]"
+
+
+def _table(matrix: dict[str, Any]) -> Table:
+    """The lock × fault grid, or one row per cell when there are too many columns."""
+    cells, columns = matrix["cells"], matrix["columns"]
+    if len(columns) <= GRID_COLUMNS:
+        table = Table(title=f"{matrix['title']}: lock × fault", show_lines=True)
+        table.add_column("lock", style="bold")
+        for col in columns:
+            table.add_column(col["label"], overflow="fold")
+        grid = {(c["lock"], c["faults"]): c for c in cells}
+        for lock in matrix["locks"]:
+            row = []
+            for col in columns:
+                cell = grid.get((lock, col["faults"]))
+                if cell is None:
+                    row.append("[dim]·[/]")
+                elif cell["status"] != "done":
+                    row.append(f"[dim]n/a: {cell['reason']}[/]")
+                else:
+                    row.append(_verdict(cell) + _facts(cell, "\n"))
+            table.add_row(lock, *row)
+        return table
+    table = Table(title=f"{matrix['title']}: lock × fault", caption="claim: ✓ as the truth "
+                  "table says, ✗ not (chaos/truth_table.py)")
+    table.add_column("lock × faults", overflow="fold")
+    for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
+        table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")
+    for cell in cells:
+        name = f"[bold]{cell['lock']}[/] × {cell['label']}"
+        if cell["status"] != "done":
+            table.add_row(f"{name}\n[dim]{cell['reason']}[/]", _verdict(cell))
+            continue
+        claim = ""
+        if cell["expected"]:
+            claim = "✓" if cell["expected"]["matched"] == cell["expected"]["runs"] else "[red]✗[/]"
+        first = f"{cell['first_hard_s']:.2f} s" if cell["first_hard_s"] is not None else ""
+        table.add_row(name, _verdict(cell), str(cell["hard"]), str(cell["soft"]),
+                      str(cell["lost_writes"] or ""), first, claim)
+    return table

@@ -1,0 +1,34 @@
+"""``lockchaos report``: rebuild a saved run's report.html and junit.xml (or a comparison's
+index.html), from the files it holds and nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from chaos.compare import MATRIX
+from chaos.errors import UsageError
+from chaos.report import REPORT, write_run_reports
+from chaos.report.matrix import write_compare_reports
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="a run directory (or a compare directory)"),
+) -> None:
+    """Rebuild report.html and junit.xml in RUN_DIR from its history.jsonl and verdict.json
+    (in a compare directory: index.html and junit.xml from matrix.json); prints the page."""
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such directory; give a run directory that "
+                         "`lockchaos run` or `lockchaos compare` wrote")
+    matrix = run_dir / MATRIX
+    if matrix.is_file():
+        try:
+            data = json.loads(matrix.read_text())
+        except ValueError as exc:
+            raise UsageError(f"{matrix}: not a lockchaos matrix ({exc})") from None
+        print(write_compare_reports(run_dir, data))
+        return
+    write_run_reports(run_dir)
+    print(run_dir / REPORT)

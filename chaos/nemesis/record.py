@@ -1,0 +1,49 @@
+"""Fire a fault and record it: the one place that writes the nemesis's start and stop events.
+
+The scheduled nemesis (a thread playing a schedule) and the explorer (a fault on/off step)
+both go through here, so a fault reads the same in every history: ``start`` (fault, id,
+target, params) just before it is applied, ``stop`` (id) once it is healed, and a ``stop``
+carrying the error when aiming, applying or healing fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from chaos import history as h
+from chaos.nemesis.faults import FAULTS, Heal, Target
+from chaos.workload.harness import RunEnv
+
+
+def fire(
+    env: RunEnv, fault_id: str, name: str, params: dict[str, Any], aim: Callable[[], Target]
+) -> tuple[Target, Heal]:
+    """Aim, record the start, apply; returns the target and the heal. On failure a ``stop``
+    with the error is recorded and the exception propagates."""
+    try:
+        target = aim()
+        env.history.log(
+            h.INFO,
+            h.NEMESIS,
+            h.START,
+            value={"fault": name, "id": fault_id, "target": target.describe(), "params": params},
+        )
+        return target, FAULTS[name].apply(env, target, params)
+    except Exception as exc:
+        _stopped_with(env, fault_id, exc)
+        raise
+
+
+def heal(env: RunEnv, fault_id: str, heal: Heal) -> None:
+    """Heal and record the stop (with the error, which propagates, if healing fails)."""
+    try:
+        heal()
+    except Exception as exc:
+        _stopped_with(env, fault_id, exc)
+        raise
+    env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id})
+
+
+def _stopped_with(env: RunEnv, fault_id: str, exc: Exception) -> None:
+    env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)})

@@ -1,0 +1,287 @@
+"""lockchaos as a pytest plugin: test your own lock from your own suite, against real Redis
+behind Toxiproxy, with lockchaos's faults and its checker (docs/pytest.md).
+
+Installed as the ``pytest11`` entry point ``lockchaos``. Fixtures — each test gets fresh
+ones, and everything they start is torn down after it:
+
+* ``lockchaos_lock`` — the lock under test: the ``lock=`` of ``@pytest.mark.lockchaos``, else
+  ``--lock`` (a bundled name or ``module:attr``);
+* ``lockchaos_topology`` — a running topology shaped for that lock and the marker's
+  ``faults=`` (or its ``topology=``/``nodes=``), from ``--lockchaos-provider`` (``local`` by
+  default; a fault the provider cannot do fails the test before anything starts);
+* ``lockchaos_toxiproxy`` — Toxiproxy faults on one client's own links, by hand;
+* ``lockchaos_nemesis`` — a seeded schedule of faults, played during a run;
+* ``lockchaos_clients`` — runs client processes of the lock against the topology (with the
+  marker's faults, unless given a nemesis) and returns the run's ``RunResult``;
+* ``lockchaos_checker`` — the pure checker on a run's history.
+
+It also registers lockchaos's Hypothesis profiles (``dev``, ``ci``) and loads the one the
+environment asks for (``ci`` when ``CI`` is set), unless ``--hypothesis-profile`` names one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos import checker, topology
+from chaos.campaign import Campaign, choose_layout, open_topology
+from chaos.errors import UsageError
+from chaos.explore.profiles import register_profiles, select_profile
+from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
+from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
+from chaos.topology.provider import refuse_unsupported
+from chaos.topology.providers import CAPABILITIES
+from chaos.workload import Nemesis, RunResult, WorkloadConfig, run_workload
+
+MARKER = "lockchaos"
+MARKER_HELP = (
+    "lockchaos(lock=None, faults='', topology='auto', nodes=None): the lock under test "
+    "(module:attr or a bundled name; overrides --lock), the faults its clients run under, "
+    "and the topology's shape"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lockchaos", "lockchaos: test a Redis lock under faults")
+    group.addoption(
+        "--lock",
+        dest="lockchaos_lock",
+        default=None,
+        help="the lock under test, for tests whose lockchaos marker names none: a bundled "
+        "lock (lockchaos list) or module:attr naming a factory make(ctx) -> LockClient",
+    )
+    group.addoption(
+        "--lockchaos-provider",
+        default="local",
+        choices=topology.PROVIDERS,
+        help="who runs the topologies: local (default), docker or external",
+    )
+    group.addoption(
+        "--lockchaos-provider-config",
+        default=None,
+        help="TOML file naming the servers for --lockchaos-provider external",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the Hypothesis profiles before Hypothesis's plugin loads one by name."""
+    config.addinivalue_line("markers", MARKER_HELP)
+    register_profiles()
+    if not config.getoption("hypothesis_profile", None):
+        select_profile()
+
+
+@contextmanager
+def _as_test_failure() -> Iterator[None]:
+    """A ``UsageError`` (bad lock, impossible fault…) fails the test in its own one line."""
+    try:
+        yield
+    except UsageError as exc:
+        pytest.fail(f"lockchaos: {exc}", pytrace=False)
+
+
+def _marker(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker(MARKER)
+    return dict(marker.kwargs) if marker else {}
+
+
+@pytest.fixture
+def lockchaos_lock(request: pytest.FixtureRequest) -> str:
+    """The lock under test: the marker's ``lock=``, else ``--lock``."""
+    lock = _marker(request).get("lock") or request.config.getoption("lockchaos_lock")
+    if not lock:
+        pytest.fail(
+            "lockchaos: no lock under test: pass --lock module:attr, or mark the test "
+            "@pytest.mark.lockchaos(lock='module:attr')",
+            pytrace=False,
+        )
+    return str(lock)
+
+
+@pytest.fixture
+def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> Campaign:
+    """The marker and the options, validated as a campaign (the shape of the run)."""
+    marker = _marker(request)
+    config = request.config.getoption("lockchaos_provider_config")
+    with _as_test_failure():
+        campaign = Campaign(
+            lock=lockchaos_lock,
+            faults=parse_faults(marker.get("faults", "")),
+            topology=marker.get("topology", "auto"),
+            nodes=marker.get("nodes"),
+            provider=request.config.getoption("lockchaos_provider"),
+            provider_config=str(config) if config else None,
+        )
+        campaign.validate()
+    return campaign
+
+
+@pytest.fixture
+def lockchaos_topology(lockchaos_campaign: Campaign) -> Iterator[topology.Topology]:
+    """A fresh running topology for this test, torn down after it."""
+    with _as_test_failure():
+        topo = open_topology(lockchaos_campaign, choose_layout(lockchaos_campaign))
+    with topo:
+        yield topo
+
+
+class LinkFaults:
+    """Toxiproxy faults on one client's own links (``c1``, ``c2``… as the clients are
+    named), by hand. Each returns the function that heals it; whatever is still on at the
+    end of the test is healed then."""
+
+    def __init__(self, topo: topology.Topology) -> None:
+        self.topology = topo
+        self._heals: list[Heal] = []
+
+    def _keep(self, heal: Heal) -> Heal:
+        self._heals.append(heal)
+
+        def once() -> None:
+            if heal in self._heals:
+                self._heals.remove(heal)
+                heal()
+
+        return once
+
+    def cut(self, client: str, nodes: list[int] | None = None) -> Heal:
+        """Partition ``client`` from ``nodes`` (default: every node)."""
+        if nodes is None:
+            nodes = list(range(len(self.topology.nodes)))
+        return self._keep(cut_client_links(self.topology, client, nodes))
+
+    def latency(
+        self, client: str, latency_ms: int, jitter_ms: int = 0, stream: str = "downstream"
+    ) -> Heal:
+        """Delay everything ``client`` sends (``upstream``) or receives (``downstream``)."""
+        return self._keep(
+            toxic_on_client(
+                self.topology, client, "latency", stream=stream, latency=latency_ms,
+                jitter=jitter_ms,
+            )
+        )  # fmt: skip
+
+    def reset_peer(self, client: str, toxicity: float = 1.0) -> Heal:
+        """Reset ``client``'s connections mid-command (with probability ``toxicity``)."""
+        return self._keep(
+            toxic_on_client(
+                self.topology, client, "reset_peer", stream="upstream", toxicity=toxicity,
+                timeout=0,
+            )
+        )  # fmt: skip
+
+    def heal(self) -> None:
+        while self._heals:
+            self._heals.pop()()
+
+
+@pytest.fixture
+def lockchaos_toxiproxy(lockchaos_topology: topology.Topology) -> Iterator[LinkFaults]:
+    """Toxiproxy faults on one client's links; healed after the test."""
+    faults = LinkFaults(lockchaos_topology)
+    yield faults
+    faults.heal()
+
+
+NemesisFactory = Callable[..., ScheduledNemesis]
+
+
+@pytest.fixture
+def lockchaos_nemesis(lockchaos_campaign: Campaign) -> NemesisFactory:
+    """``lockchaos_nemesis("latency,partition", seed=1, duration_s=2, ttl_ms=200)``: a seeded
+    schedule of faults for ``lockchaos_clients(nemesis=...)``."""
+
+    def make(
+        faults: str, *, seed: int = 1, duration_s: float = 2.0, ttl_ms: int = 200
+    ) -> ScheduledNemesis:
+        with _as_test_failure():
+            parsed = parse_faults(faults)
+            refuse_unsupported(
+                lockchaos_campaign.provider, CAPABILITIES, [FAULTS[name] for name, _ in parsed]
+            )
+        return ScheduledNemesis(generate(parsed, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms))
+
+    return make
+
+
+ClientsRunner = Callable[..., RunResult]
+
+
+@pytest.fixture
+def lockchaos_clients(
+    lockchaos_campaign: Campaign,
+    lockchaos_topology: topology.Topology,
+    lockchaos_nemesis: NemesisFactory,
+    tmp_path: Path,
+) -> ClientsRunner:
+    """``lockchaos_clients(clients=3, duration_s=2.0, ttl_ms=200, work_ms=20, seed=1)``: run
+    client processes of the lock, each looping acquire → read/work/write → release, under the
+    marker's faults (or ``nemesis=``); returns the ``RunResult`` (its ``history_path``)."""
+    counter = itertools.count(1)
+    campaign = lockchaos_campaign
+
+    def run(
+        *,
+        clients: int = 3,
+        duration_s: float = 2.0,
+        ttl_ms: int = 200,
+        work_ms: float = 20.0,
+        seed: int = 1,
+        nemesis: Nemesis | None = None,
+        extend_during_work: bool = False,
+    ) -> RunResult:
+        faults = ",".join(campaign.fault_names)
+        if nemesis is None and faults:
+            nemesis = lockchaos_nemesis(faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms)
+        config = WorkloadConfig(
+            lock=campaign.lock,
+            ttl_ms=ttl_ms,
+            work_ms=work_ms,
+            duration_s=duration_s,
+            extend_during_work=extend_during_work,
+        )
+        with _as_test_failure():
+            return run_workload(
+                lockchaos_topology,
+                config,
+                tmp_path / f"history-{next(counter)}.jsonl",
+                clients=clients,
+                seed=seed,
+                nemesis=nemesis,
+                params={"faults": campaign.fault_names, "provider": campaign.provider},
+            )
+
+    return run
+
+
+class Checker:
+    """The pure checker: a run's history in, a verdict out."""
+
+    def __call__(self, run: RunResult | Path) -> checker.Verdict:
+        return checker.check_file(run.history_path if isinstance(run, RunResult) else run)
+
+    def assert_passes(self, run: RunResult | Path, fail_on: str = "hard") -> checker.Verdict:
+        """The verdict, or an ``AssertionError`` explaining every violation at or above
+        ``fail_on`` (and where the history is, for ``lockchaos check-history``)."""
+        verdict = self(run)
+        if checker.fails(verdict, fail_on):
+            path = run.history_path if isinstance(run, RunResult) else run
+            lines = "\n".join(f"  • {line}" for line in verdict.explanations[:10])
+            raise AssertionError(
+                f"lockchaos verdict {verdict.verdict} (failing on {fail_on}); history {path}\n"
+                + lines
+            )
+        return verdict
+
+
+@pytest.fixture
+def lockchaos_checker() -> Checker:
+    """``lockchaos_checker(result)`` → ``Verdict``; ``.assert_passes(result, fail_on="hard")``."""
+    return Checker()

@@ -1,0 +1,175 @@
+"""The pytest plugin: its option and marker (through pytester), its Toxiproxy fixture against
+real processes, and docs/pytest.md's example being the test that runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from chaos.pytest_plugin import LinkFaults
+from chaos.topology import Topology
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SHOW_LOCK = """
+import pytest
+
+def test_unmarked(lockchaos_lock):
+    print("LOCK", lockchaos_lock)
+
+@pytest.mark.lockchaos(lock="redlock")
+def test_marked(lockchaos_lock):
+    print("LOCK", lockchaos_lock)
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """In-process: chaos is already imported, so pytest cannot rewrite its asserts (and
+    would warn about it)."""
+    return pytester.runpytest("-W", "ignore::pytest.PytestAssertRewriteWarning", *args)
+
+
+def test_lock_option_picks_the_lock_and_the_marker_overrides_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(SHOW_LOCK)
+    result = _run(pytester, "--lock", "tests.mylocks:make", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*LOCK tests.mylocks:make*", "*LOCK redlock*"])
+
+
+def test_without_a_lock_the_test_fails_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SHOW_LOCK)
+    result = _run(pytester, "-k", "unmarked")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*lockchaos: no lock under test: pass --lock module:attr*"])
+
+
+def test_a_bad_lock_fails_the_test_in_one_line_without_starting_anything(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_it(lockchaos_topology):
+            raise AssertionError("never reached")
+        """
+    )
+    result = _run(pytester, "--lock", "no_such_module:make")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*lockchaos: lock 'no_such_module:make': no module named*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_fault_the_provider_cannot_do_is_refused_before_anything_starts(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.lockchaos(lock="redlock", faults="clock-jump")
+        def test_it(lockchaos_topology):
+            raise AssertionError("never reached")
+        """
+    )
+    result = _run(pytester, "--lockchaos-provider", "docker")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*lockchaos: clock-jump needs a provider that can jump server clocks, which the "
+            "docker provider cannot: drop clock-jump or use --provider local*"
+        ]
+    )
+
+
+def test_the_clients_and_checker_fixtures_catch_a_broken_lock(pytester: pytest.Pytester) -> None:
+    """``--lock del-release`` under slow work: the checker fixture fails the test with the
+    explanation (so a green example means something)."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.lockchaos(faults="slow-work")
+        def test_it(lockchaos_clients, lockchaos_checker):
+            result = lockchaos_clients(clients=3, duration_s=1.5, ttl_ms=100, work_ms=20)
+            lockchaos_checker.assert_passes(result)
+        """
+    )
+    result = _run(pytester, "--lock", "del-release")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lockchaos verdict hard (failing on hard); history *", "*•*"])
+
+
+def test_hypothesis_profiles_are_registered_and_one_is_loaded(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+
+        def test_profile():
+            assert settings.get_profile("dev").deadline is None
+            assert settings.default.derandomize is True  # the ci profile, named below
+        """
+    )
+    _run(pytester, "--hypothesis-profile", "ci").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("autoload", [True, False], ids=["entry-point", "no-autoload"])
+def test_the_root_conftest_loads_the_plugin_once(autoload: bool) -> None:
+    """With the entry point (after ``make setup``) and without it (a fresh clone, or
+    PYTEST_DISABLE_PLUGIN_AUTOLOAD): the options exist and nothing is registered twice."""
+    env = dict(os.environ)
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    argv = [sys.executable, "-m", "pytest", "--co", "-q", "tests/test_pytest_plugin_example.py"]
+    if not autoload:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        argv += ["-p", "pytest_timeout"]  # the ini file sets its option
+    done = subprocess.run(
+        [*argv, "--lock", "lua"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 test collected" in done.stdout
+
+
+def _proxied(topo: Topology, client: str) -> redis.Redis:
+    host, port = topo.client_view(client).nodes[0]
+    return redis.Redis(host, port, socket_timeout=1.0, socket_connect_timeout=1.0)
+
+
+@pytest.mark.lockchaos(lock="lua", topology="standalone", nodes=1)
+def test_toxiproxy_fixture_cuts_delays_and_heals_one_clients_links(
+    lockchaos_topology: Topology, lockchaos_toxiproxy: LinkFaults
+) -> None:
+    c1, c2 = _proxied(lockchaos_topology, "c1"), _proxied(lockchaos_topology, "c2")
+    assert c1.ping() and c2.ping()
+    heal = lockchaos_toxiproxy.cut("c1")
+    with pytest.raises(redis.ConnectionError):
+        c1.ping()
+    assert c2.ping()  # only c1's links
+    heal()
+    assert c1.ping()
+    lockchaos_toxiproxy.latency("c1", latency_ms=150)
+    started = time.monotonic()
+    c1.ping()
+    assert time.monotonic() - started >= 0.15
+    lockchaos_toxiproxy.heal()
+    started = time.monotonic()
+    c1.ping()
+    assert time.monotonic() - started < 0.15
+
+
+def test_docs_example_is_the_test_that_runs() -> None:
+    doc = (ROOT / "docs" / "pytest.md").read_text()
+    example = re.search(r"```python\n(.*?)```", doc, re.S)
+    assert example is not None
+    code = (ROOT / "tests" / "test_pytest_plugin_example.py").read_text()
+    assert example.group(1) == code
+    assert len(code.strip().splitlines()) <= 20
