@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class CellPlan:
     faults: str
     duration_s: float
     stop_on: str | None = "hard"
+    provider: str = "local"
+    provider_config: str | None = None
 
     def campaign(self, seed: int) -> Campaign:
         return Campaign(
@@ -49,6 +51,8 @@ class CellPlan:
             seed=seed,
             stop_on_first=self.stop_on is not None,
             fail_on=self.stop_on or "hard",
+            provider=self.provider,
+            provider_config=self.provider_config,
         )
 
     @property
@@ -62,8 +66,10 @@ def column_label(faults: str) -> str:
 
 
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
-                stop_on: str | None = "hard") -> list[CellPlan]:
-    """Every lock against every column (``a+b`` in a column: both faults in one run)."""
+                stop_on: str | None = "hard", *, provider: str = "local",
+                provider_config: str | None = None) -> list[CellPlan]:
+    """Every lock against every column (``a+b`` in a column: both faults in one run), each
+    on a fresh topology from ``provider``."""
     locks = [lock.strip() for lock in locks if lock.strip()]
     columns = [col.strip().replace("+", ",") for col in columns if col.strip()]
     if not locks:
@@ -73,7 +79,11 @@ def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
     if len(locks) * len(columns) > MAX_CELLS:
         raise UsageError(f"{len(locks)} locks × {len(columns)} faults is more than {MAX_CELLS} "
                          "cells: compare fewer at a time")
-    return [CellPlan(lock, col, duration_s, stop_on) for lock in locks for col in columns]
+    return [
+        CellPlan(lock, col, duration_s, stop_on, provider, provider_config)
+        for lock in locks
+        for col in columns
+    ]
 
 
 @dataclass(frozen=True)
@@ -189,10 +199,15 @@ def run_matrix(
         raise UsageError(f"--seeds must be between 1 and 100 (got {seeds})")
     matrix = Matrix(title, seeds, [CellResult(plan, claim_for(plan)) for plan in plans])
     for cell in matrix.cells:
-        cell.plan.campaign(1).validate()  # bad input stops everything before the first run
+        campaign = cell.plan.campaign(1)  # an unknown fault stops everything before any run
         try:
-            choose_layout(cell.plan.campaign(1))
+            campaign.validate()
+            choose_layout(campaign)
         except UsageError as exc:
+            # Bad input on its own (a lock, an option, the provider) stops everything; a
+            # pairing that cannot run (failover × Redlock, a fault the provider cannot do)
+            # is a cell marked n/a.
+            replace(campaign, faults=[]).validate()
             cell.unavailable = str(exc)
     directory = _new_dir(out)
     started = time.monotonic()

@@ -159,6 +159,29 @@ def test_sentinel_lookups_are_routed_to_each_clients_own_links(tmp_path: Path) -
             )
 
 
+def test_compare_through_it_marks_faults_it_cannot_do_as_not_applicable(
+    protected: LocalTopology,
+    password_env: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = write_config(tmp_path / "external.toml", protected, password=True)
+    code = main([
+        "compare", "--locks", "lua", "--faults", "latency,server-pause", "--duration", "1.5",
+        "--full", "--provider", "external", "--provider-config", str(config),
+        "--out", str(tmp_path / "reports"),
+    ])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    matrix = json.loads((Path(out.strip().splitlines()[-1]).parent / "matrix.json").read_text())
+    cells = {cell["faults"]: cell for cell in matrix["cells"]}
+    assert cells["latency"]["status"] == "done"
+    assert cells["latency"]["runs"][0]["hard_violations"] == 0
+    assert cells["server-pause"]["status"] != "done"
+    assert "which the external provider cannot" in cells["server-pause"]["reason"]
+    assert PASSWORD not in out + err
+
+
 @pytest.mark.parametrize(
     "fault", ["server-pause", "crash-restart", "crash-restart-aof", "clock-jump", "failover"]
 )

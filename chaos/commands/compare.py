@@ -24,6 +24,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
 from chaos.compare import CellPlan, plan_matrix, run_matrix
 from chaos.report.matrix import write_compare_reports
 from chaos.signals import sigterm_unwinds
@@ -45,11 +46,15 @@ def compare(
         help="end a run at its first hard violation (default) or run the whole duration",
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="where the compare directory goes"),
+    provider: str = PROVIDER,
+    provider_config: Path | None = PROVIDER_CONFIG,
 ) -> None:
     """Run every lock against every fault column on fresh topologies; print the matrix and
     write index.html + matrix.json."""
-    plans = plan_matrix(locks.split(","), faults.split(","), duration,
-                        "hard" if stop_on_first else None)
+    plans = plan_matrix(
+        locks.split(","), faults.split(","), duration, "hard" if stop_on_first else None,
+        provider=provider, provider_config=str(provider_config) if provider_config else None,
+    )
     run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare")
 
 
