@@ -150,11 +150,13 @@ class Outcome:
         return checker.fails(self.verdict, self.fail_on)
 
 
-def run_campaign(campaign: Campaign, out: Path) -> Outcome:
-    """Run one campaign on a fresh topology; writes history.jsonl, schedule.json, verdict.json."""
+def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None) -> Outcome:
+    """Run one campaign on a fresh topology; writes history.jsonl, schedule.json, verdict.json.
+
+    ``schedule`` replaces the one the seed would generate (``run --search`` draws its own)."""
     campaign.validate()
     layout = choose_layout(campaign)
-    schedule = generate(
+    schedule = schedule or generate(
         campaign.faults, seed=campaign.seed, duration_s=campaign.duration_s, ttl_ms=campaign.ttl_ms
     )
     run_dir = run_dir_for(out, campaign)

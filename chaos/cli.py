@@ -11,7 +11,7 @@ import sys
 import click
 import typer
 
-from chaos.commands import check, compare, demo, list_, report, run, up
+from chaos.commands import check, compare, demo, explore, list_, report, run, up
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -35,6 +35,7 @@ app.command("list")(list_.list_)
 app.command("demo")(demo.demo)
 app.command("report")(report.report)
 app.command("compare")(compare.compare)
+app.command("explore")(explore.explore_command)
 
 
 

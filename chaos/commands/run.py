@@ -10,6 +10,7 @@ from rich.console import Console
 
 from chaos.campaign import Campaign, Outcome, run_campaign
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.explore import schedules
 from chaos.nemesis import parse_faults
 from chaos.signals import sigterm_unwinds
 
@@ -35,6 +36,9 @@ def run(
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="where run directories go"),
     json_output: bool = typer.Option(False, "--json", help="print the verdict JSON only"),
+    search: int = typer.Option(
+        0, "--search", help="try N Hypothesis-drawn schedules; shrink a failing one"
+    ),
 ) -> None:
     """Run LOCK against a seeded schedule of FAULTS; exit 0 ok, 1 violation, 2 bad input."""
     campaign = Campaign(
@@ -54,12 +58,21 @@ def run(
         provider_config=str(provider_config) if provider_config else None,
     )
     console = Console(stderr=True)
+    found = None
     with sigterm_unwinds(), console.status(f"running {lock} for {duration:g} s…"):
-        outcome = run_campaign(campaign, out)
+        if search:
+            found = schedules.search(campaign, out, tries=search)
+            outcome = found.outcome
+        else:
+            outcome = run_campaign(campaign, out)
     if json_output:
-        print(json.dumps({**outcome.verdict.to_dict(), "run_dir": str(outcome.run_dir)}))
+        searched = {"search": found.describe()} if found else {}
+        verdict = outcome.verdict.to_dict()
+        print(json.dumps({**verdict, "run_dir": str(outcome.run_dir), **searched}))
     else:
         print_summary(outcome)
+        if found:
+            Console().print(found.describe(), highlight=False)
     raise typer.Exit(1 if outcome.failed else 0)
 
 

@@ -1,0 +1,97 @@
+"""``lockchaos explore``: Hypothesis writes step programs against a lock and shrinks the first
+one that breaks it to the smallest program that still does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from chaos.campaign import Campaign
+from chaos.explore.explorer import ExploreResult, explore
+from chaos.explore.rundir import REPLAY
+from chaos.nemesis import parse_faults
+from chaos.signals import sigterm_unwinds
+
+
+def explore_command(
+    lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
+    faults: str = typer.Option(
+        "", "--faults", help="faults to switch on and off as steps (client pauses always are)"
+    ),
+    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
+    clients: int = typer.Option(2, "--clients"),
+    ttl_ms: int = typer.Option(100, "--ttl-ms"),
+    max_examples: int = typer.Option(100, "--max-examples", help="programs to try"),
+    steps: int = typer.Option(20, "--steps", help="steps per program (before shrinking)"),
+    seed: int = typer.Option(1, "--seed"),
+    fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
+    out: Path = typer.Option(Path("reports"), "--out", help="where the run directory goes"),
+    json_output: bool = typer.Option(False, "--json", help="print the result as JSON only"),
+) -> None:
+    """Search for the smallest step program that breaks LOCK; exit 0 none found, 1 found,
+    2 bad input."""
+    campaign = Campaign(
+        lock=lock,
+        faults=parse_faults(faults),
+        topology=topology,
+        nodes=nodes or None,
+        clients=clients,
+        ttl_ms=ttl_ms,
+        seed=seed,
+        fail_on=fail_on,
+    )
+    status = f"exploring {lock} ({max_examples} programs of up to {steps} steps)…"
+    with sigterm_unwinds(), Console(stderr=True).status(status):
+        result = explore(campaign, max_examples=max_examples, steps=steps, out=out)
+    if json_output:
+        print(json.dumps(to_json(result)))
+    else:
+        print_result(result)
+    raise typer.Exit(1 if result.failed else 0)
+
+
+def to_json(result: ExploreResult) -> dict[str, object]:
+    found = result.failure
+    return {
+        "lock": result.campaign.lock,
+        "fail_on": result.campaign.fail_on,
+        "failed": result.failed,
+        **result.summary(),
+        "program": found.program.numbered(found.outcomes) if found else None,
+        "verdict": found.verdict.to_dict() if found else None,
+        "run_dir": str(result.run_dir) if result.run_dir else None,
+        "replay": str(result.run_dir / REPLAY) if result.run_dir else None,
+    }
+
+
+def print_result(result: ExploreResult) -> None:
+    console = Console(highlight=False)
+    campaign, found = result.campaign, result.failure
+    if found is None:
+        console.print(
+            f"explore {campaign.lock}: [green]no violation at or above {campaign.fail_on}[/] "
+            f"in {result.examples} programs ({result.elapsed_s:.1f} s)"
+        )
+        return
+    verdict = found.verdict
+    console.print(
+        f"explore {campaign.lock}: [bold red]{verdict.verdict}[/] — found after "
+        f"{result.time_to_find_s:.1f} s, shrunk to {len(found.program.steps)} steps "
+        f"({result.examples} programs, {result.elapsed_s:.1f} s)"
+    )
+    for line in found.program.numbered(found.outcomes):
+        console.print(f"  {line}")
+    for line in verdict.explanations[:3]:
+        console.print(f"  • {line}")
+    if result.flaky:
+        console.print(
+            "  [yellow]note:[/] the shrunk program did not fail when Hypothesis replayed it; "
+            "this is the shortest program that did"
+        )
+    if result.run_dir is not None:
+        console.print(f"run dir: {result.run_dir}")
+        console.print(f"replay:  pytest {result.run_dir / REPLAY}")

@@ -1,0 +1,151 @@
+"""``explore``: Hypothesis generates step programs against one lock, and shrinks the first
+that breaks it to the smallest program that still does (``chaos.explore.shrink``).
+
+One topology serves the whole exploration (``Session`` resets it between examples). The
+seed makes the exploration repeatable: the same seed tries the same programs in the same
+order. Hypothesis's own example database is off, so a failure found for one lock is never
+replayed against another.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import Phase, Verbosity, seed, settings
+from hypothesis.errors import Flaky
+from hypothesis.stateful import run_state_machine_as_test
+
+from chaos.campaign import Campaign, choose_layout, open_topology
+from chaos.errors import UsageError
+from chaos.explore.faults import check_explorable
+from chaos.explore.machine import Exploration, Failure, ViolationFound, machine_for
+from chaos.explore.profiles import select_profile
+from chaos.explore.program import Program
+from chaos.explore.rundir import write_run_dir
+from chaos.explore.session import Session
+from chaos.explore.shrink import shrink
+
+MAX_EXAMPLES = 100_000
+MAX_STEPS = 200
+
+
+@dataclass
+class ExploreResult:
+    """How an exploration went: ``failure`` is the shrunk program (None: the lock held)."""
+
+    campaign: Campaign
+    examples: int
+    elapsed_s: float
+    failure: Failure | None = None
+    time_to_find_s: float | None = None
+    flaky: bool = False  # no smaller program failed again: the one found is reported as is
+    run_dir: Path | None = None
+    programs: list[Program] = field(default_factory=list, repr=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "examples": self.examples,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "time_to_find_s": _rounded(self.time_to_find_s),
+            "steps": len(self.failure.program.steps) if self.failure else None,
+            "flaky": self.flaky,
+        }
+
+
+@contextmanager
+def _seeded(value: int) -> Iterator[None]:
+    """Seed the global ``random`` for the run, then restore it.
+
+    ``run_state_machine_as_test`` ignores ``@seed`` on the machine and, without
+    ``derandomize``, draws its own seed from the global ``random``: whatever an importer did to
+    that state (a library drawing one number at import) changed which programs were tried.
+    Seeding it here makes ``--seed`` alone decide the programs.
+    """
+    state = random.getstate()
+    random.seed(value)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def explore(
+    campaign: Campaign, *, max_examples: int = 100, steps: int = 12, out: Path | None = None
+) -> ExploreResult:
+    """Explore ``campaign.lock`` with ``campaign.faults`` as steps; on a failure at or above
+    ``campaign.fail_on``, shrink it and (when ``out`` is given) write its run directory."""
+    if not 1 <= max_examples <= MAX_EXAMPLES:
+        raise UsageError(
+            f"--max-examples must be between 1 and {MAX_EXAMPLES} (got {max_examples})"
+        )
+    if not 1 <= steps <= MAX_STEPS:
+        raise UsageError(f"--steps must be between 1 and {MAX_STEPS} (got {steps})")
+    check_explorable(campaign.faults)
+    campaign.validate()
+    layout = choose_layout(campaign)
+    shape = Program(
+        lock=campaign.lock,
+        ttl_ms=campaign.ttl_ms,
+        clients=campaign.clients,
+        topology=layout.kind,
+        nodes=layout.nodes,
+        persistence=layout.persistence,
+    )
+    select_profile()
+    hypothesis_settings = settings(
+        max_examples=max_examples,
+        stateful_step_count=steps,
+        database=None,
+        derandomize=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.generate,),  # shrinking happens on the concrete program: shrink.py
+    )
+    with open_topology(campaign, layout) as topo, tempfile.TemporaryDirectory(
+        prefix="lockchaos-explore-"
+    ) as workdir:
+        exploration = Exploration(
+            Session(topo, shape, campaign.seed),
+            Path(workdir),
+            fail_on=campaign.fail_on,
+            faults=campaign.faults,
+        )
+        machine = seed(campaign.seed)(machine_for(exploration))
+        found, flaky = None, False
+        try:
+            with _seeded(campaign.seed):
+                run_state_machine_as_test(machine, settings=hypothesis_settings)
+        except (ViolationFound, Flaky):
+            found = exploration.failure
+            if found is None:
+                raise
+        failure = found
+        if found is not None:
+            failure = shrink(exploration.session, found, campaign.fail_on, exploration.history_path)
+            flaky = failure is found and len(found.program.steps) > 1
+    result = ExploreResult(
+        campaign,
+        exploration.examples,
+        time.monotonic() - exploration.started,
+        failure,
+        exploration.found_s,
+        flaky,
+        programs=exploration.programs,
+    )
+    if failure is not None and out is not None:
+        result.run_dir = write_run_dir(out, campaign, failure, result.summary())
+    return result

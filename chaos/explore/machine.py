@@ -1,0 +1,187 @@
+"""The Hypothesis state machine: rules draw steps from the model, the session runs them, and
+the invariant is the checker's verdict on the history so far.
+
+Every rule draws its step from the in-memory ``Model`` alone and hands it to the session; what
+the step's operation returned is written down for the printed program, never looked at by a
+rule or a precondition. That is what lets Hypothesis replay and shrink a failing program: the
+same choices always make the same program, whatever the scheduler did to the timing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from chaos import checker
+from chaos.checker import Verdict
+from chaos.checker.verdict import RANK
+from chaos.explore.faults import (
+    CLIENT_CRASH,
+    EXPLORABLE,
+    SLEEP_TTLS,
+    STOP_POINTS,
+    fault_on_steps,
+)
+from chaos.explore.program import CLIENT_OPS, Program, Step
+from chaos.explore.session import Session
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A program that broke the lock, what each step returned, and its whole history."""
+
+    program: Program
+    outcomes: list[str]
+    verdict: Verdict
+    history: bytes
+
+
+class ViolationFound(AssertionError):
+    """The checker found a violation at or above ``fail_on`` in the history so far."""
+
+    def __init__(self, verdict: Verdict, steps: int) -> None:
+        first = verdict.explanations[0] if verdict.explanations else verdict.verdict
+        super().__init__(f"after step {steps}: {first}")
+        self.verdict = verdict
+
+
+@dataclass
+class Exploration:
+    """What the examples of one exploration share: where histories go, what was found."""
+
+    session: Session
+    workdir: Path
+    fail_on: str = "hard"
+    faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    examples: int = 0
+    started: float = field(default_factory=time.monotonic)
+    found_s: float | None = None
+    failure: Failure | None = None  # the first program that broke the lock
+    programs: list[Program] = field(default_factory=list)  # every example's, in order
+
+    @property
+    def history_path(self) -> Path:
+        return self.workdir / "history.jsonl"
+
+    def found(self, failure: Failure) -> None:
+        if self.failure is None:
+            self.found_s = time.monotonic() - self.started
+            self.failure = failure
+
+
+def mostly(usual: Any, *others: Any) -> st.SearchStrategy[Any]:
+    """``usual`` three times in four (where the shrinker goes, too), else one of ``others``:
+    a story is a handful of choices in a row, and each one is then likelier to be its own."""
+    return st.sampled_from((usual,) * (3 * len(others) or 1) + others)
+
+
+class LockProgram(RuleBasedStateMachine):
+    """One example: a fresh history and fresh clients on the exploration's topology.
+
+    There is one rule, ``step``, which draws the kind of step itself: Hypothesis's swarm
+    testing switches whole rules off per example, and a program without releases, say, can
+    never tell a stale release's story. Any step may follow any other (see
+    ``chaos.explore.model``) and every choice is drawn from a list fixed for the whole
+    exploration, so deleting one step leaves the others as they were, and the shrinker takes
+    a program apart one step at a time, towards the first choice of each list: the most
+    telling client, no pause point, the longer wait, the mildest fault parameter.
+    """
+
+    exploration: ClassVar[Exploration]
+
+    def __init__(self) -> None:
+        super().__init__()
+        ex = self.exploration
+        self.session = ex.session
+        self.steps: list[Step] = []
+        self.outcomes: list[str] = []
+        self.failed = False
+        self.faults = [(n, o) for n, o in ex.faults if n != CLIENT_CRASH]
+        self.healable = [n for n, _ in self.faults if not EXPLORABLE[n].instant]
+        # Operations twice as often as waits: a story is a few operations per wait.
+        self.kinds = ["acquire", "acquire", "release", "release", "sleep"]
+        if RANK[ex.fail_on] <= RANK["data"]:  # writes only matter to lost updates
+            self.kinds.append("write")
+        if self.session.can_extend:
+            self.kinds.append("extend")
+        if len(self.faults) < len(ex.faults):
+            self.kinds.append("crash")
+        if self.faults:
+            self.kinds += ["fault-on", "fault-on"]
+        if self.healable:
+            self.kinds.append("fault-off")
+        # The client a step goes to, as an index into the model's most telling order.
+        self.client_index = mostly(*range(len(self.session.clients)))
+        ex.examples += 1
+        self.session.begin(ex.history_path)
+
+    @rule(data=st.data())
+    def step(self, data: st.DataObject) -> None:
+        """Draw one step from the model and run it."""
+        model = self.session.model
+        kind = data.draw(st.sampled_from(self.kinds))
+        if kind in CLIENT_OPS:
+            client = model.pick(data.draw(self.client_index), kind)
+            point = data.draw(st.sampled_from(STOP_POINTS.get(kind, (None,))))
+            step = Step(kind, client)
+            if point is not None:  # it stops there, until its next step
+                step = replace(step, ref=model.next_ref(), params={**point, "op": kind})
+        elif kind == "sleep":
+            ttls = data.draw(mostly(*SLEEP_TTLS))
+            paused = data.draw(mostly(None, 0))  # a GC pause of the client, meanwhile
+            who = None if paused is None else model.pick(paused, "pause") or None
+            step = Step("sleep", who, ttls=ttls, ref=model.next_ref() if who else None)
+        elif kind == "crash":
+            victim = model.pick(data.draw(self.client_index), kind)
+            step = Step("crash", victim, ref=model.next_ref())
+        elif kind == "fault-on":
+            name, overrides = data.draw(st.sampled_from(self.faults))
+            shape = self.session.shape
+            step = data.draw(
+                fault_on_steps(
+                    name,
+                    overrides,
+                    ref=model.next_ref(),
+                    ttl_ms=shape.ttl_ms,
+                    clients=self.session.clients,
+                    nodes=shape.nodes,
+                )
+            )
+        else:
+            name = data.draw(st.sampled_from(self.healable))
+            step = Step("fault-off", fault=name, ref=model.open_ref(name))
+        self.steps.append(step)
+        self.outcomes.append(self.session.run(step))
+
+    # -- the invariant ----------------------------------------------------------------------
+
+    @invariant()
+    def lock_holds(self) -> None:
+        if self.steps:
+            self._judge(self.session.verdict())
+
+    def _judge(self, verdict: Verdict) -> None:
+        if checker.fails(verdict, self.exploration.fail_on):
+            self.failed = True
+            raise ViolationFound(verdict, len(self.steps))
+
+    def teardown(self) -> None:
+        """Finish the history (heal, final read: lost writes are judged here) and keep it."""
+        ex = self.exploration
+        verdict = self.session.end()
+        program = self.session.shape.with_steps(self.steps)
+        ex.programs.append(program)
+        if self.failed or checker.fails(verdict, ex.fail_on):
+            ex.found(Failure(program, self.outcomes, verdict, ex.history_path.read_bytes()))
+        if not self.failed:
+            self._judge(verdict)
+
+
+def machine_for(exploration: Exploration) -> type[LockProgram]:
+    """A ``LockProgram`` bound to ``exploration`` (Hypothesis instantiates it per example)."""
+    return type("LockProgram", (LockProgram,), {"exploration": exploration})

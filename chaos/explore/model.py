@@ -1,0 +1,85 @@
+"""The in-memory model of a program: who may hold the lock, who is stopped, what is on.
+
+Hypothesis replays a program many times while it shrinks it, and calls a test flaky if the
+same choices lead to different steps. So nothing here looks at Redis: the model follows the
+steps alone. Every step can follow any other — a step that cannot apply is a no-op (a
+release by a client that holds nothing, a heal with nothing on) — which is also what lets
+the shrinker delete any step without invalidating the rest of the program.
+
+A client stopped at a pause point resumes when it is next told to do something: it first
+finishes the operation it was stopped in, then does the new one. "Stopped" is conservative:
+an operation with a pause point leaves its client stopped whether or not the point fired (a
+get-then-del release that finds another client's token sends no DEL), so a replay resumes
+exactly where the exploration did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chaos.explore.faults import EXPLORABLE
+from chaos.explore.program import CLIENT_OPS, Step
+
+
+@dataclass
+class ClientModel:
+    stopped: bool = False  # maybe stopped at a pause point: resumes on its next operation
+
+
+@dataclass
+class Model:
+    clients: dict[str, ClientModel]
+    # Clients that asked for the lock since they last let go (maybe refused), oldest first.
+    askers: list[str] = field(default_factory=list)
+    open_faults: dict[str, str] = field(default_factory=dict)  # ref -> fault, not yet healed
+    fired: int = 0  # faults fired so far (pause points, pauses, crashes too): the next ref
+
+    @classmethod
+    def of(cls, clients: list[str]) -> Model:
+        return cls({cid: ClientModel() for cid in clients})
+
+    def next_ref(self) -> str:
+        return f"f{self.fired + 1}"
+
+    def open_ref(self, fault: str) -> str | None:
+        """The most recent fault ``fault`` that is still on (what its heal step heals)."""
+        return next((r for r, f in reversed(self.open_faults.items()) if f == fault), None)
+
+    def pick(self, index: int, kind: str) -> str:
+        """The client a ``kind`` step goes to: the ``index``-th (modulo) of every client in
+        the order that makes the step most telling — free clients first for an acquire
+        (then the latest asker: likely refused), the oldest asker first for a release, a
+        write or a pause (likely the stale holder). Index 0, where the shrinker takes every
+        choice, is the story's usual actor; a step whose client is no longer the one it was
+        drawn for only changes when the steps before it change."""
+        askers = list(self.askers)
+        others = [cid for cid in self.clients if cid not in askers]
+        if kind == "acquire":
+            order = others + askers[::-1]
+        elif kind == "pause":  # only running clients: SIGCONT would resume a stopped one
+            order = [cid for cid in askers + others if not self.clients[cid].stopped]
+        else:
+            order = askers + others
+        return order[index % len(order)] if order else ""
+
+    def apply(self, step: Step) -> None:
+        """Advance the model past ``step``."""
+        if step.kind in CLIENT_OPS:
+            cid = step.client or ""
+            if step.kind in ("acquire", "release") and cid in self.askers:
+                self.askers.remove(cid)
+            if step.kind == "acquire":
+                self.askers.append(cid)
+            self.clients[cid].stopped = step.stops  # resumed first, maybe stopped again
+        elif step.kind == "crash":
+            self.clients[step.client or ""] = ClientModel()
+            if step.client in self.askers:
+                self.askers.remove(step.client)
+        elif step.kind == "fault-on":
+            assert step.fault is not None and step.ref is not None
+            if not EXPLORABLE[step.fault].instant:
+                self.open_faults[step.ref] = step.fault
+        elif step.kind == "fault-off" and step.ref is not None:
+            self.open_faults.pop(step.ref, None)
+        if step.ref is not None and step.kind != "fault-off":
+            self.fired += 1

@@ -1,0 +1,136 @@
+"""A step program: the unit the explorer generates, shrinks, prints and replays.
+
+A ``Step`` is one thing that happens — one operation of one client (which may stop at a
+pause-injection point on the way), a wait of some TTLs (during which a client may be paused,
+like a stop-the-world GC), a fault switched on or off. A ``Program`` is a lock, a topology
+and a list of steps; it is plain data (``to_json``/``from_json``) so the failing one goes into
+the run directory and a replay test rebuilds it exactly.
+
+Time passes only in ``sleep`` steps, in multiples of the TTL: every other step is done as
+fast as the machine allows, so whether a key expired between two steps depends on the
+program, not on the scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+CLIENT_OPS = ("acquire", "release", "extend", "write")
+KINDS = (*CLIENT_OPS, "sleep", "crash", "fault-on", "fault-off")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step.
+
+    ``ref`` names the fault a step fires (``f3``: a pause point, a pause, a crash, a fault
+    switched on) or the fault it heals. ``params`` are the fault's parameters — for a client
+    operation, the pause point it stops at (``{"command": "DEL", "op": "release"}``), if
+    any. A ``sleep`` with a ``client`` pauses that client while it waits. ``nodes`` are node
+    indexes.
+    """
+
+    kind: str
+    client: str | None = None
+    ttls: float | None = None  # sleep
+    fault: str | None = None  # fault-on, fault-off
+    ref: str | None = None
+    nodes: tuple[int, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown step kind {self.kind!r}; expected one of {KINDS}")
+
+    @property
+    def stops(self) -> bool:
+        """A client operation with a pause point: the client stops on the way."""
+        return self.kind in CLIENT_OPS and bool(self.params)
+
+    def describe(self, ttl_ms: int) -> str:
+        """The step in words: ``c1 acquires the lock``, ``wait 1.5×TTL (225 ms)``…"""
+        c = self.client
+        if self.kind in CLIENT_OPS:
+            action = {
+                "acquire": "acquires the lock",
+                "release": "releases the lock",
+                "extend": "extends its lease",
+                "write": "updates the resource (read, append, write back)",
+            }[self.kind]
+            stop = f", stopping {describe_point(self.params)} [{self.ref}]" if self.stops else ""
+            return f"{c} {action}{stop}"
+        if self.kind == "sleep":
+            assert self.ttls is not None
+            paused = f" with {c} paused (SIGSTOP, a stop-the-world GC) [{self.ref}]" if c else ""
+            return f"wait {self.ttls:g}×TTL ({self.ttls * ttl_ms:.0f} ms){paused}"
+        if self.kind == "crash":
+            return f"kill {c} (SIGKILL); a fresh {c} takes its place [{self.ref}]"
+        if self.kind == "fault-on":
+            return f"{self.fault} {self.ref} on {self._target()}{self._params(ttl_ms)}"
+        return f"heal {self.ref} ({self.fault})" if self.ref else f"heal the {self.fault}"
+
+    def _target(self) -> str:
+        nodes = ", ".join(f"n{i}" for i in self.nodes) or "the master"
+        return f"{self.client}'s links to {nodes}" if self.client else nodes
+
+    def _params(self, ttl_ms: int) -> str:
+        shown = [
+            f"{key}={value:+g} ({value / ttl_ms:+g}×TTL)"
+            if key == "offset_ms"
+            else f"{key}={value}"
+            for key, value in self.params.items()
+        ]
+        return f": {', '.join(shown)}" if shown else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value not in (None, (), {})}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Step:
+        return cls(**{**data, "nodes": tuple(data.get("nodes", ()))})
+
+
+def describe_point(point: dict[str, Any]) -> str:
+    """``before its DEL``, ``before its first command``, ``between its commands 1 and 2``."""
+    command, nth = point["command"], point.get("nth", 1)
+    if command != "*":
+        return f"before its {command}"
+    if nth <= 1:
+        return "before its first command"
+    return f"between its commands {nth - 1} and {nth}"
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lock, the topology it runs on, the clients, and the steps."""
+
+    lock: str
+    ttl_ms: int
+    clients: int
+    topology: str
+    nodes: int
+    persistence: str = "none"
+    steps: tuple[Step, ...] = ()
+
+    def with_steps(self, steps: list[Step] | tuple[Step, ...]) -> Program:
+        return replace(self, steps=tuple(steps))
+
+    def numbered(self, outcomes: list[str] | None = None) -> list[str]:
+        """``1. c1 acquires the lock → granted``, one line per step."""
+        lines = []
+        for i, step in enumerate(self.steps):
+            outcome = outcomes[i] if outcomes and i < len(outcomes) else ""
+            arrow = f" → {outcome}" if outcome else ""
+            lines.append(f"{i + 1}. {step.describe(self.ttl_ms)}{arrow}")
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "steps": [step.to_json() for step in self.steps]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Program:
+        """The program in ``data`` (other keys, such as a run's outcomes, are ignored)."""
+        known = {f.name for f in fields(cls)} - {"steps"}
+        steps = tuple(Step.from_json(step) for step in data.get("steps", ()))
+        return cls(**{key: data[key] for key in known & data.keys()}, steps=steps)

@@ -1,0 +1,287 @@
+"""The driver: runs step programs against one live topology, one example at a time.
+
+A topology takes seconds to start and an example a fraction of one, so one topology serves
+a whole exploration and is put back to a clean slate before every example (``reset``):
+Toxiproxy links enabled without toxics, killed nodes restarted, paused nodes resumed, clocks
+true, every key gone. Each example gets a fresh history and fresh client processes, so
+examples are independent: what one left behind can never explain another's failure.
+
+Faults go through ``chaos.nemesis.record``, as in a campaign, so a program's history reads
+like any other run's and the checker explains it the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from chaos import checker, locks
+from chaos import history as h
+from chaos.checker import Verdict
+from chaos.explore.faults import CLIENT_CRASH, EXPLORABLE
+from chaos.explore.model import Model
+from chaos.explore.program import CLIENT_OPS, Program, Step
+from chaos.locks import build_context
+from chaos.nemesis import record
+from chaos.nemesis.faults import FAULTS, Heal, Target
+from chaos.topology import Topology
+from chaos.topology.node import restart_nodes, wait_until
+from chaos.topology.provider import CLOCK, PAUSE, Endpoint, ServerNode
+from chaos.workload.harness import RunEnv, record_end, record_start
+from chaos.workload.stepper import StepperPool
+from chaos.workload.worker import WorkloadConfig
+
+MAX_IDLE_TTLS = 3.0
+
+
+def reset(topology: Topology) -> None:
+    """Put ``topology`` back to a clean slate (see the module docstring)."""
+    topology.toxiproxy.reset()
+    for node in topology.nodes:
+        if PAUSE in topology.capabilities:
+            with contextlib.suppress(ProcessLookupError):  # a dead node: restarted below
+                node.resume()
+        if CLOCK in topology.capabilities:
+            node.set_clock_offset(0.0)
+    dead = [node for node in topology.nodes if not _answers(node)]
+    if dead:
+        restart_nodes(dead, empty=True)
+    if topology.kind == "sentinel":
+        wait_until(lambda: _replicas_synced(topology), "the Sentinel group to settle")
+    servers: list[Endpoint] = [topology.resource, *topology.nodes]
+    for server in servers:
+        # A replica refuses FLUSHALL and follows its master's.
+        with server.client() as conn, contextlib.suppress(redis.ReadOnlyError):
+            conn.flushall()
+
+
+def _answers(node: ServerNode) -> bool:
+    try:
+        with node.client(socket_timeout=0.5) as conn:
+            return bool(conn.ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def _replicas_synced(topology: Topology) -> bool:
+    with topology.nodes[topology.master_index()].client() as conn:
+        replication = conn.info("replication")
+    return int(replication.get("connected_slaves", 0)) == len(topology.nodes) - 1
+
+
+@dataclass(frozen=True)
+class Played:
+    """A program as far as it ran, what each step returned, and the verdict on its history."""
+
+    program: Program
+    outcomes: list[str]
+    verdict: Verdict
+
+
+@dataclass
+class _Open:
+    """A fault that is on: its heal, and the client it stopped (pause, arm), if any."""
+
+    client: str | None
+    heal: Heal
+
+
+class Session:
+    """Runs programs shaped like ``shape`` (its steps are ignored) on ``topology``."""
+
+    def __init__(self, topology: Topology, shape: Program, seed: int) -> None:
+        self.topology = topology
+        self.shape = shape.with_steps(())
+        self.seed = seed
+        self.clients = [f"c{i}" for i in range(1, shape.clients + 1)]
+        self.config = WorkloadConfig(
+            lock=shape.lock, ttl_ms=shape.ttl_ms, work_ms=0.0, duration_s=3600.0
+        )
+        self._env: RunEnv | None = None
+        self.can_extend = _can_extend(topology, self.config)
+
+    # -- one example ----------------------------------------------------------------------
+
+    def begin(self, history_path: Path) -> None:
+        """Reset the topology, open a fresh history, start fresh client processes."""
+        reset(self.topology)
+        history_path.unlink(missing_ok=True)
+        history = h.HistoryWriter(history_path)
+        try:
+            self._resource = record_start(
+                history,
+                self.topology,
+                self.config,
+                clients=len(self.clients),
+                seed=self.seed,
+                mode="explore",
+            )
+            pool = StepperPool(
+                self.topology, self.config, history, clients=len(self.clients), seed=self.seed
+            )
+            pool.start()
+        except BaseException:
+            history.close()
+            raise
+        self._env = RunEnv(self.topology, pool, history, self.config, self.seed)
+        self._open: dict[str, _Open] = {}
+        self._rng = random.Random(f"targets:{self.seed}")
+        self.model = Model.of(self.clients)
+        self._idle_ttls = 0.0  # waited since the last step that was not a wait
+
+    @property
+    def env(self) -> RunEnv:
+        if self._env is None:
+            raise RuntimeError("no example is running: call begin() first")
+        return self._env
+
+    @property
+    def pool(self) -> StepperPool:
+        pool = self.env.pool
+        assert isinstance(pool, StepperPool)
+        return pool
+
+    def verdict(self) -> Verdict:
+        """The checker's verdict on the history so far."""
+        return checker.check_file(self.env.history.path)
+
+    def end(self) -> Verdict:
+        """Heal what is still on, stop the clients, record the final read; the verdict."""
+        env, pool = self.env, self.pool
+        try:
+            for ref in reversed(list(self._open)):
+                self._heal(ref, strict=False)
+        finally:
+            pool.stop()
+            try:
+                record_end(env.history, self._resource, pool.completed)
+            finally:
+                env.history.close()
+                self._env = None
+        return checker.check_file(env.history.path)
+
+    def play(self, program: Program, history_path: Path, fail_on: str | None = None) -> Played:
+        """Run ``program`` as one example (stopping at the first step after which the
+        history fails at ``fail_on``, if given); its verdict, once the history is finished."""
+        self.begin(history_path)
+        outcomes: list[str] = []
+        try:
+            for step in program.steps:
+                outcomes.append(self.run(step))
+                if fail_on is not None and checker.fails(self.verdict(), fail_on):
+                    break
+        finally:
+            verdict = self.end()
+        return Played(program.with_steps(program.steps[: len(outcomes)]), outcomes, verdict)
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def run(self, step: Step) -> str:
+        """Perform one step; what came of it, in a few words (for the printed program)."""
+        if step.kind in CLIENT_OPS:
+            return self._operate(step)
+        if step.kind == "sleep":
+            return self._sleep(step)
+        self.model.apply(step)
+        self._idle_ttls = 0.0
+        if step.kind == "fault-off":
+            if step.ref is None:
+                return f"no {step.fault} is on"
+            self._heal(step.ref)
+            return ""
+        return self._fire(step)
+
+    def _operate(self, step: Step) -> str:
+        """A client operation; a client stopped at a pause point finishes that one first."""
+        cid = step.client or ""
+        resumed = ""
+        if self.model.clients[cid].stopped:
+            resumed = f"resumed ({self._resume(cid) or 'nothing in flight'}), then "
+        self.model.apply(step)
+        self._idle_ttls = 0.0
+        failed = self._fire(step) if step.stops else ""  # arm the pause point first
+        return resumed + (f"{failed}; " if failed else "") + self.pool.step(cid, step.kind)
+
+    def _sleep(self, step: Step) -> str:
+        """Wait (with a client paused, if the step says so), unless the program has already
+        waited ``MAX_IDLE_TTLS`` in a row: by then every lease nobody renews is over, and
+        waiting on costs time and changes nothing."""
+        assert step.ttls is not None
+        self.model.apply(step)
+        if self._idle_ttls + step.ttls > MAX_IDLE_TTLS:
+            return f"skipped: already waited {self._idle_ttls:g}×TTL in a row"
+        self._idle_ttls += step.ttls
+        failed = self._fire(step) if step.client else ""
+        time.sleep(step.ttls * self.shape.ttl_ms / 1000)
+        if step.ref is not None:
+            self._heal(step.ref)
+        return failed
+
+    def _fire(self, step: Step) -> str:
+        """Fire the fault ``step`` names; an error message if it could not be applied."""
+        assert step.ref is not None
+        name, instant, aim = self._fault_of(step)
+        try:
+            target, heal = record.fire(self.env, step.ref, name, step.params, aim)
+        except Exception as exc:  # recorded as the fault's stop; the program goes on
+            return f"{name} could not be applied: {type(exc).__name__}: {exc}"
+        if instant:
+            record.heal(self.env, step.ref, heal)
+            if step.kind == "crash":  # the pause points of the killed process are over too
+                self._heal_client(target.client or "")
+        else:
+            self._open[step.ref] = _Open(target.client if step.client else None, heal)
+        if step.kind == "fault-on" and not step.nodes and target.nodes:
+            return "on " + ", ".join(f"n{i}" for i in target.nodes)  # picked when it fired
+        return ""
+
+    def _fault_of(self, step: Step) -> tuple[str, bool, Callable[[], Target]]:
+        """The catalog fault a step fires, whether it heals at once, and how it aims."""
+        chosen = Target(client=step.client, nodes=list(step.nodes))
+        if step.kind in CLIENT_OPS:
+            return "client-pause-at", False, lambda: chosen
+        if step.kind == "sleep":
+            return "client-pause", False, lambda: chosen
+        if step.kind == "crash":
+            return CLIENT_CRASH, True, lambda: chosen
+        assert step.kind == "fault-on" and step.fault is not None
+        name, kind = step.fault, EXPLORABLE[step.fault]
+        if kind.aims_at == "master":
+            return name, kind.instant, lambda: FAULTS[name].aim(self.env, self._rng, step.params)
+        return name, kind.instant, lambda: chosen
+
+    def _heal(self, ref: str, *, strict: bool = True) -> None:
+        opened = self._open.pop(ref, None)
+        if opened is None:
+            return  # it could not be applied, or healed itself
+        try:
+            record.heal(self.env, ref, opened.heal)
+        except Exception:
+            if strict:
+                raise  # recorded in the history either way; the next reset repairs it
+
+    def _resume(self, cid: str) -> str:
+        """Heal the pauses holding ``cid`` (SIGCONT) and let a stopped operation finish."""
+        self._heal_client(cid)
+        return self.pool.finish(cid) or ""
+
+    def _heal_client(self, cid: str) -> None:
+        for ref in [ref for ref, opened in self._open.items() if opened.client == cid]:
+            self._heal(ref)
+
+
+def _can_extend(topology: Topology, config: WorkloadConfig) -> bool:
+    """Whether the lock has ``extend`` (a property of the lock, asked once, not of Redis)."""
+    context = build_context(
+        topology.client_view("c1"), lock_name=config.lock_name, ttl_ms=config.ttl_ms
+    )
+    try:
+        return locks.can_extend(locks.create(config.lock, context))
+    finally:
+        context.close()
