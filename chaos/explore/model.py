@@ -47,19 +47,21 @@ class Model:
 
     def pick(self, index: int, kind: str) -> str:
         """The client a ``kind`` step goes to: the ``index``-th (modulo) of every client in
-        the order that makes the step most telling — free clients first for an acquire
-        (then the latest asker: likely refused), the oldest asker first for a release, a
-        write or a pause (likely the stale holder). Index 0, where the shrinker takes every
-        choice, is the story's usual actor; a step whose client is no longer the one it was
-        drawn for only changes when the steps before it change."""
-        askers = list(self.askers)
-        others = [cid for cid in self.clients if cid not in askers]
+        the order that makes the step most telling. An acquire goes first to a running client
+        that has not asked, then to one stopped at a pause point (it resumes: the stopped
+        release's DEL goes through), then to the latest asker (likely refused: it retries); a
+        release, a write or an extend goes first to the oldest running asker (likely the stale
+        holder); a pause during a wait to a running client, askers first."""
+        running = [cid for cid in self.clients if not self.clients[cid].stopped]
+        stopped = [cid for cid in self.clients if self.clients[cid].stopped]
+        askers = [cid for cid in self.askers if cid in running]
+        idle = [cid for cid in running if cid not in askers]
         if kind == "acquire":
-            order = others + askers[::-1]
-        elif kind == "pause":  # only running clients: SIGCONT would resume a stopped one
-            order = [cid for cid in askers + others if not self.clients[cid].stopped]
+            order = idle + stopped + askers[::-1]
+        elif kind == "pause":  # never a stopped one: its SIGCONT would resume it
+            order = askers + idle
         else:
-            order = askers + others
+            order = askers + stopped + idle
         return order[index % len(order)] if order else ""
 
     def apply(self, step: Step) -> None:
