@@ -24,3 +24,26 @@ def sigterm_unwinds() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM inside ``sigterm_interrupts``."""
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise _Interrupted(signum)
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Like ``sigterm_unwinds``, for a block that runs Hypothesis: Hypothesis takes a
+    SystemExit raised inside a test for a failure to shrink, but lets a KeyboardInterrupt
+    through. So within this block SIGTERM raises a KeyboardInterrupt, which leaves the block
+    as ``Terminated``."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        yield
+    except _Interrupted as exc:
+        raise Terminated(128 + exc.args[0]) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -139,7 +140,7 @@ fault_names = st.lists(st.sampled_from(sorted(FAULTS)), min_size=1, max_size=4, 
 
 @given(names=fault_names, seed=st.integers(0, 2**32), duration=st.floats(1, 60))
 def test_same_seed_same_schedule(names: list[str], seed: int, duration: float) -> None:
-    faults = [(name, {}) for name in names]
+    faults: list[tuple[str, dict[str, Any]]] = [(name, {}) for name in names]
     first = generate(faults, seed=seed, duration_s=duration, ttl_ms=200)
     assert first == generate(faults, seed=seed, duration_s=duration, ttl_ms=200)
     assert first.events, "a run always gets at least one fault"
@@ -150,7 +151,7 @@ def test_same_seed_same_schedule(names: list[str], seed: int, duration: float) -
 
 
 def test_different_seeds_give_different_schedules() -> None:
-    faults = [("latency", {}), ("partition", {})]
+    faults: list[tuple[str, dict[str, Any]]] = [("latency", {}), ("partition", {})]
     schedules = {
         json.dumps(generate(faults, seed=s, duration_s=20, ttl_ms=200).to_json())
         for s in range(10)

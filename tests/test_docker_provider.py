@@ -52,7 +52,7 @@ def proxies() -> dict[str, dict[str, Any]]:
 
 def _published(service: dict[str, Any]) -> list[tuple[str, str, str]]:
     """``(host ip, host port(s), container port(s))`` of every published port."""
-    return [tuple(entry.split(":")) for entry in service.get("ports", [])]  # type: ignore[misc]
+    return [tuple(entry.split(":")) for entry in service.get("ports", [])]
 
 
 # -- the Compose file and the Toxiproxy config, without an engine --------------------------

@@ -1,9 +1,12 @@
-"""The explorer's pieces on real processes: a step program replays to the same verdict, the
-run directory's ``test_replay.py`` fails under pytest the way the exploration did, an
-exploration of a lock that holds exits 0, and bad input is one line and exit 2."""
+"""The explorer on real processes: it finds and shrinks "A releases B's lock", a step program
+replays to the same verdict, the run directory's ``test_replay.py`` fails under pytest the way
+the exploration did, programs never depend on what Redis answered, an exploration of a lock
+that holds exits 0, ``run --search`` tries drawn schedules, and bad input is one line and
+exit 2."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +14,13 @@ from pathlib import Path
 import pytest
 
 from chaos.campaign import Campaign
+from chaos.checker import check_file
 from chaos.cli import main
-from chaos.explore import Program, Step, explore, replay
+from chaos.explore import ExploreResult, Program, Step, explore, replay
 from chaos.explore.machine import Failure
-from chaos.explore.rundir import REPLAY, write_run_dir
+from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
+from chaos.locks.base import SetNxPxLock
+from chaos.locks.contract import Lease, LockContext
 
 # Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
 # waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.
@@ -32,6 +38,14 @@ A_RELEASES_B = Program(
         Step("acquire", "c1"),
     ),
 )
+
+
+def run_pytest(test_file: Path) -> subprocess.CompletedProcess[str]:
+    """Run a replay file under pytest in its own process, as a user would."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, cwd=test_file.parent, check=False
+    )
 
 
 def test_a_program_replays_to_the_same_hard_verdict_every_time(tmp_path: Path) -> None:
@@ -57,10 +71,7 @@ def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> No
     run_dir = write_run_dir(tmp_path / "out", campaign, failure, {"steps": 5})
     for name in ("history.jsonl", "verdict.json", "program.json", REPLAY, "report.html"):
         assert (run_dir / name).is_file(), name
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(run_dir / REPLAY)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+    done = run_pytest(run_dir / REPLAY)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "del-release broke (hard) under this program" in done.stdout
     assert "4. c1 releases the lock → returned true" in done.stdout
@@ -80,27 +91,95 @@ def test_an_exploration_of_a_lock_that_holds_exits_0(
     assert not list(tmp_path.iterdir())  # no run directory without a failure
 
 
-def test_explore_finds_a_releases_b_in_del_release() -> None:
-    result = explore(
-        Campaign(lock="del-release", ttl_ms=100, clients=3, seed=3), max_examples=5, steps=12
-    )
-    assert result.failure is not None, result.summary()
-    assert result.failure.verdict.hard_violations > 0
-    assert any("released" in e for e in result.failure.verdict.explanations)
+@pytest.fixture(scope="module")
+def del_release(tmp_path_factory: pytest.TempPathFactory) -> ExploreResult:
+    """``explore --lock del-release`` with the defaults (seed 1), once for this module."""
+    out = tmp_path_factory.mktemp("explore")
+    return explore(Campaign(lock="del-release", ttl_ms=100, clients=2, seed=1), out=out)
+
+
+def test_explore_finds_a_releases_b_and_shrinks_it(del_release: ExploreResult) -> None:
+    found = del_release.failure
+    assert found is not None, del_release.summary()
+    assert len(found.program.steps) <= 6, found.program.numbered(found.outcomes)
+    first = found.verdict.violations[0]
+    assert (first.kind, first.cause) == ("hard", "foreign-release")
+    assert {"sleep", "release"} <= {step.kind for step in found.program.steps}
+    assert del_release.run_dir is not None
+    on_disk = json.loads((del_release.run_dir / PROGRAM).read_text())
+    assert Program.from_json(on_disk) == found.program
+    assert on_disk["outcomes"] == found.outcomes
+    assert check_file(del_release.run_dir / "history.jsonl").verdict == "hard"
+
+
+def test_its_replay_file_fails_under_pytest(del_release: ExploreResult) -> None:
+    assert del_release.run_dir is not None
+    done = run_pytest(del_release.run_dir / REPLAY)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "del-release broke (hard) under this program" in done.stdout
+    assert "released" in done.stdout
+
+
+# A lock that asks Redis and refuses every time: the opposite of lua's answers.
+REFUSING = f"{Path(__file__).resolve()}:refusing_lock"
+
+
+class RefusingLock(SetNxPxLock):
+    def acquire(self) -> Lease | None:
+        self.redis.get(self.key)
+        return None
+
+    def release(self, lease: Lease) -> bool:
+        return False
+
+
+def refusing_lock(ctx: LockContext) -> RefusingLock:
+    return RefusingLock(ctx)
+
+
+def test_programs_never_depend_on_what_redis_answered() -> None:
+    """Same seed, a lock granting every free lock against one refusing everything: the same
+    programs, step for step — the rule draws from the in-memory model, never from Redis."""
+    runs = [
+        explore(Campaign(lock=lock, ttl_ms=100, clients=2, seed=5), max_examples=6, steps=8)
+        for lock in ("lua", REFUSING)
+    ]
+    assert not any(run.failed for run in runs)
+    granted, refused = ([program.steps for program in run.programs] for run in runs)
+    assert len(granted) >= 6 and sum(map(len, granted)) > 20
+    assert granted == refused
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--lock", "nope"], "unknown lock 'nope'"),
-        (["--lock", "lua", "--max-examples", "0"], "--max-examples must be between"),
-        (["--lock", "lua", "--faults", "bogus"], "unknown fault 'bogus'"),
+        (["explore", "--lock", "nope"], "unknown lock 'nope'"),
+        (["explore", "--lock", "lua", "--max-examples", "0"], "--max-examples must be between"),
+        (["explore", "--lock", "lua", "--steps", "0"], "--steps must be between"),
+        (["explore", "--lock", "lua", "--faults", "bogus"], "unknown fault 'bogus'"),
+        (["explore", "--lock", "lua", "--faults", "client-pause"], "client-pause is always"),
+        (["explore", "--lock", "lua", "--fail-on", "meh"], "--fail-on must be one of"),
+        (["run", "--lock", "lua", "--search", "2"], "--search needs --faults"),
+        (["run", "--lock", "lua", "--faults", "latency", "--search", "-1"], "--search must be"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["explore", *argv]) == 2
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_run_search_tries_drawn_schedules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([
+        "run", "--lock", "lua", "--faults", "latency", "--search", "1", "--duration", "1",
+        "--clients", "2", "--out", str(tmp_path), "--json",
+    ])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["search"] == "search: 1 schedules tried, none broke the lock"
+    assert json.loads((Path(out["run_dir"]) / "schedule.json").read_text())["events"]

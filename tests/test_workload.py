@@ -70,18 +70,24 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="get-then-del", ttl_ms=300, work_ms=5, duration_s=3)
     with running(single, config, path, clients=1, seed=1) as pool:
-        pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=400, op="release"))
+        pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=1000, op="release"))
         wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
-        assert _state(pool.pid("c1")) == "T"  # stopped, every thread
+        # it logs the point, then SIGSTOPs itself: stopped (every thread) within the pause
+        wait_until(lambda: _state(pool.pid("c1")) == "T", "stopped", timeout_s=1)
         wait_until(lambda: _state(pool.pid("c1")) != "T", "resume", timeout_s=3)
     events = h.read_history(path)
     (point,) = _by(events, f=h.PAUSE_POINT)
-    assert point.value == {"command": "DEL", "action": "pause", "op": "release", "duration_ms": 400}
+    assert point.value == {
+        "command": "DEL",
+        "action": "pause",
+        "op": "release",
+        "duration_ms": 1000,
+    }
     # the pause sat between the release's GET and its DEL
     release = [e for e in _by(events, f=h.RELEASE, type=h.INVOKE) if e.t < point.t][-1]
     after = next(e for e in _by(events, process="c1") if e.t > point.t)
     assert after.f == h.RELEASE and after.token == release.token
-    assert after.t - point.t >= 400e6
+    assert after.t - point.t >= 1000e6
 
 
 def test_crash_between_setnx_and_expire_leaves_a_key_without_ttl_and_a_fresh_client(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from chaos.campaign import Campaign
 from chaos.explore.explorer import ExploreResult, explore
@@ -84,9 +85,9 @@ def print_result(result: ExploreResult) -> None:
         f"({result.examples} programs, {result.elapsed_s:.1f} s)"
     )
     for line in found.program.numbered(found.outcomes):
-        console.print(f"  {line}")
+        console.print(f"  {escape(line)}")
     for line in verdict.explanations[:3]:
-        console.print(f"  • {line}")
+        console.print(f"  • {escape(line)}")
     if result.flaky:
         console.print(
             "  [yellow]note:[/] the shrunk program did not fail when Hypothesis replayed it; "

@@ -30,6 +30,7 @@ from chaos.explore.program import Program
 from chaos.explore.rundir import write_run_dir
 from chaos.explore.session import Session
 from chaos.explore.shrink import shrink
+from chaos.signals import sigterm_interrupts
 
 MAX_EXAMPLES = 100_000
 MAX_STEPS = 200
@@ -84,7 +85,7 @@ def _rounded(value: float | None) -> float | None:
 
 
 def explore(
-    campaign: Campaign, *, max_examples: int = 100, steps: int = 12, out: Path | None = None
+    campaign: Campaign, *, max_examples: int = 100, steps: int = 20, out: Path | None = None
 ) -> ExploreResult:
     """Explore ``campaign.lock`` with ``campaign.faults`` as steps; on a failure at or above
     ``campaign.fail_on``, shrink it and (when ``out`` is given) write its run directory."""
@@ -127,7 +128,7 @@ def explore(
         machine = seed(campaign.seed)(machine_for(exploration))
         found, flaky = None, False
         try:
-            with _seeded(campaign.seed):
+            with _seeded(campaign.seed), sigterm_interrupts():
                 run_state_machine_as_test(machine, settings=hypothesis_settings)
         except (ViolationFound, Flaky):
             found = exploration.failure

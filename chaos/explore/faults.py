@@ -24,7 +24,7 @@ SLEEP_TTLS = (1.5, 0.4)  # no sum of these lands within 0.2×TTL of a whole TTL
 # Where an operation may stop (None: nowhere), with how likely each is.
 STOP_POINTS: dict[str, tuple[dict[str, Any] | None, ...]] = {
     "acquire": (None, None, None, {"command": "*", "nth": 2}),  # between SETNX and EXPIRE
-    "release": (None, {"command": "DEL"}, {"command": "*"}),  # get-then-del's window; any
+    "release": (None, {"command": "DEL"}),  # get-then-del's window (del-release's only one)
 }
 BUILT_IN = {
     "client-pause": "waits with a client paused",

@@ -1,10 +1,11 @@
-"""The Hypothesis state machine: rules draw steps from the model, the session runs them, and
-the invariant is the checker's verdict on the history so far.
+"""The Hypothesis state machine: its rule draws steps from the model, the session runs them,
+and the invariant is the checker's verdict on the history so far.
 
-Every rule draws its step from the in-memory ``Model`` alone and hands it to the session; what
-the step's operation returned is written down for the printed program, never looked at by a
-rule or a precondition. That is what lets Hypothesis replay and shrink a failing program: the
-same choices always make the same program, whatever the scheduler did to the timing.
+The rule draws each step from the in-memory ``Model`` alone and hands it to the session; what
+the step's operation returned is written down for the printed program, never looked at by
+the rule. So the same choices always make the same program, whatever Redis answered and
+whatever the scheduler did to the timing — which is what lets Hypothesis replay a program.
+The program that breaks the lock is then shrunk on its concrete steps (``shrink.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ class ViolationFound(AssertionError):
     def __init__(self, verdict: Verdict, steps: int) -> None:
         first = verdict.explanations[0] if verdict.explanations else verdict.verdict
         super().__init__(f"after step {steps}: {first}")
-        self.verdict = verdict
 
 
 @dataclass
@@ -75,8 +75,8 @@ class Exploration:
 
 
 def mostly(usual: Any, *others: Any) -> st.SearchStrategy[Any]:
-    """``usual`` three times in four (where the shrinker goes, too), else one of ``others``:
-    a story is a handful of choices in a row, and each one is then likelier to be its own."""
+    """``usual`` three times in four, else one of ``others``: a story is a handful of
+    choices in a row, and each one is then likelier to be its own."""
     return st.sampled_from((usual,) * (3 * len(others) or 1) + others)
 
 
@@ -86,10 +86,9 @@ class LockProgram(RuleBasedStateMachine):
     There is one rule, ``step``, which draws the kind of step itself: Hypothesis's swarm
     testing switches whole rules off per example, and a program without releases, say, can
     never tell a stale release's story. Any step may follow any other (see
-    ``chaos.explore.model``) and every choice is drawn from a list fixed for the whole
-    exploration, so deleting one step leaves the others as they were, and the shrinker takes
-    a program apart one step at a time, towards the first choice of each list: the most
-    telling client, no pause point, the longer wait, the mildest fault parameter.
+    ``chaos.explore.model``); the client a step goes to is drawn as a position in the
+    model's most telling order, so random programs tell stories often enough to be found in
+    tens of examples rather than thousands.
     """
 
     exploration: ClassVar[Exploration]
@@ -103,8 +102,8 @@ class LockProgram(RuleBasedStateMachine):
         self.failed = False
         self.faults = [(n, o) for n, o in ex.faults if n != CLIENT_CRASH]
         self.healable = [n for n, _ in self.faults if not EXPLORABLE[n].instant]
-        # Operations twice as often as waits: a story is a few operations per wait.
-        self.kinds = ["acquire", "acquire", "release", "release", "sleep"]
+        # Operations five times as often as waits: a story is a few operations per wait.
+        self.kinds = ["contend", "contend", "acquire", "release", "release", "sleep"]
         if RANK[ex.fail_on] <= RANK["data"]:  # writes only matter to lost updates
             self.kinds.append("write")
         if self.session.can_extend:
@@ -131,6 +130,8 @@ class LockProgram(RuleBasedStateMachine):
             step = Step(kind, client)
             if point is not None:  # it stops there, until its next step
                 step = replace(step, ref=model.next_ref(), params={**point, "op": kind})
+        elif kind == "contend":
+            step = Step("contend", params={"order": model.contenders()})
         elif kind == "sleep":
             ttls = data.draw(mostly(*SLEEP_TTLS))
             paused = data.draw(mostly(None, 0))  # a GC pause of the client, meanwhile

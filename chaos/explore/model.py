@@ -47,22 +47,28 @@ class Model:
 
     def pick(self, index: int, kind: str) -> str:
         """The client a ``kind`` step goes to: the ``index``-th (modulo) of every client in
-        the order that makes the step most telling. An acquire goes first to a running client
-        that has not asked, then to one stopped at a pause point (it resumes: the stopped
-        release's DEL goes through), then to the latest asker (likely refused: it retries); a
-        release, a write or an extend goes first to the oldest running asker (likely the stale
-        holder); a pause during a wait to a running client, askers first."""
+        the order that makes the step most telling. An acquire goes in ``contenders`` order;
+        a release, a write or an extend first to the oldest running asker (likely the stale
+        holder), then to a stopped client (it resumes first); a pause during a wait to a
+        running client (a stopped one would be resumed by its SIGCONT), askers first."""
+        if kind == "acquire":
+            return self.contenders()[index % len(self.clients)]
         running = [cid for cid in self.clients if not self.clients[cid].stopped]
-        stopped = [cid for cid in self.clients if self.clients[cid].stopped]
+        stopped = [cid for cid in self.clients if cid not in running]
         askers = [cid for cid in self.askers if cid in running]
         idle = [cid for cid in running if cid not in askers]
-        if kind == "acquire":
-            order = idle + stopped + askers[::-1]
-        elif kind == "pause":  # never a stopped one: its SIGCONT would resume it
-            order = askers + idle
-        else:
-            order = askers + stopped + idle
+        order = askers + idle if kind == "pause" else askers + stopped + idle
         return order[index % len(order)] if order else ""
+
+    def contenders(self) -> list[str]:
+        """Every client, in the order in which they are most telling as the next to ask for
+        the lock (and in which a ``contend`` step has them all ask): those that have not
+        asked, then the askers, latest first (likely refused: they retry), then the stopped
+        ones (which resume first: a stopped release's DEL goes through)."""
+        stopped = [cid for cid in self.clients if self.clients[cid].stopped]
+        askers = [cid for cid in reversed(self.askers) if cid not in stopped]
+        idle = [cid for cid in self.clients if cid not in stopped and cid not in askers]
+        return idle + askers + stopped
 
     def apply(self, step: Step) -> None:
         """Advance the model past ``step``."""

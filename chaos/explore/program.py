@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 CLIENT_OPS = ("acquire", "release", "extend", "write")
-KINDS = (*CLIENT_OPS, "sleep", "crash", "fault-on", "fault-off")
+KINDS = (*CLIENT_OPS, "contend", "sleep", "crash", "fault-on", "fault-off")
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ class Step:
     ``ref`` names the fault a step fires (``f3``: a pause point, a pause, a crash, a fault
     switched on) or the fault it heals. ``params`` are the fault's parameters — for a client
     operation, the pause point it stops at (``{"command": "DEL", "op": "release"}``), if
-    any. A ``sleep`` with a ``client`` pauses that client while it waits. ``nodes`` are node
-    indexes.
+    any; for ``contend``, the ``order`` in which the clients ask for the lock, one acquire
+    each (as workers that all want it do). A ``sleep`` with a ``client`` pauses that client
+    while it waits. ``nodes`` are node indexes.
     """
 
     kind: str
@@ -60,6 +61,8 @@ class Step:
             }[self.kind]
             stop = f", stopping {describe_point(self.params)} [{self.ref}]" if self.stops else ""
             return f"{c} {action}{stop}"
+        if self.kind == "contend":
+            return f"{', '.join(self.params['order'])} ask for the lock, in that order"
         if self.kind == "sleep":
             assert self.ttls is not None
             paused = f" with {c} paused (SIGSTOP, a stop-the-world GC) [{self.ref}]" if c else ""

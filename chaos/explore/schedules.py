@@ -11,6 +11,7 @@ shrinks to fewer, shorter faults.
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -26,18 +27,40 @@ from chaos.errors import UsageError
 from chaos.explore.profiles import select_profile
 from chaos.nemesis.faults import FAULTS
 from chaos.nemesis.schedule import FIRST_AT_S, GAP_TTLS, FaultEvent, Schedule
+from chaos.signals import sigterm_interrupts
 
 MAX_EVENTS = 12
+DIALS = 2  # numbers drawn per fault for its parameters, used in turn (more stall the shrinker)
 MAX_TRIES = 10_000
 
 Faults = list[tuple[str, dict[str, Any]]]
 _Part = tuple[float, str, dict[str, Any]]  # gap before it (TTLs), fault, parameters
 
 
+class _Dials(random.Random):
+    """A ``Random`` whose every draw comes from a list of numbers in [0, 1) Hypothesis drew
+    (in turn, cycling), so a fault's ``params`` shrink with them: towards 0, that is towards
+    the low end of every ``uniform`` and the first of every ``choice``."""
+
+    def __init__(self, dials: list[float]) -> None:
+        super().__init__(0)
+        self._dials = dials
+        self._next = 0
+
+    def random(self) -> float:
+        value = self._dials[self._next % len(self._dials)]
+        self._next += 1
+        return value
+
+    def _randbelow(self, n: int) -> int:  # what choice, randrange and sample draw with
+        return int(self.random() * n)
+
+
 @st.composite
 def _part(draw: st.DrawFn, faults: Faults, ttl_ms: int) -> _Part:
     name, overrides = draw(st.sampled_from(faults))
-    params = {**FAULTS[name].params(draw(st.randoms(use_true_random=False)), ttl_ms), **overrides}
+    dials = [draw(st.floats(0, 1, exclude_max=True)) for _ in range(DIALS)]
+    params = {**FAULTS[name].params(_Dials(dials), ttl_ms), **overrides}
     return draw(st.floats(*GAP_TTLS)), name, params
 
 
@@ -123,7 +146,8 @@ def search(campaign: Campaign, out: Path, *, tries: int) -> SearchOutcome:
 
         result = "passed"
         try:
-            trial()
+            with sigterm_interrupts():
+                trial()
         except _Broke:
             result = "broke"  # the last run was Hypothesis replaying the shrunk schedule
         except Flaky:

@@ -86,7 +86,7 @@ class Played:
 
 @dataclass
 class _Open:
-    """A fault that is on: its heal, and the client it stopped (pause, arm), if any."""
+    """A fault that is on: its heal, and the client it stopped (a pause point), if any."""
 
     client: str | None
     heal: Heal
@@ -186,6 +186,9 @@ class Session:
         """Perform one step; what came of it, in a few words (for the printed program)."""
         if step.kind in CLIENT_OPS:
             return self._operate(step)
+        if step.kind == "contend":
+            asks = [(cid, self._operate(Step("acquire", cid))) for cid in step.params["order"]]
+            return "; ".join(f"{cid} {outcome}" for cid, outcome in asks)
         if step.kind == "sleep":
             return self._sleep(step)
         self.model.apply(step)

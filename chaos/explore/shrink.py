@@ -13,6 +13,8 @@ towards dropping, so what it returns is the fewest, plainest steps that still br
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from chaos.explore.session import Session
 DROP, PLAIN, AS_IS = "drop", "plain", "as is"
 CHOICES = (DROP, PLAIN, AS_IS, AS_IS, AS_IS)  # shrinks towards DROP; mostly keeps
 MAX_TRIES = 60  # candidates tried before shrinking starts (the whole program surely fails)
+BUDGET_S = 60.0  # then the smallest found so far stands (a failover step takes seconds)
 
 
 def plain(step: Step) -> Step:
@@ -59,12 +62,21 @@ def candidate(program: Program, choices: list[str]) -> Program:
 def shrink(session: Session, failure: Failure, fail_on: str, history_path: Path) -> Failure:
     """The smallest variant of ``failure``'s program that still breaks the lock at
     ``fail_on`` (``failure`` itself if none does, as may happen with timing-dependent ones).
+    Shrinking stops trying new candidates after ``BUDGET_S``: the smallest so far stands.
     """
     program = failure.program
+    deadline = time.monotonic() + BUDGET_S
+    tried: dict[str, bool] = {}  # many masks make the same program (plain = as is, mostly)
 
     def breaks(choices: list[str]) -> bool:
-        played = session.play(candidate(program, choices), history_path, fail_on)
-        return checker.fails(played.verdict, fail_on)
+        shape = candidate(program, choices)
+        key = json.dumps(shape.to_json(), sort_keys=True)
+        if key not in tried:
+            if time.monotonic() > deadline:
+                return False  # out of time: what was found so far stands
+            played = session.play(shape, history_path, fail_on)
+            tried[key] = checker.fails(played.verdict, fail_on)
+        return tried[key]
 
     size = len(program.steps)
     masks = st.lists(st.sampled_from(CHOICES), min_size=size, max_size=size)

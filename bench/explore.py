@@ -1,0 +1,138 @@
+"""The explorer's acceptance numbers: time to find, shrunk length, and replay determinism.
+
+Cases (issue 6):
+
+* ``del-release``: finds "A releases B's lock" (cause ``foreign-release``, or
+  ``in-flight-release`` when the stale DEL was stopped on its way) and shrinks it to at most 6
+  steps within 60 s; the run directory's ``test_replay.py`` fails under pytest;
+* ``get-then-del``: finds the pause-before-DEL story (a release stopped before its DEL);
+* ``lua``: 200 programs on a single node, no hard violation;
+* ``redlock-clock-jump``: ``--faults clock-jump`` finds Kleppmann's scenario (cause
+  ``clock-jump``).
+
+Every program found is replayed ``--replays`` times on a fresh topology; the verdict (its
+kind and the cause of its first violation) must be the same every time. Prints JSON (and a
+line per run on stderr).
+
+    python bench/explore.py [--cases del-release,lua] [--seeds 1,2,3] [--replays 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.campaign import Campaign
+from chaos.checker import Verdict
+from chaos.explore import explore, replay
+from chaos.explore.rundir import REPLAY
+from chaos.nemesis import parse_faults
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    lock: str
+    faults: str = ""
+    max_examples: int = 100
+    causes: tuple[str, ...] = ()  # the first violation's cause, one of; (): none expected
+    max_steps: int | None = None
+    within_s: float | None = None
+    stops_before: str | None = None  # a step of the program stops before this command
+
+
+CASES = {
+    case.name: case
+    for case in (
+        Case(
+            "del-release",
+            "del-release",
+            causes=("foreign-release", "in-flight-release"),
+            max_steps=6,
+            within_s=60,
+        ),
+        Case("get-then-del", "get-then-del", causes=("in-flight-release",), stops_before="DEL"),
+        Case("lua", "lua", max_examples=200),
+        Case("redlock-clock-jump", "redlock", faults="clock-jump", causes=("clock-jump",)),
+    )
+}
+
+
+def story(verdict: Verdict) -> tuple[str, str | None]:
+    """The verdict and the cause of its first (most severe) violation."""
+    first = verdict.violations[0] if verdict.violations else None
+    return verdict.verdict, first.cause if first else None
+
+
+def run_case(case: Case, seed: int, replays: int, out: Path) -> dict[str, Any]:
+    campaign = Campaign(
+        lock=case.lock, faults=parse_faults(case.faults), seed=seed, ttl_ms=100, clients=2
+    )
+    result = explore(campaign, max_examples=case.max_examples, out=out)
+    row: dict[str, Any] = {"case": case.name, "seed": seed, **result.summary()}
+    problems = []
+    found = result.failure
+    if found is None:
+        if case.causes:
+            problems.append("not found")
+        row["problems"] = problems
+        return row
+    row["verdict"], row["cause"] = story(found.verdict)
+    row["program"] = found.program.numbered(found.outcomes)
+    if not case.causes:
+        problems.append(f"unexpected {row['verdict']}")
+    elif row["cause"] not in case.causes:
+        problems.append(f"cause {row['cause']}, expected one of {case.causes}")
+    if case.max_steps is not None and len(found.program.steps) > case.max_steps:
+        problems.append(f"{len(found.program.steps)} steps > {case.max_steps}")
+    if case.within_s is not None and result.elapsed_s > case.within_s:
+        problems.append(f"took {result.elapsed_s:.1f} s > {case.within_s:g} s")
+    if case.stops_before and not any(
+        s.params.get("command") == case.stops_before for s in found.program.steps
+    ):
+        problems.append(f"no step stops before {case.stops_before}")
+    replayed = [story(replay(found.program, seed=seed)[0]) for _ in range(replays)]
+    row["replays"] = [f"{kind}/{cause}" for kind, cause in replayed]
+    row["replays_agree"] = all(r == (row["verdict"], row["cause"]) for r in replayed)
+    if not row["replays_agree"]:
+        problems.append("a replay's verdict differed")
+    if result.run_dir is not None:
+        command = [sys.executable, "-m", "pytest", "-q", str(result.run_dir / REPLAY)]
+        pytest = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        row["replay_pytest_exit"] = pytest.returncode
+        if pytest.returncode != 1:
+            problems.append(f"test_replay.py exited {pytest.returncode}, expected 1 (failed)")
+    row["problems"] = problems
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--seeds", default="1", help="comma-separated exploration seeds")
+    parser.add_argument("--replays", type=int, default=5)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lockchaos-bench-explore-") as tmp:
+        for name in args.cases.split(","):
+            for seed in (int(s) for s in args.seeds.split(",")):
+                row = run_case(CASES[name], seed, args.replays, Path(tmp))
+                rows.append(row)
+                print(
+                    f"{name} seed {seed}: found in {row['time_to_find_s']} s, "
+                    f"{row['steps']} steps, {row['elapsed_s']} s in all, "
+                    f"{row['examples']} programs; problems: {row['problems'] or 'none'}",
+                    file=sys.stderr,
+                )
+    print(json.dumps({"runs": rows, "ok": not any(row["problems"] for row in rows)}, indent=2))
+    return 0 if all(not row["problems"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
