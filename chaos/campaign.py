@@ -20,7 +20,7 @@ from chaos import checker, locks, topology
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, Fault, ScheduledNemesis, generate
 from chaos.nemesis.schedule import Schedule
-from chaos.report import write_run_reports
+from chaos.report import HISTORY, save_verdict, write_run_reports
 from chaos.workload import WorkloadConfig, run_workload
 from chaos.workload.pool import WorkerPool
 
@@ -162,7 +162,7 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     run_dir = run_dir_for(out, campaign)
     run_dir.mkdir(parents=True)
     schedule.save(run_dir / "schedule.json")
-    history_path = run_dir / "history.jsonl"
+    history_path = run_dir / HISTORY
     config = WorkloadConfig(
         lock=campaign.lock,
         ttl_ms=campaign.ttl_ms,
@@ -193,7 +193,7 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
             on_start=watcher.watch if watcher else None,
         )
     verdict = checker.check_file(history_path)
-    (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n")
+    save_verdict(run_dir, verdict)
     (run_dir / "campaign.json").write_text(
         json.dumps({**asdict(campaign), "layout": asdict(layout)}, indent=2) + "\n"
     )

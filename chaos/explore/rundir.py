@@ -15,7 +15,7 @@ from typing import Any
 
 from chaos.campaign import Campaign, run_dir_for
 from chaos.explore.machine import Failure
-from chaos.report import write_run_reports
+from chaos.report import HISTORY, save_verdict, write_run_reports
 
 PROGRAM = "program.json"
 REPLAY = "test_replay.py"
@@ -46,8 +46,8 @@ def write_run_dir(
     """Write the run directory for ``failure`` under ``out``; returns its path."""
     run_dir = run_dir_for(out, campaign)
     run_dir.mkdir(parents=True)
-    (run_dir / "history.jsonl").write_bytes(failure.history)
-    (run_dir / "verdict.json").write_text(json.dumps(failure.verdict.to_dict(), indent=2) + "\n")
+    (run_dir / HISTORY).write_bytes(failure.history)
+    save_verdict(run_dir, failure.verdict)
     program = failure.program.to_json()
     document = {
         **program,

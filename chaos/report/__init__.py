@@ -12,9 +12,17 @@ from pathlib import Path
 
 from chaos.report.junit import run_case, run_properties, write_junit
 from chaos.report.page import write_report_html
-from chaos.report.run import RunRecord, load_run
+from chaos.report.run import HISTORY, RunRecord, load_run, save_verdict
 
-__all__ = ["JUNIT", "REPORT", "RunRecord", "load_run", "write_run_reports"]
+__all__ = [
+    "HISTORY",
+    "JUNIT",
+    "REPORT",
+    "RunRecord",
+    "load_run",
+    "save_verdict",
+    "write_run_reports",
+]
 
 JUNIT = "junit.xml"
 REPORT = "report.html"

@@ -93,6 +93,11 @@ class RunRecord:
         return rows
 
 
+def save_verdict(run_dir: Path, verdict: Verdict) -> None:
+    """Write the run's ``verdict.json``, as ``load_run`` reads it back."""
+    (run_dir / VERDICT).write_text(json.dumps(verdict.to_dict(), indent=2) + "\n")
+
+
 def load_run(run_dir: Path) -> RunRecord:
     """Read a run directory; ``UsageError`` (one line) when it is not one."""
     history, verdict_path = run_dir / HISTORY, run_dir / VERDICT
