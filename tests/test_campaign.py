@@ -20,6 +20,7 @@ from chaos.cli import main
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, generate, parse_faults
 from chaos.topology.node import wait_until
+from chaos.topology.processes import process_state
 
 
 def _run_dir(out: Path) -> Path:
@@ -172,10 +173,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return process_state(pid) not in ("", "Z")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

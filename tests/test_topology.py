@@ -21,6 +21,7 @@ from chaos.errors import UsageError
 from chaos.topology import LocalTopology, SentinelTuning, ToxiproxyAPI
 from chaos.topology.node import wait_until
 from chaos.topology.ports import free_ports
+from chaos.topology.processes import process_state
 
 
 def _conn(address: tuple[str, int], timeout: float = 0.5) -> redis.Redis:
@@ -28,11 +29,7 @@ def _conn(address: tuple[str, int], timeout: float = 0.5) -> redis.Redis:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return process_state(pid) not in ("", "Z")
 
 
 def test_standalone_routes_every_client_through_its_own_proxies(

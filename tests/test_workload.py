@@ -13,6 +13,7 @@ import pytest
 from chaos import history as h
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
+from chaos.topology.processes import process_state
 from chaos.workload import PausePoint, WorkerPool, WorkloadConfig, run_workload
 from chaos.workload.resource import Resource, StaleToken
 
@@ -33,10 +34,6 @@ def running(
             yield pool
         finally:
             pool.stop()
-
-
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_every_invoke_completes_and_acknowledged_writes_survive(
@@ -73,8 +70,8 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
         pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=1000, op="release"))
         wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
         # it logs the point, then SIGSTOPs itself: stopped (every thread) within the pause
-        wait_until(lambda: _state(pool.pid("c1")) == "T", "stopped", timeout_s=1)
-        wait_until(lambda: _state(pool.pid("c1")) != "T", "resume", timeout_s=3)
+        wait_until(lambda: process_state(pool.pid("c1")) == "T", "stopped", timeout_s=1)
+        wait_until(lambda: process_state(pool.pid("c1")) != "T", "resume", timeout_s=3)
     events = h.read_history(path)
     (point,) = _by(events, f=h.PAUSE_POINT)
     assert point.value == {

@@ -63,8 +63,7 @@ def reset(topology: Topology) -> None:
 
 def _answers(node: ServerNode) -> bool:
     try:
-        with node.client(socket_timeout=0.5) as conn:
-            return bool(conn.ping())
+        return node.ping()
     except (redis.RedisError, OSError):
         return False
 

@@ -37,14 +37,28 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
-def start_time(pid: int) -> str:
-    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): with the pid, it
-    names one process for good, even after the pid is recycled."""
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (which may hold spaces and
+    parentheses: it ends at the last ``)``); [] when there is no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+        return []
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> str:
+    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): with the pid, it
+    names one process for good, even after the pid is recycled."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields else ""
+
+
+def process_state(pid: int) -> str:
+    """The state letter of ``pid`` (field 3 of /proc/PID/stat: ``R``, ``S``, ``T`` stopped by
+    a signal, ``Z`` a zombie…); "" when there is no such process."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
 
 
 def _child_setup() -> None:

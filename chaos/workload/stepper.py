@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import time
 from multiprocessing.connection import wait
-from pathlib import Path
 from typing import Any
 
 from chaos.locks.contract import Lease
+from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
 from chaos.workload.pool import WorkerPool
 from chaos.workload.worker import Worker
@@ -141,10 +141,10 @@ class StepperPool(WorkerPool):
     def _wait_stopped(self, cid: str) -> None:
         """Wait until ``cid`` has really stopped itself: it reports a pause point just before
         sending itself SIGSTOP, and a SIGCONT that overtook that SIGSTOP would be lost."""
-        stat = Path(f"/proc/{self.pid(cid)}/stat")
+        pid = self.pid(cid)
         deadline = time.monotonic() + STOPPED_WAIT_S
-        while stat.exists() and time.monotonic() < deadline:
-            if stat.read_text().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+        while time.monotonic() < deadline:
+            if process_state(pid) in ("T", "t", ""):  # stopped, or gone
                 return
             time.sleep(0.0005)
 
