@@ -127,6 +127,12 @@ def open_topology(campaign: Campaign, layout: Layout) -> topology.Topology:
 def run_dir_for(out: Path, campaign: Campaign) -> Path:
     faults = "+".join(campaign.fault_names) or "no-faults"
     slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{campaign.lock}-{faults}-s{campaign.seed}")
+    return stamped_path(out, slug)
+
+
+def stamped_path(out: Path, slug: str) -> Path:
+    """``out/<YYYYmmdd-HHMMSS>-<slug>``, or with ``-2``, ``-3``… appended where that exists
+    (not created here)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = out / f"{stamp}-{slug}"
     suffix = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.campaign import Campaign, Outcome, choose_layout, run_campaign
+from chaos.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.nemesis import parse_faults
@@ -209,7 +209,8 @@ def run_matrix(
             # is a cell marked n/a.
             replace(campaign, faults=[]).validate()
             cell.unavailable = str(exc)
-    directory = _new_dir(out)
+    directory = stamped_path(out, "compare")
+    directory.mkdir(parents=True)
     started = time.monotonic()
     for cell in matrix.cells:
         if cell.unavailable is None:
@@ -237,13 +238,3 @@ def _summary(cell: CellResult, seed: int, outcome: Outcome, directory: Path, wal
     kept = {k: v for k, v in verdict.items() if k not in ("violations", "lost_write_ids")}
     kept["explanations"] = verdict["explanations"][:3]
     return RunSummary(seed, kept, str(outcome.run_dir.relative_to(directory)), wall_s, problem)
-
-
-def _new_dir(out: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path, suffix = out / f"{stamp}-compare", 1
-    while path.exists():
-        suffix += 1
-        path = out / f"{stamp}-compare-{suffix}"
-    path.mkdir(parents=True)
-    return path
