@@ -101,9 +101,16 @@ def _facts(cell: dict[str, Any], sep: str) -> str:
     if cell["lost_writes"]:
         facts.append(f"lost writes {cell['lost_writes']}")
     if cell["expected"]:
-        mark = "✓" if cell["expected"]["matched"] == cell["expected"]["runs"] else "✗"
-        facts.append(f"{mark} claim: {cell['expected']['claim']}")
+        facts.append(f"{_claim_mark(cell)} claim: {cell['expected']['claim']}")
     return sep + sep.join(facts)
+
+
+def _claim_mark(cell: dict[str, Any]) -> str:
+    """✓ every run of the cell was as the truth table claims, ✗ not ("" no claim)."""
+    expected = cell["expected"]
+    if not expected:
+        return ""
+    return "✓" if expected["matched"] == expected["runs"] else "[red]✗[/]"
 
 
 def _verdict(cell: dict[str, Any]) -> str:
@@ -143,10 +150,7 @@ def _table(matrix: dict[str, Any]) -> Table:
         if cell["status"] != "done":
             table.add_row(f"{name}\n[dim]{cell['reason']}[/]", _verdict(cell))
             continue
-        claim = ""
-        if cell["expected"]:
-            claim = "✓" if cell["expected"]["matched"] == cell["expected"]["runs"] else "[red]✗[/]"
         first = f"{cell['first_hard_s']:.2f} s" if cell["first_hard_s"] is not None else ""
         table.add_row(name, _verdict(cell), str(cell["hard"]), str(cell["soft"]),
-                      str(cell["lost_writes"] or ""), first, claim)
+                      str(cell["lost_writes"] or ""), first, _claim_mark(cell))
     return table
