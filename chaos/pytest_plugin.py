@@ -265,20 +265,24 @@ class Checker:
     """The pure checker: a run's history in, a verdict out."""
 
     def __call__(self, run: RunResult | Path) -> checker.Verdict:
-        return checker.check_file(run.history_path if isinstance(run, RunResult) else run)
+        return checker.check_file(_history_path(run))
 
     def assert_passes(self, run: RunResult | Path, fail_on: str = "hard") -> checker.Verdict:
         """The verdict, or an ``AssertionError`` explaining every violation at or above
         ``fail_on`` (and where the history is, for ``lockchaos check-history``)."""
         verdict = self(run)
         if checker.fails(verdict, fail_on):
-            path = run.history_path if isinstance(run, RunResult) else run
+            path = _history_path(run)
             lines = "\n".join(f"  • {line}" for line in verdict.explanations[:10])
             raise AssertionError(
                 f"lockchaos verdict {verdict.verdict} (failing on {fail_on}); history {path}\n"
                 + lines
             )
         return verdict
+
+
+def _history_path(run: RunResult | Path) -> Path:
+    return run.history_path if isinstance(run, RunResult) else run
 
 
 @pytest.fixture

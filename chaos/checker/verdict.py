@@ -74,4 +74,10 @@ def fails(verdict: Verdict, fail_on: str) -> bool:
     """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``."""
     if fail_on not in RANK:
         raise ValueError(f"unknown violation kind {fail_on!r}; expected one of {', '.join(KINDS)}")
-    return RANK[verdict.verdict] >= max(RANK[fail_on], 1)
+    return reaches(verdict.verdict, fail_on)
+
+
+def reaches(kind: str, fail_on: str) -> bool:
+    """Whether a violation (or verdict) of ``kind`` fails a run that fails on ``fail_on``
+    ("ok" never does, whatever ``fail_on`` says)."""
+    return RANK[kind] >= max(RANK[fail_on], 1)

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
 from chaos.compare import CellPlan, plan_matrix, run_matrix
-from chaos.report.matrix import write_compare_reports
+from chaos.report.matrix import INDEX, write_compare_reports
 from chaos.signals import sigterm_unwinds
 
 STYLE = {"ok": "green", "soft": "yellow", "liveness": "magenta", "data": "bold magenta",
@@ -82,7 +82,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
     console.print(_table(matrix.to_json()))
     console.print(f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "
                   f"junit.xml in {directory}", highlight=False)
-    index = (directory / "index.html").resolve()
+    index = (directory / INDEX).resolve()
     print(index)
     return index
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaos.report.junit import run_case, run_properties, write_junit
+from chaos.report.junit import JUNIT, run_case, run_properties, write_junit
 from chaos.report.page import write_report_html
 from chaos.report.run import HISTORY, RunRecord, load_run, save_verdict
 
@@ -24,7 +24,6 @@ __all__ = [
     "write_run_reports",
 ]
 
-JUNIT = "junit.xml"
 REPORT = "report.html"
 
 

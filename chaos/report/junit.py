@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.checker import fails
-from chaos.checker.verdict import RANK
+from chaos.checker.verdict import reaches
 from chaos.report.run import RunRecord
 
+JUNIT = "junit.xml"
 MESSAGE_CHARS = 500  # the one-line failure message; the full text goes in the body
 
 
@@ -34,9 +35,8 @@ class Case:
 def run_case(run: RunRecord) -> Case:
     """The test case of one run: failed by every violation at or above its ``fail_on``."""
     verdict = run.verdict
-    threshold = max(RANK[run.fail_on], 1)
-    failing = [v.explanation for v in verdict.violations if RANK[v.kind] >= threshold]
-    others = [v.explanation for v in verdict.violations if RANK[v.kind] < threshold]
+    failing = [v.explanation for v in verdict.violations if reaches(v.kind, run.fail_on)]
+    others = [v.explanation for v in verdict.violations if not reaches(v.kind, run.fail_on)]
     summary = (
         f"verdict {verdict.verdict}: hard {verdict.hard_violations}, soft "
         f"{verdict.soft_violations}, liveness {verdict.liveness_violations}, lost writes "

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chaos.checker.verdict import RANK
-from chaos.report.junit import Case, write_junit
+from chaos.checker.verdict import reaches
+from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.page import render
 
 INDEX = "index.html"
-JUNIT = "junit.xml"
 
 
 def write_compare_reports(directory: Path, matrix: dict[str, Any]) -> Path:
@@ -30,8 +29,7 @@ def _case(cell: dict[str, Any]) -> Case:
     time_s = sum(run["duration_s"] for run in cell["runs"])
     if cell["status"] != "done":
         return Case(name, classname, skipped=cell["reason"] or "not run")
-    threshold = max(RANK[cell["stop_on"] or "hard"], 1)
-    failed = [run for run in cell["runs"] if RANK[run["verdict"]] >= threshold]
+    failed = [run for run in cell["runs"] if reaches(run["verdict"], cell["stop_on"] or "hard")]
     output = "\n".join(
         f"seed {run['seed']}: {run['verdict']} (hard {run['hard_violations']}, soft "
         f"{run['soft_violations']}, lost writes {run['lost_writes']}) in {run['run_dir']}"
