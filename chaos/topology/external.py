@@ -27,8 +27,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from chaos.errors import UsageError
 from chaos.topology.endpoint import RemoteNode, RemoteServer
+from chaos.topology.local import fmt
 from chaos.topology.provider import PERSISTENCE, refuse
-from chaos.topology.remote import RemoteTopology, fmt
+from chaos.topology.remote import RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 

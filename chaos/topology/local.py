@@ -43,7 +43,8 @@ REPLICAS = 2
 Address = tuple[str, int]
 
 
-def _fmt(address: Address) -> str:
+def fmt(address: Address) -> str:
+    """``host:port``."""
     return f"{address[0]}:{address[1]}"
 
 
@@ -204,7 +205,7 @@ class LocalTopology(ClosedOnExit):
             ]
             self._client_links[client_id] = links
         route = {
-            _fmt(internal.address): link.address
+            fmt(internal.address): link.address
             for internal, link in zip(self.internal, links, strict=False)
         }
         return ClientView(
@@ -241,11 +242,12 @@ class LocalTopology(ClosedOnExit):
     def describe(self) -> dict[str, Any]:
         """Addresses, direct and proxied, as plain JSON-able data."""
         nodes = []
+        master = self.master_index()
         for i, node in enumerate(self.nodes):
-            entry: dict[str, Any] = {"name": node.name, "direct": _fmt(node.address)}
+            entry: dict[str, Any] = {"name": node.name, "direct": fmt(node.address)}
             if self.internal:
-                entry["internal"] = _fmt(self.internal[i].address)
-                entry["role"] = "master" if i == self.master_index() else "replica"
+                entry["internal"] = fmt(self.internal[i].address)
+                entry["role"] = "master" if i == master else "replica"
             else:
                 entry["role"] = "master"
             nodes.append(entry)
@@ -254,12 +256,12 @@ class LocalTopology(ClosedOnExit):
             "topology": self.kind,
             "run_dir": str(self.run_dir),
             "toxiproxy": self.toxiproxy.url,
-            "resource": _fmt(self.resource.address),
+            "resource": fmt(self.resource.address),
             "nodes": nodes,
-            "sentinels": [_fmt(s.address) for s in self.sentinels],
+            "sentinels": [fmt(s.address) for s in self.sentinels],
             "master_name": MASTER_NAME if self.sentinels else None,
             "clients": {
-                client: {link.name: _fmt(link.address) for link in links}
+                client: {link.name: fmt(link.address) for link in links}
                 for client, links in self._client_links.items()
             },
         }

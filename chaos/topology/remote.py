@@ -16,15 +16,11 @@ import redis
 
 from chaos.errors import UsageError
 from chaos.topology.endpoint import RemoteNode, RemoteServer
-from chaos.topology.local import ClientView
+from chaos.topology.local import ClientView, fmt
 from chaos.topology.provider import ClosedOnExit
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 KINDS = ("standalone", "sentinel")
-
-
-def fmt(address: tuple[str, int]) -> str:
-    return f"{address[0]}:{address[1]}"
 
 
 class RemoteTopology(ClosedOnExit, ABC):
