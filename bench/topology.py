@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    results = {kind: measure(kind, args.repeat) for kind in topology.KINDS}
+    results = {kind: measure(kind, args.repeat) for kind in topology.SHAPES}
     results["targets_s"] = {"standalone": 1.0, "sentinel": 3.0}
     print(json.dumps(results, indent=2))
 

@@ -24,7 +24,7 @@ from chaos.report import HISTORY, save_verdict, write_run_reports
 from chaos.workload import WorkloadConfig, run_workload
 from chaos.workload.pool import WorkerPool
 
-TOPOLOGIES = ("auto", *topology.KINDS)
+TOPOLOGIES = ("auto", *topology.SHAPES)
 REDLOCK_NODES = 5
 EXTENDED_DURING_WORK = {"lua-extend"}  # seed 001's RedisLockV2 demo extends while it works
 STOP_CHECK_S = 0.5

@@ -34,7 +34,7 @@ from chaos import history as h
 from chaos.checker import DEFAULT_LIVENESS_FACTOR
 from chaos.commands.check import check_history
 from chaos.locks.contract import Lease
-from chaos.topology.local import ClientView
+from chaos.topology.base import ClientView
 from chaos.topology.toxiproxy import ToxiproxyAPI
 from chaos.workload.harness import record_end
 from chaos.workload.resource import Resource

@@ -35,8 +35,8 @@ from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles, select_profile
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
-from chaos.topology.provider import refuse_unsupported
-from chaos.topology.providers import CAPABILITIES
+from chaos.topology import CAPABILITIES
+from chaos.topology.base import refuse_unsupported
 from chaos.workload import Nemesis, RunResult, WorkloadConfig, run_workload
 
 MARKER = "lockchaos"

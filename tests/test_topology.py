@@ -195,7 +195,7 @@ _RUNNER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("kind", topology.KINDS)
+@pytest.mark.parametrize("kind", topology.SHAPES)
 def test_no_child_survives_sigkill_of_the_runner(kind: str) -> None:
     runner = subprocess.Popen(
         [sys.executable, "-c", _RUNNER, kind], stdout=subprocess.PIPE, text=True

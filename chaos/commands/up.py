@@ -32,8 +32,8 @@ def up(
 ) -> None:
     """Start a topology (or, with --provider external, connect to one), print its addresses
     (direct and proxied), hold, tear down."""
-    if kind not in topology.KINDS:
-        raise UsageError(f"--topology must be one of {', '.join(topology.KINDS)} (got {kind!r})")
+    if kind not in topology.SHAPES:
+        raise UsageError(f"--topology must be one of {', '.join(topology.SHAPES)} (got {kind!r})")
     if not 0 <= clients <= 64:
         raise UsageError(f"--clients must be between 0 and 64 (got {clients})")
     if hold < 0:

@@ -31,8 +31,8 @@ from chaos.locks import build_context
 from chaos.nemesis import record
 from chaos.nemesis.faults import FAULTS, Heal, Target
 from chaos.topology import Topology
+from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until
-from chaos.topology.provider import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.workload.harness import RunEnv, record_end, record_start
 from chaos.workload.stepper import StepperPool
 from chaos.workload.worker import WorkloadConfig

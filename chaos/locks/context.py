@@ -21,7 +21,7 @@ from redis.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnect
 
 from chaos.errors import UsageError
 from chaos.locks.contract import LockContext, RenewalReporter, ignore_renewal
-from chaos.topology.local import ClientView
+from chaos.topology.base import ClientView
 
 DEFAULT_SOCKET_TIMEOUT_S = 0.5
 

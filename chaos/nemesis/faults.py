@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import redis
 
-from chaos.topology import provider
+from chaos.topology import base
+from chaos.topology.base import Topology
 from chaos.topology.node import restart_nodes
-from chaos.topology.provider import Topology
 from chaos.workload.harness import RunEnv
 from chaos.workload.inject import PausePoint
 
@@ -72,7 +72,7 @@ class Fault(ABC):
     summary: ClassVar[str]
     needs: ClassVar[str] = "any"  # "any" or "sentinel"
     persistence: ClassVar[str] = "none"  # what the data nodes must be started with
-    # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.provider):
+    # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.base):
     # a provider that cannot do it refuses the fault before anything starts.
     provider_needs: ClassVar[frozenset[str]] = frozenset()
 
@@ -294,7 +294,7 @@ def undermine_grant(env: RunEnv, rng: random.Random) -> Target:
 
 class ServerPause(Fault):
     name = "server-pause"
-    provider_needs = frozenset({provider.PAUSE})
+    provider_needs = frozenset({base.PAUSE})
     summary = "SIGSTOP a redis-server for less than the TTL, then SIGCONT"
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -319,7 +319,7 @@ class CrashRestart(Fault):
     """kill -9 a node the holder counted on and restart it empty at once: the grant is gone."""
 
     name = "crash-restart"
-    provider_needs = frozenset({provider.RESTART})
+    provider_needs = frozenset({base.RESTART})
     summary = "kill -9 nodes the holder counted on, restart them empty at once"
     delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
 
@@ -360,7 +360,7 @@ class ClockJump(Fault):
     """Kleppmann's Redlock scenario: a node's wall clock jumps and the key expires early."""
 
     name = "clock-jump"
-    provider_needs = frozenset({provider.CLOCK})
+    provider_needs = frozenset({base.CLOCK})
     summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -398,7 +398,7 @@ class Failover(Fault):
     name = "failover"
     summary = "cut replication from the master, let Sentinel promote a replica, split clients"
     needs = "sentinel"
-    provider_needs = frozenset({provider.CLUSTER_LINKS})
+    provider_needs = frozenset({base.CLUSTER_LINKS})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}

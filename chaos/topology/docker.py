@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chaos.errors import UsageError
-from chaos.topology.endpoint import RemoteNode, RemoteServer
+from chaos.topology.base import CLUSTER_LINKS, PAUSE, PERSISTENCE, RESTART, refuse
 from chaos.topology.node import wait_until
-from chaos.topology.provider import CLUSTER_LINKS, PAUSE, PERSISTENCE, RESTART, refuse
-from chaos.topology.remote import RemoteTopology
+from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"

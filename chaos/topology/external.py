@@ -26,10 +26,8 @@ import requests
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from chaos.errors import UsageError
-from chaos.topology.endpoint import RemoteNode, RemoteServer
-from chaos.topology.local import fmt
-from chaos.topology.provider import PERSISTENCE, refuse
-from chaos.topology.remote import RemoteTopology
+from chaos.topology.base import PERSISTENCE, host_port, refuse
+from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 
@@ -187,7 +185,7 @@ class ExternalTopology(RemoteTopology):
         )
 
     def _reported(self, node: int) -> str:
-        return fmt(self.nodes[node].address)
+        return host_port(self.nodes[node].address)
 
     def close(self) -> None:
         """Delete the links this run created (the servers are not ours to stop)."""

@@ -22,51 +22,23 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
 from chaos.topology import binaries
+from chaos.topology.base import ALL_CAPABILITIES, ClientView, ClosedOnExit, host_port
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
-from chaos.topology.provider import ALL_CAPABILITIES, ClosedOnExit
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 MASTER_NAME = "lockchaos"
 SENTINELS = 3
 SENTINEL_QUORUM = 2
 REPLICAS = 2
-
-Address = tuple[str, int]
-
-
-def fmt(address: Address) -> str:
-    """``host:port``."""
-    return f"{address[0]}:{address[1]}"
-
-
-@dataclass(frozen=True)
-class ClientView:
-    """Everything one client process needs to reach the topology; plain data, picklable.
-
-    ``nodes`` are this client's proxies to every data node, in node order. ``route`` maps an
-    address the Sentinels report (``host:port``) to this client's proxy for the same node.
-    Passwords (external servers may have them) are never part of the ``repr``.
-    """
-
-    client_id: str
-    nodes: tuple[Address, ...]
-    resource: Address
-    sentinels: tuple[Address, ...] = ()
-    master_name: str | None = None
-    route: dict[str, Address] = field(default_factory=dict)
-    password: str | None = field(default=None, repr=False)
-    resource_password: str | None = field(default=None, repr=False)
-    sentinel_password: str | None = field(default=None, repr=False)
-
 
 @dataclass(frozen=True)
 class SentinelTuning:
@@ -205,7 +177,7 @@ class LocalTopology(ClosedOnExit):
             ]
             self._client_links[client_id] = links
         route = {
-            fmt(internal.address): link.address
+            host_port(internal.address): link.address
             for internal, link in zip(self.internal, links, strict=False)
         }
         return ClientView(
@@ -244,9 +216,9 @@ class LocalTopology(ClosedOnExit):
         nodes = []
         master = self.master_index()
         for i, node in enumerate(self.nodes):
-            entry: dict[str, Any] = {"name": node.name, "direct": fmt(node.address)}
+            entry: dict[str, Any] = {"name": node.name, "direct": host_port(node.address)}
             if self.internal:
-                entry["internal"] = fmt(self.internal[i].address)
+                entry["internal"] = host_port(self.internal[i].address)
                 entry["role"] = "master" if i == master else "replica"
             else:
                 entry["role"] = "master"
@@ -256,12 +228,12 @@ class LocalTopology(ClosedOnExit):
             "topology": self.kind,
             "run_dir": str(self.run_dir),
             "toxiproxy": self.toxiproxy.url,
-            "resource": fmt(self.resource.address),
+            "resource": host_port(self.resource.address),
             "nodes": nodes,
-            "sentinels": [fmt(s.address) for s in self.sentinels],
+            "sentinels": [host_port(s.address) for s in self.sentinels],
             "master_name": MASTER_NAME if self.sentinels else None,
             "clients": {
-                client: {link.name: fmt(link.address) for link in links}
+                client: {link.name: host_port(link.address) for link in links}
                 for client, links in self._client_links.items()
             },
         }

@@ -26,7 +26,7 @@ from chaos.topology import binaries
 from chaos.topology.processes import Supervisor
 
 if TYPE_CHECKING:
-    from chaos.topology.provider import ServerNode
+    from chaos.topology.base import ServerNode
 
 READY_TIMEOUT_S = 15.0
 POLL_S = 0.002

@@ -1,26 +1,105 @@
 """What the ``docker`` and ``external`` providers share: servers lockchaos reaches over TCP but
-did not start itself, and a Toxiproxy on which it creates each client's own links.
+did not start as processes of its own, and a Toxiproxy on which it creates each client's own
+links.
 
-A subclass sets ``toxiproxy``, ``resource``, ``nodes`` and (for the sentinel shape)
-``sentinels``, and says how to make one client's link to one node (``_new_link``) and which
-address the Sentinels report for a node (``_reported``): that address is how a client's
+``RemoteServer`` is one such server (a container, or a server of the ``external`` provider);
+``RemoteNode`` a data node whose provider cannot touch its process (each fault that needs to is
+refused; providers that can override what they can do). The password, if any, stays in the
+object and in the connections it makes: it is never part of the ``repr``, of ``describe()`` or
+of an error message.
+
+A ``RemoteTopology`` subclass sets ``toxiproxy``, ``resource``, ``nodes`` and (for the sentinel
+shape) ``sentinels``, and says how to make one client's link to one node (``_new_link``) and
+which address the Sentinels report for a node (``_reported``): that address is how a client's
 Sentinel lookup is routed to its own link, and how ``master_index`` names the master.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import redis
 
 from chaos.errors import UsageError
-from chaos.topology.endpoint import RemoteNode, RemoteServer
-from chaos.topology.local import ClientView, fmt
-from chaos.topology.provider import ClosedOnExit
+from chaos.topology.base import (
+    CLOCK,
+    PAUSE,
+    RESTART,
+    SHAPES,
+    ClientView,
+    ClosedOnExit,
+    host_port,
+    refuse,
+)
+from chaos.topology.node import READY_TIMEOUT_S, direct_client, wait_until
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
-KINDS = ("standalone", "sentinel")
+
+@dataclass
+class RemoteServer:
+    name: str
+    host: str
+    port: int
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+    def client(self, *, socket_timeout: float = 2.0, decode_responses: bool = False) -> redis.Redis:
+        """A direct (un-proxied) connection, for the harness and the nemesis."""
+        return direct_client(
+            self.host,
+            self.port,
+            self.password,
+            socket_timeout=socket_timeout,
+            decode_responses=decode_responses,
+        )
+
+    def ping(self) -> bool:
+        with self.client(socket_timeout=0.5) as conn:
+            return bool(conn.ping())
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        wait_until(self.ping, f"{self.name} at {self.host}:{self.port} to answer PING", timeout_s)
+
+    def check_reachable(self) -> None:
+        """One PING now; ``UsageError`` saying why not (refused, wrong password, …)."""
+        try:
+            self.ping()
+        except (redis.RedisError, OSError) as exc:
+            raise UsageError(
+                f"cannot reach {self.name} at {self.host}:{self.port}: {type(exc).__name__}: {exc}"
+            ) from None
+
+
+@dataclass
+class RemoteNode(RemoteServer):
+    """A data node whose provider does not control the server process: every server fault is
+    refused here (campaigns never get this far: ``refuse_unsupported`` stops them first).
+    Providers that can pause, kill or restart override what they can do."""
+
+    provider: ClassVar[str] = "external"
+
+    def pause(self) -> None:
+        raise refuse(self.provider, PAUSE)
+
+    def resume(self) -> None:
+        raise refuse(self.provider, PAUSE)
+
+    def kill(self) -> None:
+        raise refuse(self.provider, RESTART)
+
+    def wipe(self) -> None:
+        raise refuse(self.provider, RESTART)
+
+    def start(self) -> None:
+        raise refuse(self.provider, RESTART)
+
+    def set_clock_offset(self, seconds: float) -> None:
+        raise refuse(self.provider, CLOCK)
 
 
 class RemoteTopology(ClosedOnExit, ABC):
@@ -34,7 +113,7 @@ class RemoteTopology(ClosedOnExit, ABC):
     master_name: str | None
 
     def __init__(self, kind: str) -> None:
-        if kind not in KINDS:
+        if kind not in SHAPES:
             raise UsageError(f"unknown topology {kind!r}: choose standalone or sentinel")
         self.kind = kind
         self.internal: list[Link] = []
@@ -85,7 +164,7 @@ class RemoteTopology(ClosedOnExit, ABC):
                     answer = conn.sentinel_get_master_addr_by_name(self.master_name)
             except (redis.RedisError, OSError):  # that Sentinel is unreachable: ask the next
                 continue
-            master = fmt((answer[0], int(answer[1]))) if answer else None
+            master = host_port((answer[0], int(answer[1]))) if answer else None
             if master in reported:
                 return reported.index(master)
         raise RuntimeError("no Sentinel named a master among this topology's nodes")
@@ -97,19 +176,19 @@ class RemoteTopology(ClosedOnExit, ABC):
             "provider": self.provider,
             "topology": self.kind,
             "toxiproxy": self.toxiproxy.url,
-            "resource": fmt(self.resource.address),
+            "resource": host_port(self.resource.address),
             "nodes": [
                 {
                     "name": node.name,
-                    "direct": fmt(node.address),
+                    "direct": host_port(node.address),
                     "role": "master" if i == master or not self.sentinels else "replica",
                 }
                 for i, node in enumerate(self.nodes)
             ],
-            "sentinels": [fmt(s.address) for s in self.sentinels],
+            "sentinels": [host_port(s.address) for s in self.sentinels],
             "master_name": self.master_name if self.sentinels else None,
             "clients": {
-                client: {link.name: fmt(link.address) for link in links}
+                client: {link.name: host_port(link.address) for link in links}
                 for client, links in self._client_links.items()
             },
         }

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from chaos import history as h
-from chaos.topology.provider import Topology
+from chaos.topology.base import Topology
 from chaos.workload.pool import WorkerPool
 from chaos.workload.resource import Resource
 from chaos.workload.worker import WorkloadConfig

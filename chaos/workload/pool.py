@@ -22,7 +22,7 @@ from typing import Any
 
 from chaos import history as h
 from chaos.locks import load
-from chaos.topology.provider import Topology
+from chaos.topology.base import Topology
 from chaos.workload.inject import PausePoint
 from chaos.workload.worker import Worker, WorkerSpec, WorkloadConfig, worker_main
 

@@ -26,7 +26,7 @@ import redis
 from chaos import history as h
 from chaos.locks import build_context, check_client, load
 from chaos.locks.contract import Lease, LockClient
-from chaos.topology.local import ClientView
+from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
 from chaos.workload.inject import InjectingConnection, PausePoint, injector
 from chaos.workload.resource import Resource, StaleToken

@@ -14,16 +14,45 @@ naming the fault and the provider — rather than failing halfway through a run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import Any, Protocol, Self
 
 import redis
 
 from chaos.errors import UsageError
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
-if TYPE_CHECKING:
-    from chaos.topology.local import ClientView
+SHAPES = ("standalone", "sentinel")  # what a topology can be: independent masters, or
+# one master with replicas and Sentinels
+
+Address = tuple[str, int]
+
+
+def host_port(address: Address) -> str:
+    """``host:port``."""
+    return f"{address[0]}:{address[1]}"
+
+
+@dataclass(frozen=True)
+class ClientView:
+    """Everything one client process needs to reach the topology; plain data, picklable.
+
+    ``nodes`` are this client's proxies to every data node, in node order. ``route`` maps an
+    address the Sentinels report (``host:port``) to this client's proxy for the same node.
+    Passwords (external servers may have them) are never part of the ``repr``.
+    """
+
+    client_id: str
+    nodes: tuple[Address, ...]
+    resource: Address
+    sentinels: tuple[Address, ...] = ()
+    master_name: str | None = None
+    route: dict[str, Address] = field(default_factory=dict)
+    password: str | None = field(default=None, repr=False)
+    resource_password: str | None = field(default=None, repr=False)
+    sentinel_password: str | None = field(default=None, repr=False)
+
 
 # Capabilities beyond Toxiproxy (which every provider has).
 PAUSE = "pause"
