@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.campaign import Campaign
 from chaos.checker import Verdict
 from chaos.explore import explore, replay
 from chaos.explore.rundir import REPLAY
 from chaos.nemesis import parse_faults
+from chaos.run.campaign import Campaign
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaos.campaign import Campaign, run_campaign
 from chaos.nemesis import parse_faults
-from chaos.truth_table import CELLS, Cell
+from chaos.run.campaign import Campaign, run_campaign
+from chaos.run.truth_table import CELLS, Cell
 
 
 def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[str, object]:

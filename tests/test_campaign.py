@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chaos import checker
-from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, generate, parse_faults
+from chaos.run.campaign import Campaign, choose_layout
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
 

@@ -12,8 +12,8 @@ from chaos import locks
 from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
-from chaos.compare import claim_for, plan_matrix
-from chaos.truth_table import CELLS
+from chaos.run.compare import claim_for, plan_matrix
+from chaos.run.truth_table import CELLS
 
 
 def test_two_locks_by_two_faults_match_the_truth_table(

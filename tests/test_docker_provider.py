@@ -16,11 +16,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from chaos import checker, compose_demo, topology
-from chaos.campaign import Campaign, run_campaign
+from chaos import checker, topology
 from chaos.cli import main
+from chaos.commands import compose as compose_demo
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS
+from chaos.run.campaign import Campaign, run_campaign
 from chaos.topology.docker import COMPOSE_FILE, LAYOUT, PROJECT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +151,7 @@ def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[st
     helps = ""
     for name, command in [("demo-init", "init"), ("worker", "worker"), ("checker", "check")]:
         service = services[name]
-        assert service["command"] == ["python", "-m", "chaos.compose_demo", command]
+        assert service["command"] == ["python", "-m", "chaos.cli", "compose", command]
         assert service["build"] == {"context": "..", "dockerfile": "compose/Dockerfile"}
         assert service["volumes"] == ["history:/history"]
         shown = runner.invoke(compose_demo.app, [command, "--help"], env={"COLUMNS": "200"})
@@ -174,7 +175,7 @@ def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[st
 
 def _demo(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "chaos.compose_demo", command],
+        [sys.executable, "-m", "chaos.cli", "compose", command],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
 
@@ -198,7 +199,7 @@ def test_the_demo_services_reproduce_seed_001_and_the_checker_judges_it(tmp_path
         assert _demo("init", env).returncode == 0
         workers = [
             subprocess.Popen(
-                [sys.executable, "-m", "chaos.compose_demo", "worker"],
+                [sys.executable, "-m", "chaos.cli", "compose", "worker"],
                 env={**os.environ, **env, "LOCKCHAOS_DEMO_CLIENT_ID": f"w{i}"},
                 stdout=subprocess.PIPE,
                 text=True,

@@ -1,4 +1,4 @@
-"""The seeds' claims, as verdicts: every cell of ``chaos.truth_table`` on a real topology.
+"""The seeds' claims, as verdicts: every cell of ``chaos.run.truth_table`` on a real topology.
 
 Cells that predict a violation stop at the first one; the others run their full (short)
 duration. If a cell fails, that is a finding to investigate, not a test to relax.
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.campaign import Campaign, run_campaign
 from chaos.nemesis import parse_faults
-from chaos.truth_table import CELLS, Cell
+from chaos.run.campaign import Campaign, run_campaign
+from chaos.run.truth_table import CELLS, Cell
 
 DURATION_S = 10.0  # hard cells stop at the first violation, normally within 1-3 s
 QUIET_DURATION_S = 6.0  # cells that predict no hard violation run this long

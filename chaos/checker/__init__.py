@@ -20,11 +20,20 @@ from operator import attrgetter
 from chaos.checker import judge, scan
 from chaos.checker.reader import HistoryReader
 from chaos.checker.timeline import Timeline
-from chaos.checker.verdict import KINDS, Verdict, Violation, fails
+from chaos.checker.verdict import VIOLATION_KINDS, Verdict, Violation, check_fail_on, fails
 from chaos.history import Event, HistoryError
 
-__all__ = ["DEFAULT_LIVENESS_FACTOR", "KINDS", "Verdict", "Violation", "check", "check_file",
-           "fails", "read_timeline"]
+__all__ = [
+    "DEFAULT_LIVENESS_FACTOR",
+    "VIOLATION_KINDS",
+    "Verdict",
+    "Violation",
+    "check",
+    "check_fail_on",
+    "check_file",
+    "fails",
+    "read_timeline",
+]
 
 DEFAULT_LIVENESS_FACTOR = 5.0  # unavailable for more than 5 × TTL with no holder: liveness
 

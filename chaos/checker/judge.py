@@ -9,7 +9,7 @@ from chaos.checker.holds import NEVER
 from chaos.checker.liveness import Outage, find_outages
 from chaos.checker.overlaps import Overlap, find_overlaps
 from chaos.checker.timeline import Timeline
-from chaos.checker.verdict import KINDS, RANK, Verdict, Violation
+from chaos.checker.verdict import RANK, VIOLATION_KINDS, Verdict, Violation
 from chaos.history import (
     ACQUIRE,
     CRASH,
@@ -52,7 +52,7 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         notes.append("no harness start event: times are counted from the first event")
 
     violations.sort(key=lambda v: (-RANK[v.kind], v.start_s))
-    by_kind = {kind: sum(v.kind == kind for v in violations) for kind in KINDS}
+    by_kind = {kind: sum(v.kind == kind for v in violations) for kind in VIOLATION_KINDS}
     hard_from = [v.both_valid_from_s for v in violations if v.both_valid_from_s is not None]
     lock = timeline.params.get("lock")
     ttl_ms = timeline.params.get("ttl_ms")

@@ -17,8 +17,10 @@ from typing import Any
 
 import msgspec
 
+from chaos.errors import UsageError
+
 RANK = {"ok": 0, "soft": 1, "liveness": 2, "data": 3, "hard": 4}
-KINDS = ("soft", "liveness", "data", "hard")  # the kinds of violation, least severe first
+VIOLATION_KINDS = ("soft", "liveness", "data", "hard")  # least severe first
 
 
 class Violation(msgspec.Struct, kw_only=True):
@@ -73,8 +75,18 @@ class Verdict(msgspec.Struct, kw_only=True):
 def fails(verdict: Verdict, fail_on: str) -> bool:
     """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``."""
     if fail_on not in RANK:
-        raise ValueError(f"unknown violation kind {fail_on!r}; expected one of {', '.join(KINDS)}")
+        kinds = ", ".join(VIOLATION_KINDS)
+        raise ValueError(f"unknown violation kind {fail_on!r}; expected one of {kinds}")
     return reaches(verdict.verdict, fail_on)
+
+
+def check_fail_on(fail_on: str, option: str = "--fail-on") -> str:
+    """``fail_on`` if it names a violation kind; else ``UsageError`` (one line) naming them."""
+    if fail_on not in VIOLATION_KINDS:
+        raise UsageError(
+            f"{option} must be one of {', '.join(VIOLATION_KINDS)} (got {fail_on!r})"
+        )
+    return fail_on
 
 
 def reaches(kind: str, fail_on: str) -> bool:

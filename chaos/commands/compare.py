@@ -25,8 +25,8 @@ from rich.progress import (
 from rich.table import Table
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
-from chaos.compare import CellPlan, plan_matrix, run_matrix
 from chaos.report.matrix import INDEX, write_compare_reports
+from chaos.run.compare import CellPlan, plan_matrix, run_matrix
 from chaos.signals import sigterm_unwinds
 
 STYLE = {"ok": "green", "soft": "yellow", "liveness": "magenta", "data": "bold magenta",
@@ -141,7 +141,7 @@ def _table(matrix: dict[str, Any]) -> Table:
             table.add_row(lock, *row)
         return table
     table = Table(title=f"{matrix['title']}: lock × fault", caption="claim: ✓ as the truth "
-                  "table says, ✗ not (chaos/truth_table.py)")
+                  "table says, ✗ not (chaos/run/truth_table.py)")
     table.add_column("lock × faults", overflow="fold")
     for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
         table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")

@@ -1,6 +1,6 @@
 """``lockchaos demo``: every bundled lock against the faults that matter for it.
 
-A ``compare`` over the cells of the truth table (``chaos.truth_table``: what the seed posts,
+A ``compare`` over the cells of the truth table (``chaos.run.truth_table``: what the seed posts,
 Kleppmann and the Redis docs claim about each lock) plus one telling cell for each bundled
 lock the table has no claim about. Cells that predict a violation stop at the first one;
 the others run a few seconds. About 80 s on 2 cores; it ends by printing the path
@@ -14,8 +14,8 @@ from pathlib import Path
 import typer
 
 from chaos.commands.compare import run_and_show
-from chaos.compare import CellPlan
-from chaos.truth_table import CELLS
+from chaos.run.compare import CellPlan
+from chaos.run.truth_table import CELLS
 
 # Bundled locks the truth table makes no claim about, and the fault that shows their flaw.
 UNCLAIMED = {

@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from chaos.campaign import Campaign
 from chaos.explore.explorer import ExploreResult, explore
 from chaos.explore.rundir import REPLAY
 from chaos.nemesis import parse_faults
+from chaos.run.campaign import Campaign
 from chaos.signals import sigterm_unwinds
 
 

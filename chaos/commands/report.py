@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from chaos.compare import MATRIX
 from chaos.errors import UsageError
 from chaos.report import REPORT, write_run_reports
 from chaos.report.matrix import write_compare_reports
+from chaos.run.compare import MATRIX
 
 
 def report(

@@ -8,10 +8,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from chaos.campaign import Campaign, Outcome, run_campaign
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
-from chaos.explore import schedules
 from chaos.nemesis import parse_faults
+from chaos.run import search as schedule_search
+from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_unwinds
 
 
@@ -61,7 +61,7 @@ def run(
     found = None
     with sigterm_unwinds(), console.status(f"running {lock} for {duration:g} s…"):
         if search:
-            found = schedules.search(campaign, out, tries=search)
+            found = schedule_search.search(campaign, out, tries=search)
             outcome = found.outcome
         else:
             outcome = run_campaign(campaign, out)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 CLIENT_OPS = ("acquire", "release", "extend", "write")
-KINDS = (*CLIENT_OPS, "contend", "sleep", "crash", "fault-on", "fault-off")
+STEP_KINDS = (*CLIENT_OPS, "contend", "sleep", "crash", "fault-on", "fault-off")
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ class Step:
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown step kind {self.kind!r}; expected one of {KINDS}")
+        if self.kind not in STEP_KINDS:
+            raise ValueError(f"unknown step kind {self.kind!r}; expected one of {STEP_KINDS}")
 
     @property
     def stops(self) -> bool:

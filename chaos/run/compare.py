@@ -1,13 +1,13 @@
 """A comparison: locks × faults, each cell a campaign on its own fresh topology.
 
 The product's main job: put lock variants side by side under the same seeded faults and say
-which broke, how badly, and how fast. Every cell runs ``chaos.campaign.run_campaign`` once
+which broke, how badly, and how fast. Every cell runs ``chaos.run.campaign.run_campaign`` once
 per seed (so every cell has a full run directory with its own report), and the matrix is
 saved as ``matrix.json`` after each cell, so an interrupted comparison still leaves what it
 found. A lock and a fault that cannot run together (a Sentinel failover against Redlock's
 independent masters) are a cell marked "n/a" with the reason, not an error.
 
-Where the truth table (``chaos.truth_table``) has a claim about a cell, the cell records it
+Where the truth table (``chaos.run.truth_table``) has a claim about a cell, the cell records it
 and whether each run matched it.
 """
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.nemesis import parse_faults
-from chaos.truth_table import CELLS, Cell
+from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
+from chaos.run.truth_table import CELLS, Cell
 
 MATRIX = "matrix.json"
 RUNS = "runs"

@@ -58,8 +58,7 @@ class Campaign:
             raise UsageError(f"--ttl-ms must be between 10 and 600000 (got {self.ttl_ms})")
         if not 0 <= self.work_ms <= 600_000:
             raise UsageError(f"--work-ms must be between 0 and 600000 (got {self.work_ms})")
-        if self.fail_on not in checker.KINDS:
-            raise UsageError(f"--fail-on must be one of {', '.join(checker.KINDS)}")
+        checker.check_fail_on(self.fail_on)
         locks.load(self.lock)
         topology.check_provider(
             self.provider, config=self.provider_config_path, faults=self.fault_objects

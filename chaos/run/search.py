@@ -22,11 +22,11 @@ from hypothesis import Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from chaos.campaign import Campaign, Outcome, run_campaign
 from chaos.errors import UsageError
 from chaos.explore.profiles import select_profile
 from chaos.nemesis.faults import FAULTS
 from chaos.nemesis.schedule import FIRST_AT_S, GAP_TTLS, FaultEvent, Schedule
+from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_interrupts
 
 MAX_EVENTS = 12

@@ -29,11 +29,12 @@ from urllib.parse import urlsplit
 
 import redis
 import typer
+from rich.console import Console
 
 from chaos import history as h
-from chaos.checker import DEFAULT_LIVENESS_FACTOR
-from chaos.commands.check import check_history
+from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, fails
 from chaos.locks.contract import Lease
+from chaos.report.summary import judge_file, print_verdict
 from chaos.topology.base import ClientView
 from chaos.topology.toxiproxy import ToxiproxyAPI
 from chaos.workload.harness import record_end
@@ -153,9 +154,8 @@ def check(
     written = sum(1 for e in h.iter_events(history) if e.f == h.WRITE and e.type == h.OK)
     with h.HistoryWriter(history) as writer:
         record_end(writer, Resource(redis.Redis(*_address(resource))), written)
-    check_history(history, json_output=False, fail_on=fail_on,
-                  liveness_factor=DEFAULT_LIVENESS_FACTOR)  # exits as check-history does
+    check_fail_on(fail_on, "LOCKCHAOS_DEMO_FAIL_ON")
+    verdict = judge_file(history, DEFAULT_LIVENESS_FACTOR)
+    print_verdict(verdict, Console(soft_wrap=True, highlight=False))
+    raise typer.Exit(1 if fails(verdict, fail_on) else 0)  # as check-history does
 
-
-if __name__ == "__main__":
-    app()
