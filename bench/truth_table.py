@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaos.nemesis import parse_faults
 from chaos.run.campaign import Campaign, run_campaign
 from chaos.run.truth_table import CELLS, Cell
 
@@ -26,9 +25,9 @@ def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[
     matched, firsts, false_hard, wall = 0, [], 0, []
     failures: list[str] = []
     for seed in range(1, seeds + 1):
-        campaign = Campaign(
-            lock=cell.lock,
-            faults=parse_faults(cell.faults),
+        campaign = Campaign.from_options(
+            cell.lock,
+            cell.faults,
             duration_s=duration_s if cell.stop_on else quiet_s,
             seed=seed,
             stop_on_first=cell.stop_on is not None,
@@ -36,15 +35,15 @@ def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[
         )
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:
-            verdict = run_campaign(campaign, Path(out)).verdict.to_dict()
+            verdict = run_campaign(campaign, Path(out)).verdict
         wall.append(time.perf_counter() - started)
         problem = cell.judge(verdict)
         matched += problem is None
         if problem:
             failures.append(f"seed {seed}: {problem}")
-        if verdict["first_hard_violation_s"] is not None:
-            firsts.append(verdict["first_hard_violation_s"])
-        if cell.expected != "hard" and verdict["hard_violations"]:
+        if verdict.first_hard_violation_s is not None:
+            firsts.append(verdict.first_hard_violation_s)
+        if cell.expected != "hard" and verdict.hard_violations:
             false_hard += 1
     quantiles = statistics.quantiles(firsts, n=10) if len(firsts) >= 2 else firsts
     return {

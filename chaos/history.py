@@ -52,10 +52,33 @@ START = "start"  # harness: run parameters; nemesis: a fault begins
 STOP = "stop"  # nemesis: a fault ends
 CRASH = "crash"  # a client process died (killed); its id may be reused by a fresh process
 PAUSE_POINT = "pause-point"  # a client reached an armed pause-injection point
+LOCK_UNUSABLE = "lock-unusable"  # a client's lock factory failed: that client never ran
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 END = "end"  # harness: the run is over
 
 STALE_TOKEN = "stale-token"  # error of a resource access rejected by fencing
+
+# What a fault does, as its nemesis ``start`` event declares it (``effects``). The checker
+# reasons about these, never about fault names, so a new fault that declares them is
+# explained without a change to the checker (docs/history-format.md).
+LOSES_KEYS = "loses-keys"  # a key the lock wrote may be gone once it starts or stops
+SPLITS_MASTER = "splits-master"  # while it is on, two masters may each grant the lock
+STALLS_CLIENT = "stalls-client"  # its target client cannot act (paused, slowed) for a while
+KILLS_CLIENT = "kills-client"  # its target client's process dies
+MOVES_CLOCK = "moves-clock"  # a wall clock (a server's or a client's) jumps
+DISTURBS_NETWORK = "disturbs-network"  # delays, cuts or resets its target's links
+STALLS_SERVER = "stalls-server"  # a server stops answering for a while
+RESTARTS_SERVER = "restarts-server"  # a server process dies and starts again
+EFFECTS = (
+    LOSES_KEYS,
+    SPLITS_MASTER,
+    STALLS_CLIENT,
+    KILLS_CLIENT,
+    MOVES_CLOCK,
+    DISTURBS_NETWORK,
+    STALLS_SERVER,
+    RESTARTS_SERVER,
+)
 
 
 class Event(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -64,6 +87,10 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True):
     ``valid_until`` is the monotonic deadline (ns) up to which the lease the lock granted is
     valid by the lock's own claim: acquire-invoke time + the validity the lock reported.
     ``fence`` is a fencing token (a number that grows with every grant) where the lock has one.
+    ``bug`` marks an indeterminate outcome (``info``) whose exception was not a Redis or
+    connection error: a bug in the lock, which the verdict counts and shows. ``traceback`` is
+    the exception's traceback, written on a client process's first such error of each
+    operation (and on ``lock-unusable``): enough to show, not one per event.
     """
 
     t: int
@@ -75,6 +102,8 @@ class Event(msgspec.Struct, omit_defaults=True, kw_only=True):
     fence: int | None = None
     value: Any = None
     error: str | None = None
+    bug: bool | None = None
+    traceback: str | None = None
 
 
 _encoder = msgspec.json.Encoder()

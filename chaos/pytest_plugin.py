@@ -15,8 +15,10 @@ ones, and everything they start is torn down after it:
   marker's faults, unless given a nemesis) and returns the run's ``RunResult``;
 * ``lockchaos_checker`` — the pure checker on a run's history.
 
-It also registers lockchaos's Hypothesis profiles (``dev``, ``ci``) and loads the one the
-environment asks for (``ci`` when ``CI`` is set), unless ``--hypothesis-profile`` names one.
+It also registers lockchaos's Hypothesis profiles (``lockchaos-dev``, ``lockchaos-ci``) but
+loads none: a suite opts in with ``--hypothesis-profile lockchaos-ci`` (or
+``chaos.explore.profiles.select_profile()`` in its conftest), so installing lockchaos never
+changes the Hypothesis settings of a suite that did not ask.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 
 from chaos import checker, topology
 from chaos.errors import UsageError
-from chaos.explore.profiles import register_profiles, select_profile
+from chaos.explore.profiles import register_profiles
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
 from chaos.run.campaign import Campaign, choose_layout, open_topology
@@ -74,8 +76,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the Hypothesis profiles before Hypothesis's plugin loads one by name."""
     config.addinivalue_line("markers", MARKER_HELP)
     register_profiles()
-    if not config.getoption("hypothesis_profile", None):
-        select_profile()
 
 
 @contextmanager
@@ -109,15 +109,14 @@ def lockchaos_lock(request: pytest.FixtureRequest) -> str:
 def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> Campaign:
     """The marker and the options, validated as a campaign (the shape of the run)."""
     marker = _marker(request)
-    config = request.config.getoption("lockchaos_provider_config")
     with _as_test_failure():
-        campaign = Campaign(
-            lock=lockchaos_lock,
-            faults=parse_faults(marker.get("faults", "")),
+        campaign = Campaign.from_options(
+            lockchaos_lock,
+            marker.get("faults", ""),
             topology=marker.get("topology", "auto"),
             nodes=marker.get("nodes"),
             provider=request.config.getoption("lockchaos_provider"),
-            provider_config=str(config) if config else None,
+            provider_config=request.config.getoption("lockchaos_provider_config"),
         )
         campaign.validate()
     return campaign

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from chaos import topology
+from chaos.explore.profiles import select_profile
 from chaos.topology import LocalTopology
+
+select_profile()  # this suite opts in: lockchaos-ci under CI, lockchaos-dev otherwise
 
 
 @pytest.fixture

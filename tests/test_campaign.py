@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ from hypothesis import strategies as st
 
 from chaos import checker
 from chaos.cli import main
+from chaos.commands import run as run_command
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, generate, parse_faults
-from chaos.run.campaign import Campaign, choose_layout
+from chaos.report import load_run
+from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
 
@@ -115,6 +119,75 @@ def test_bad_input_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not any(tmp_path.iterdir())  # nothing started, nothing written
+
+
+class _Parsed(Exception):
+    """Raised by the stand-in campaign runner: the command line parsed into ``campaign``."""
+
+    def __init__(self, campaign: Campaign) -> None:
+        super().__init__(campaign)
+        self.campaign = campaign
+
+
+def _parse_replay(replay: str, monkeypatch: pytest.MonkeyPatch) -> Campaign:
+    """The Campaign that ``lockchaos run`` builds from a printed replay command (through
+    its real option parsing), caught just before it would run."""
+
+    def parsed(campaign: Campaign, out: Path, schedule: object = None) -> Outcome:
+        raise _Parsed(campaign)
+
+    words = shlex.split(replay)
+    assert words[:2] == ["lockchaos", "run"], replay
+    with monkeypatch.context() as patch:
+        patch.setattr(run_command, "run_campaign", parsed)
+        with pytest.raises(_Parsed) as caught:
+            main(words[1:])
+    return caught.value.campaign
+
+
+def test_a_runs_replay_command_rebuilds_its_campaign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay a report prints, parsed back by `lockchaos run`, is the campaign that ran:
+    every option that changes a run survives (faults with their explicit parameters too)."""
+    campaign = Campaign.from_options(
+        "lua",
+        "latency:latency_ms=30:duration_ms=300,reset:toxicity=0.5",
+        topology="standalone",
+        nodes=1,
+        clients=2,
+        duration_s=1.5,
+        ttl_ms=150,
+        work_ms=20.0,
+        seed=7,
+        stop_on_first=True,
+        fail_on="soft",
+        extend_during_work=False,
+    )
+    record = load_run(run_campaign(campaign, tmp_path).run_dir)
+    replay = record.replay()
+    assert replay is not None
+    assert _parse_replay(replay, monkeypatch) == campaign
+
+    # Where the topology ran (docker, or the servers an external provider's file names) is
+    # part of the run too: a replay of such a run must not quietly rerun it locally.
+    elsewhere = replace(campaign, provider="external", provider_config="/etc/lc/ext.toml",
+                        topology="sentinel", nodes=None, extend_during_work=True)
+    moved = replace(record, campaign=json.loads(json.dumps(asdict(elsewhere))))
+    moved_replay = moved.replay()
+    assert moved_replay is not None
+    assert _parse_replay(moved_replay, monkeypatch) == elsewhere
+
+    # The two campaigns between them set every field away from its default, so an option
+    # the replay dropped would come back as the default and fail one comparison above.
+    default = Campaign(campaign.lock)
+    changed = {
+        f.name
+        for f in fields(Campaign)
+        for c in (campaign, elsewhere)
+        if getattr(c, f.name) != getattr(default, f.name)
+    }
+    assert changed == {f.name for f in fields(Campaign)} - {"lock"}
 
 
 def test_layout_follows_the_lock_and_the_faults() -> None:

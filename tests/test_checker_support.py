@@ -11,6 +11,7 @@ from typing import Any
 
 from chaos.checker import Verdict, check
 from chaos.history import Event, write_history
+from chaos.nemesis import FAULTS
 
 T0 = 1_000_000_000_000  # an arbitrary monotonic origin
 MS = 1_000_000
@@ -96,8 +97,14 @@ class History:
     # -- nemesis and harness -----------------------------------------------------------
 
     def fault(self, fault_id: str, name: str, start: float, stop: float | None = None, *,
-              target: Any = None, params: dict[str, Any] | None = None) -> History:
-        value = {"fault": name, "id": fault_id, "target": target, "params": params or {}}
+              target: Any = None, params: dict[str, Any] | None = None,
+              effects: list[str] | None = None) -> History:
+        """A fault's start (and stop); its ``effects`` default to what the catalog's fault of
+        that name declares, as the nemesis writes them."""
+        if effects is None:
+            effects = sorted(FAULTS[name].effects) if name in FAULTS else []
+        value = {"fault": name, "id": fault_id, "target": target, "params": params or {},
+                 "effects": effects}
         self.add(start, "info", "nemesis", "start", value=value)
         if stop is not None:
             self.add(stop, "info", "nemesis", "stop", value={"fault": name, "id": fault_id})

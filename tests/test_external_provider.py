@@ -65,7 +65,7 @@ def password_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _proxies(topo: LocalTopology) -> set[str]:
-    return set(topo.toxiproxy._server.proxies())
+    return topo.toxiproxy.proxy_names()
 
 
 def _everything_written(run_dir: Path) -> str:

@@ -109,17 +109,39 @@ def test_the_clients_and_checker_fixtures_catch_a_broken_lock(pytester: pytest.P
     result.stdout.fnmatch_lines(["*lockchaos verdict hard (failing on hard); history *", "*•*"])
 
 
-def test_hypothesis_profiles_are_registered_and_one_is_loaded(pytester: pytest.Pytester) -> None:
+def test_hypothesis_profiles_are_registered_and_loaded_only_when_asked(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         """
         from hypothesis import settings
 
         def test_profile():
-            assert settings.get_profile("dev").deadline is None
+            assert settings.get_profile("lockchaos-dev").deadline is None
             assert settings.default.derandomize is True  # the ci profile, named below
         """
     )
-    _run(pytester, "--hypothesis-profile", "ci").assert_outcomes(passed=1)
+    _run(pytester, "--hypothesis-profile", "lockchaos-ci").assert_outcomes(passed=1)
+
+
+def test_the_plugin_leaves_a_suites_hypothesis_settings_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed in another project, lockchaos must not change its Hypothesis settings, not
+    even under CI (a fresh process: this suite has loaded its own profile in this one)."""
+    monkeypatch.setenv("CI", "true")
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+
+        def test_profile(request):
+            assert request.config.pluginmanager.has_plugin("lockchaos")
+            ours = settings.get_profile("lockchaos-ci")  # registered, not loaded
+            assert settings.default.max_examples == 100 != ours.max_examples
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # the entry point loads it
+    result.assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("autoload", [True, False], ids=["entry-point", "no-autoload"])

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from chaos.nemesis import parse_faults
 from chaos.run.campaign import Campaign, run_campaign
 from chaos.run.truth_table import CELLS, Cell
 
@@ -20,20 +19,20 @@ QUIET_DURATION_S = 6.0  # cells that predict no hard violation run this long
 
 @pytest.mark.parametrize("cell", CELLS, ids=[cell.name for cell in CELLS])
 def test_cell(tmp_path: Path, cell: Cell) -> None:
-    campaign = Campaign(
-        lock=cell.lock,
-        faults=parse_faults(cell.faults),
+    campaign = Campaign.from_options(
+        cell.lock,
+        cell.faults,
         duration_s=DURATION_S if cell.stop_on else QUIET_DURATION_S,
         seed=1,
         stop_on_first=cell.stop_on is not None,
         fail_on=cell.stop_on or "hard",
     )
     outcome = run_campaign(campaign, tmp_path)
-    verdict = outcome.verdict.to_dict()
-    assert cell.judge(verdict) is None, (cell.judge(verdict), verdict["explanations"][:3])
+    verdict = outcome.verdict
+    assert cell.judge(verdict) is None, (cell.judge(verdict), verdict.explanations[:3])
     assert not outcome.nemesis_errors
     if cell.cause:
-        first = next(v for v in verdict["violations"] if v["kind"] == cell.stop_on)
-        assert cell.cause in first["explanation"].lower(), first["explanation"]
+        first = next(v for v in verdict.violations if v.kind == cell.stop_on)
+        assert cell.cause in first.explanation.lower(), first.explanation
     if cell.expected == "no hard":
         assert outcome.completed_ops > 20  # it was really locking, not failing all along

@@ -6,12 +6,17 @@ away before the later client acquired. The cause is searched in a fixed order, f
 direct evidence to the least:
 
 1. another client's release returned true while the earlier holder held the lock (it can
-   only have deleted the earlier holder's key) — unless a failover was on at the time: with
-   two masters, that release may have removed the releaser's own key on the other one;
-2. a fault that loses keys (failover, clock jump, crash-restart) began or ended in between;
-3. the earlier lease had simply expired (the holder was paused, or its work outran the TTL);
-4. a failover was on when the later client acquired: split brain, two masters granting;
+   only have deleted the earlier holder's key) — unless a fault that splits the master was on
+   at the time: with two masters, that release may have removed the releaser's own key on
+   the other one;
+2. a fault that loses keys began or ended in between;
+3. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
+4. a fault that splits the master was on when the later client acquired: split brain, two
+   masters granting;
 5. none of the above: the lock granted a key that should still have existed.
+
+Which faults lose keys, split the master or stall a client is what each fault's start event
+declares (its ``effects``, ``chaos.history.EFFECTS``): this module knows no fault by name.
 
 Times are seconds since the run started, with millisecond precision.
 """
@@ -25,7 +30,7 @@ from chaos.checker.data import LostWrite
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.liveness import Outage
 from chaos.checker.overlaps import Overlap
-from chaos.checker.timeline import STALLING_FAULTS, Fault, PausePoint, Timeline
+from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
 
@@ -109,8 +114,8 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     split = timeline.split_at(b.start)
     if split is not None:
         return split.name, (
-            f"{split.name} {split.id} was under way when {b.process} acquired: the old master "
-            f"and a promoted replica that never received its keys both granted the lock, so "
+            f"{split.name} {split.id} was under way when {b.process} acquired: two masters "
+            f"(one of which never received the other's keys) both granted the lock, so "
             f"{a.process} and {b.process} could each hold it on one (split brain)"
         )
     return "unexplained", (
@@ -123,7 +128,7 @@ def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
     seen = [
         _fault(fault, clock)
         for fault in timeline.faults_during(hold.start, until)
-        if fault.name in STALLING_FAULTS and fault.hits(hold.process)
+        if fault.stalls and fault.hits(hold.process)
     ]
     seen += [_pause(point, clock) for point in timeline.pauses_of(hold.process, hold.start, until)]
     if not seen:
@@ -225,7 +230,7 @@ def _faults(timeline: Timeline, lo: int, hi: int, clock: Clock) -> list[str]:
     return ["Faults active: " + "; ".join(_fault(fault, clock) for fault in faults) + "."]
 
 
-def _fault(fault: Fault, clock: Clock) -> str:
+def _fault(fault: FaultSpan, clock: Clock) -> str:
     target = fault.target
     if isinstance(target, dict):
         target = " ".join(str(v) if isinstance(v, str) else ",".join(map(str, v))
@@ -240,5 +245,5 @@ def _fault(fault: Fault, clock: Clock) -> str:
     return f"{fault.name} {fault.id}{on}{params} ({clock.at(fault.start)} to {until})"
 
 
-def _pause(point: PausePoint, clock: Clock) -> str:
+def _pause(point: PauseReached, clock: Clock) -> str:
     return f"pause-point {point.command} ({point.action}) at {clock.at(point.t)}"

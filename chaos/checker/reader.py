@@ -42,6 +42,8 @@ class RawEvent(msgspec.Struct, gc=False, omit_defaults=True, kw_only=True):
     fence: int | None = None
     value: msgspec.Raw = msgspec.Raw(b"null")
     error: str | None = None
+    bug: bool | None = None
+    traceback: str | None = None
 
 
 AnyEvent = Event | RawEvent

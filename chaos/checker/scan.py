@@ -20,7 +20,7 @@ from typing import Any
 
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.reader import AnyEvent, value_of
-from chaos.checker.timeline import Fault, PausePoint, Release, Timeline, UnsureAcquire
+from chaos.checker.timeline import FaultSpan, PauseReached, Release, Timeline, UnsureAcquire
 from chaos.history import (
     ACQUIRE,
     CRASH,
@@ -78,7 +78,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     failed_invoked = timeline.failed_invoked
     acked_ops, acked_at, acked_by = timeline.acked_ops, timeline.acked_at, timeline.acked_by
     lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
-    open_faults: dict[str, Fault] = {}
+    open_faults: dict[str, FaultSpan] = {}
     stale = 0
     p_last = ""
     st = _Process("", 0)
@@ -191,7 +191,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
 
 
 def _info(
-    timeline: Timeline, st: _Process, open_faults: dict[str, Fault], ev: AnyEvent
+    timeline: Timeline, st: _Process, open_faults: dict[str, FaultSpan], ev: AnyEvent
 ) -> None:
     """The rare events: indeterminate outcomes, crashes, pause points, faults, run start."""
     t, p, f = ev.t, st.name, ev.f
@@ -213,7 +213,7 @@ def _info(
     elif f == PAUSE_POINT:
         point = value_of(ev.value) or {}
         timeline.pause_points.setdefault(p, []).append(
-            PausePoint(t, str(point.get("command", "?")), str(point.get("action", "?")))
+            PauseReached(t, str(point.get("command", "?")), str(point.get("action", "?")))
         )
     elif p == NEMESIS:
         _nemesis(timeline, open_faults, t, f, value_of(ev.value) or {})
@@ -236,13 +236,16 @@ def _add_lease(
 
 
 def _nemesis(
-    timeline: Timeline, open_faults: dict[str, Fault], t: int, f: str, value: dict[str, Any]
+    timeline: Timeline, open_faults: dict[str, FaultSpan], t: int, f: str, value: dict[str, Any]
 ) -> None:
     """Pair a fault's start and stop by id (by fault name when the id is missing)."""
     key = str(value.get("id") or value.get("fault"))
     if f == START:
-        fault = Fault(key, str(value.get("fault", "fault")), value.get("target"),
-                      value.get("params"), t)
+        effects = value.get("effects")
+        fault = FaultSpan(
+            key, str(value.get("fault", "fault")), value.get("target"), value.get("params"), t,
+            frozenset(map(str, effects)) if isinstance(effects, list) else frozenset(),
+        )
         open_faults[key] = fault
         timeline.faults.append(fault)
     elif f == STOP and key in open_faults:

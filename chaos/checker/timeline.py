@@ -20,20 +20,20 @@ from typing import Any
 import msgspec
 
 from chaos.checker.holds import NEVER, Hold
-
-KEY_LOSING_FAULTS = ("failover", "clock-jump", "crash-restart")  # and crash-restart-* variants
-SPLITTING_FAULTS = ("failover",)  # while on, the lock has two masters: each may grant it
-STALLING_FAULTS = ("client-pause", "client-pause-at", "slow-work")  # hold a client past its TTL
+from chaos.history import LOSES_KEYS, SPLITS_MASTER, STALLS_CLIENT
 
 
-class Fault(msgspec.Struct, gc=False):
-    """A nemesis fault: ``stop`` is ``NEVER`` when the history has no stop event for it."""
+class FaultSpan(msgspec.Struct, gc=False):
+    """A fault as the history tells it: when it was on (``stop`` is ``NEVER`` when the history
+    has no stop event for it) and the ``effects`` its start event declared
+    (``chaos.history.EFFECTS``). The name is only shown, never reasoned about."""
 
     id: str
     name: str
     target: Any
     params: Any
     start: int
+    effects: frozenset[str] = frozenset()
     stop: int = NEVER
 
     def hits(self, process: str) -> bool:
@@ -48,14 +48,20 @@ class Fault(msgspec.Struct, gc=False):
 
     @property
     def loses_keys(self) -> bool:
-        return self.name.startswith(KEY_LOSING_FAULTS)
+        return LOSES_KEYS in self.effects
 
     @property
     def splits(self) -> bool:
-        return self.name in SPLITTING_FAULTS
+        return SPLITS_MASTER in self.effects
+
+    @property
+    def stalls(self) -> bool:
+        return STALLS_CLIENT in self.effects
 
 
-class PausePoint(msgspec.Struct, frozen=True, gc=False):
+class PauseReached(msgspec.Struct, frozen=True, gc=False):
+    """A client reached an armed pause-injection point (``command`` of its ``action``)."""
+
     t: int
     command: str
     action: str
@@ -99,8 +105,8 @@ class Timeline:
     unsure_acquires: list[UnsureAcquire] = field(default_factory=list)
     # Releases that returned true without a hold to end; the others are on their holds.
     orphan_releases: list[Release] = field(default_factory=list)
-    faults: list[Fault] = field(default_factory=list)
-    pause_points: dict[str, list[PausePoint]] = field(default_factory=dict)  # in time order
+    faults: list[FaultSpan] = field(default_factory=list)
+    pause_points: dict[str, list[PauseReached]] = field(default_factory=dict)  # in time order
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
     acked_ops: list[str] = field(default_factory=list)
     acked_at: array[int] = field(default_factory=lambda: array("q"))
@@ -111,7 +117,7 @@ class Timeline:
     events: int = 0
     _releases: list[Release] | None = None  # every release that returned true, by ack time
     _release_acks: list[int] = field(default_factory=list)
-    _key_losses: list[tuple[int, Fault]] = field(default_factory=list)
+    _key_losses: list[tuple[int, FaultSpan]] = field(default_factory=list)
     _fault_starts: list[int] = field(default_factory=list)
     _unsure_invoked: list[int] = field(default_factory=list)
 
@@ -135,13 +141,13 @@ class Timeline:
 
     # -- lookups (after seal) ------------------------------------------------------------
 
-    def faults_during(self, lo: int, hi: int) -> list[Fault]:
+    def faults_during(self, lo: int, hi: int) -> list[FaultSpan]:
         """Faults active at some instant of [lo, hi]."""
         last = bisect_right(self._fault_starts, hi)
         return [fault for fault in self.faults[:last] if fault.stop > lo]
 
-    def split_at(self, t: int) -> Fault | None:
-        """A splitting fault (failover) on at instant ``t``: while it lasts, two masters may
+    def split_at(self, t: int) -> FaultSpan | None:
+        """A fault that splits the master, on at instant ``t``: while it lasts, two masters may
         each grant the lock, and a release may act on either of them."""
         last = bisect_right(self._fault_starts, t)
         return next(
@@ -181,7 +187,7 @@ class Timeline:
             self._release_acks = [release.acked for release in self._releases]
         return self._releases
 
-    def key_loss(self, lo: int, hi: int) -> tuple[int, Fault] | None:
+    def key_loss(self, lo: int, hi: int) -> tuple[int, FaultSpan] | None:
         """The first start or stop of a key-losing fault in (lo, hi]."""
         index = bisect_right(self._key_losses, lo, key=lambda pair: pair[0])
         if index < len(self._key_losses) and self._key_losses[index][0] <= hi:
@@ -193,7 +199,7 @@ class Timeline:
         first = bisect_left(self._unsure_invoked, lo)
         return self.unsure_acquires[first:bisect_right(self._unsure_invoked, hi)]
 
-    def pauses_of(self, process: str, lo: int, hi: int) -> list[PausePoint]:
+    def pauses_of(self, process: str, lo: int, hi: int) -> list[PauseReached]:
         """The pause points ``process`` reached in [lo, hi]."""
         points = self.pause_points.get(process, [])
         first = bisect_left(points, lo, key=lambda point: point.t)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
@@ -25,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
-from chaos.report.matrix import INDEX, write_compare_reports
+from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
 from chaos.run.compare import CellPlan, plan_matrix, run_matrix
 from chaos.signals import sigterm_unwinds
 
@@ -53,7 +52,7 @@ def compare(
     write index.html + matrix.json."""
     plans = plan_matrix(
         locks.split(","), faults.split(","), duration, "hard" if stop_on_first else None,
-        provider=provider, provider_config=str(provider_config) if provider_config else None,
+        provider=provider, provider_config=provider_config,
     )
     run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare")
 
@@ -70,7 +69,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
         def on_run(plan: CellPlan, seed: int) -> None:
             progress.update(task, description=f"{plan.name} (seed {seed}/{seeds})")
 
-        def on_cell(cell: dict[str, Any]) -> None:
+        def on_cell(cell: CellEntry) -> None:
             progress.advance(task, seeds)
             progress.console.print(_line(cell), highlight=False)
 
@@ -79,7 +78,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
             save=write_compare_reports,
         )
     console = Console()
-    console.print(_table(matrix.to_json()))
+    console.print(_table(matrix))
     console.print(f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "
                   f"junit.xml in {directory}", highlight=False)
     index = (directory / INDEX).resolve()
@@ -87,70 +86,66 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
     return index
 
 
-def _line(cell: dict[str, Any]) -> str:
-    name = f"{cell['lock']} × {cell['label']}"
-    if cell["status"] != "done":
-        return f"  [dim]n/a[/]  {name}: {cell['reason']}"
-    return f"  [{STYLE[cell['verdict']]}]{cell['verdict']:>8}[/]  {name}{_facts(cell, ', ')}"
+def _line(cell: CellEntry) -> str:
+    if cell.status != "done":
+        return f"  [dim]n/a[/]  {cell.name}: {cell.reason}"
+    return f"  {_verdict(cell, 8)}  {cell.name}{_facts(cell, ', ')}"
 
 
-def _facts(cell: dict[str, Any], sep: str) -> str:
-    facts = [f"hard {cell['hard']} · soft {cell['soft']}"]
-    if cell["first_hard_s"] is not None:
-        facts.append(f"first hard {cell['first_hard_s']:.2f} s")
-    if cell["lost_writes"]:
-        facts.append(f"lost writes {cell['lost_writes']}")
-    if cell["expected"]:
-        facts.append(f"{_claim_mark(cell)} claim: {cell['expected']['claim']}")
+def _facts(cell: CellEntry, sep: str) -> str:
+    facts = [f"hard {cell.hard} · soft {cell.soft}"]
+    if cell.first_hard_s is not None:
+        facts.append(f"first hard {cell.first_hard_s:.2f} s")
+    if cell.lost_writes:
+        facts.append(f"lost writes {cell.lost_writes}")
+    if cell.expected:
+        facts.append(f"{_claim_mark(cell)} claim: {cell.expected.claim}")
     return sep + sep.join(facts)
 
 
-def _claim_mark(cell: dict[str, Any]) -> str:
+def _claim_mark(cell: CellEntry) -> str:
     """✓ every run of the cell was as the truth table claims, ✗ not ("" no claim)."""
-    expected = cell["expected"]
-    if not expected:
-        return ""
-    return "✓" if expected["matched"] == expected["runs"] else "[red]✗[/]"
+    return {None: "", True: "✓", False: "[red]✗[/]"}[cell.claim_held]
 
 
-def _verdict(cell: dict[str, Any]) -> str:
-    if cell["status"] != "done":
+def _verdict(cell: CellEntry, width: int = 0) -> str:
+    if cell.status != "done" or cell.verdict is None:
         return "[dim]n/a[/]"
-    return f"[{STYLE[cell['verdict']]}]{cell['verdict']}[/]"
+    return f"[{STYLE[cell.verdict]}]{cell.verdict:>{width}}[/]"
 
 
-def _table(matrix: dict[str, Any]) -> Table:
+def _table(matrix: MatrixFile) -> Table:
     """The lock × fault grid, or one row per cell when there are too many columns."""
-    cells, columns = matrix["cells"], matrix["columns"]
+    cells, columns = matrix.cells, matrix.columns
     if len(columns) <= GRID_COLUMNS:
-        table = Table(title=f"{matrix['title']}: lock × fault", show_lines=True)
+        table = Table(title=f"{matrix.title}: lock × fault", show_lines=True)
         table.add_column("lock", style="bold")
         for col in columns:
-            table.add_column(col["label"], overflow="fold")
-        grid = {(c["lock"], c["faults"]): c for c in cells}
-        for lock in matrix["locks"]:
+            table.add_column(col.label, overflow="fold")
+        grid = {(c.lock, c.faults): c for c in cells}
+        for lock in matrix.locks:
             row = []
             for col in columns:
-                cell = grid.get((lock, col["faults"]))
+                cell = grid.get((lock, col.faults))
                 if cell is None:
                     row.append("[dim]·[/]")
-                elif cell["status"] != "done":
-                    row.append(f"[dim]n/a: {cell['reason']}[/]")
+                elif cell.status != "done":
+                    row.append(f"[dim]n/a: {cell.reason}[/]")
                 else:
                     row.append(_verdict(cell) + _facts(cell, "\n"))
             table.add_row(lock, *row)
         return table
-    table = Table(title=f"{matrix['title']}: lock × fault", caption="claim: ✓ as the truth "
+    table = Table(title=f"{matrix.title}: lock × fault", caption="claim: ✓ as the truth "
                   "table says, ✗ not (chaos/run/truth_table.py)")
     table.add_column("lock × faults", overflow="fold")
     for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
         table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")
     for cell in cells:
-        name = f"[bold]{cell['lock']}[/] × {cell['label']}"
-        if cell["status"] != "done":
-            table.add_row(f"{name}\n[dim]{cell['reason']}[/]", _verdict(cell))
+        name = f"[bold]{cell.lock}[/] × {cell.label}"
+        if cell.status != "done":
+            table.add_row(f"{name}\n[dim]{cell.reason}[/]", _verdict(cell))
             continue
-        first = f"{cell['first_hard_s']:.2f} s" if cell["first_hard_s"] is not None else ""
-        table.add_row(name, _verdict(cell), str(cell["hard"]), str(cell["soft"]),
-                      str(cell["lost_writes"] or ""), first, _claim_mark(cell))
+        first = f"{cell.first_hard_s:.2f} s" if cell.first_hard_s is not None else ""
+        table.add_row(name, _verdict(cell), str(cell.hard), str(cell.soft),
+                      str(cell.lost_writes or ""), first, _claim_mark(cell))
     return table

@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from chaos.explore.explorer import ExploreResult, explore
 from chaos.explore.rundir import REPLAY
-from chaos.nemesis import parse_faults
 from chaos.run.campaign import Campaign
 from chaos.signals import sigterm_unwinds
 
@@ -35,11 +34,11 @@ def explore_command(
 ) -> None:
     """Search for the smallest step program that breaks LOCK; exit 0 none found, 1 found,
     2 bad input."""
-    campaign = Campaign(
-        lock=lock,
-        faults=parse_faults(faults),
+    campaign = Campaign.from_options(
+        lock,
+        faults,
         topology=topology,
-        nodes=nodes or None,
+        nodes=nodes,
         clients=clients,
         ttl_ms=ttl_ms,
         seed=seed,

@@ -1,7 +1,7 @@
 """``--provider`` and ``--provider-config``, defined once for every command that starts a
 topology (``up``, ``run``, ``compare``, ``explore``): ``provider: str = PROVIDER,
 provider_config: Path | None = PROVIDER_CONFIG``, then pass both to
-``chaos.topology.open_provider`` (or to ``Campaign``).
+``chaos.topology.open_provider`` (or to ``Campaign.from_options``).
 
 ``--topology`` already names the shape (``standalone``/``sentinel``), so who runs it is
 ``--provider``: see docs/providers.md.

@@ -3,15 +3,13 @@ index.html), from the files it holds and nothing else."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from chaos.errors import UsageError
 from chaos.report import REPORT, write_run_reports
-from chaos.report.matrix import write_compare_reports
-from chaos.run.compare import MATRIX
+from chaos.report.matrix import MATRIX, load_matrix, write_compare_reports
 
 
 def report(
@@ -24,11 +22,7 @@ def report(
                          "`lockchaos run` or `lockchaos compare` wrote")
     matrix = run_dir / MATRIX
     if matrix.is_file():
-        try:
-            data = json.loads(matrix.read_text())
-        except ValueError as exc:
-            raise UsageError(f"{matrix}: not a lockchaos matrix ({exc})") from None
-        print(write_compare_reports(run_dir, data))
+        print(write_compare_reports(run_dir, load_matrix(matrix)))
         return
     write_run_reports(run_dir)
     print(run_dir / REPORT)

@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
-from chaos.nemesis import parse_faults
 from chaos.run import search as schedule_search
 from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_unwinds
@@ -41,11 +40,11 @@ def run(
     ),
 ) -> None:
     """Run LOCK against a seeded schedule of FAULTS; exit 0 ok, 1 violation, 2 bad input."""
-    campaign = Campaign(
-        lock=lock,
-        faults=parse_faults(faults),
+    campaign = Campaign.from_options(
+        lock,
+        faults,
         topology=topology,
-        nodes=nodes or None,
+        nodes=nodes,
         clients=clients,
         duration_s=duration,
         ttl_ms=ttl_ms,
@@ -55,7 +54,7 @@ def run(
         fail_on=fail_on,
         extend_during_work=extend_during_work,
         provider=provider,
-        provider_config=str(provider_config) if provider_config else None,
+        provider_config=provider_config,
     )
     console = Console(stderr=True)
     found = None

@@ -23,9 +23,9 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.explore.faults import (
     CLIENT_CRASH,
-    EXPLORABLE,
     SLEEP_TTLS,
     STOP_POINTS,
+    explorable,
     fault_on_steps,
 )
 from chaos.explore.program import CLIENT_OPS, Program, Step
@@ -101,7 +101,7 @@ class LockProgram(RuleBasedStateMachine):
         self.outcomes: list[str] = []
         self.failed = False
         self.faults = [(n, o) for n, o in ex.faults if n != CLIENT_CRASH]
-        self.healable = [n for n, _ in self.faults if not EXPLORABLE[n].instant]
+        self.healable = [n for n, _ in self.faults if not explorable()[n].instant]
         # Operations five times as often as waits: a story is a few operations per wait.
         self.kinds = ["contend", "contend", "acquire", "release", "release", "sleep"]
         if RANK[ex.fail_on] <= RANK["data"]:  # writes only matter to lost updates

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chaos.explore.faults import EXPLORABLE
+from chaos.explore.faults import explorable
 from chaos.explore.program import CLIENT_OPS, Step
 
 
@@ -85,7 +85,7 @@ class Model:
                 self.askers.remove(step.client)
         elif step.kind == "fault-on":
             assert step.fault is not None and step.ref is not None
-            if not EXPLORABLE[step.fault].instant:
+            if not explorable()[step.fault].instant:
                 self.open_faults[step.ref] = step.fault
         elif step.kind == "fault-off" and step.ref is not None:
             self.open_faults.pop(step.ref, None)

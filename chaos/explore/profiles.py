@@ -1,11 +1,14 @@
-"""Hypothesis settings profiles, registered once for the CLI, the test suite and users' tests.
+"""Hypothesis settings profiles for the CLI, this test suite and users' tests, under lockchaos's
+own names (a suite's own ``dev``/``ci`` profiles are never replaced).
 
 ``dev`` favours a quick answer on a laptop; ``ci`` is derandomized (the same examples on every
 run, so a red build is reproducible) and prints the blob that replays a failure. Both turn off
 the per-example deadline and the too-slow health check: every example drives real processes
 over real sockets, so its duration is dominated by the lock's TTL, not by the test's code.
 ``select_profile`` picks ``ci`` when the ``CI`` environment variable is set (as CI services
-do), ``dev`` otherwise; ``LOCKCHAOS_HYPOTHESIS_PROFILE`` overrides either.
+do), ``dev`` otherwise; ``LOCKCHAOS_HYPOTHESIS_PROFILE`` overrides either. Loading one is
+opt-in for a test suite (``--hypothesis-profile lockchaos-ci``, or ``select_profile()`` in its
+conftest): installing lockchaos changes no other suite's Hypothesis settings.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-DEV = "dev"
-CI = "ci"
+DEV = "lockchaos-dev"
+CI = "lockchaos-ci"
 PROFILES = (DEV, CI)
 
 _SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
 def register_profiles() -> None:
-    """Register ``dev`` and ``ci`` (idempotent: re-registering replaces the same settings)."""
+    """Register both profiles (idempotent: re-registering replaces the same settings)."""
     settings.register_profile(
         DEV, max_examples=50, deadline=None, suppress_health_check=_SLOW_IS_FINE
     )

@@ -24,7 +24,7 @@ import redis
 from chaos import checker, locks
 from chaos import history as h
 from chaos.checker import Verdict
-from chaos.explore.faults import CLIENT_CRASH, EXPLORABLE
+from chaos.explore.faults import CLIENT_CRASH, explorable
 from chaos.explore.model import Model
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.locks import build_context
@@ -253,7 +253,7 @@ class Session:
         if step.kind == "crash":
             return CLIENT_CRASH, True, lambda: chosen
         assert step.kind == "fault-on" and step.fault is not None
-        name, kind = step.fault, EXPLORABLE[step.fault]
+        name, kind = step.fault, explorable()[step.fault]
         if kind.aims_at == "master":
             return name, kind.instant, lambda: FAULTS[name].aim(self.env, self._rng, step.params)
         return name, kind.instant, lambda: chosen
@@ -279,7 +279,11 @@ class Session:
 
 
 def _can_extend(topology: Topology, config: WorkloadConfig) -> bool:
-    """Whether the lock has ``extend`` (a property of the lock, asked once, not of Redis)."""
+    """Whether the lock has ``extend``: the catalog says so for a bundled lock; a user's lock
+    is made once (its connections are not used) and asked."""
+    info = locks.info(config.lock)
+    if info is not None:
+        return info.extend
     context = build_context(
         topology.client_view("c1"), lock_name=config.lock_name, ttl_ms=config.ttl_ms
     )

@@ -115,7 +115,9 @@ LockFactory = Callable[[LockContext], LockClient]
 
 @dataclass(frozen=True)
 class LockInfo:
-    """One bundled lock, as ``lockchaos list`` shows it."""
+    """One bundled lock, as ``lockchaos list`` shows it: the one declaration of what it can do
+    and needs, read by everything that must know (the campaign's topology and work, the
+    explorer's steps, ``list``) instead of probing a live client."""
 
     name: str  # short name: ``--lock lua``
     target: str  # ``module:attr`` of its factory
@@ -125,7 +127,9 @@ class LockInfo:
     topology: str = "any"  # "any" or "standalone" (independent masters)
     min_nodes: int = 1
     extend: bool = False  # the client has extend()
+    renews: bool = False  # it renews its lease by itself, in the background (a watchdog)
     fencing: bool = False  # leases carry a fencing token
+    extends_during_work: bool = False  # designed to call extend() while it works (seed 001)
 
     @property
     def needs(self) -> str:

@@ -48,4 +48,6 @@ def make(ctx: LockContext) -> LuaExtendLock:
     return LuaExtendLock(ctx)
 
 
-INFO = lock_info(__doc__, name="lua-extend", module=__name__, extend=True)
+INFO = lock_info(
+    __doc__, name="lua-extend", module=__name__, extend=True, extends_during_work=True
+)

@@ -104,4 +104,4 @@ def make(ctx: LockContext) -> WatchdogLock:
     return WatchdogLock(ctx)
 
 
-INFO = lock_info(__doc__, name="watchdog", module=__name__)
+INFO = lock_info(__doc__, name="watchdog", module=__name__, renews=True)

@@ -5,6 +5,12 @@ A fault is applied in three steps so the history can say exactly what happened a
 live run (the current holder, a node the holder counted on, …), ``apply`` breaks something
 and returns the function that heals it. The nemesis writes the start event between ``aim``
 and ``apply`` and the stop event after healing.
+
+Everything else about a fault is declared on its class, so adding a fault is one class here
+(or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
+start event for the checker (which knows no fault by name), ``needs``/``provider_needs``/
+``persistence`` say what topology it needs, and ``stepping`` how the explorer switches it
+on and off (``None``: not as an on/off step).
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import redis
 
+from chaos import history as h
 from chaos.topology import base
 from chaos.topology.base import Topology
 from chaos.topology.node import restart_nodes
@@ -26,6 +33,7 @@ from chaos.workload.harness import RunEnv
 from chaos.workload.inject import PausePoint
 
 Heal = Callable[[], None]
+FaultT = TypeVar("FaultT", bound="type[Fault]")
 AIM_WAIT_S = 1.0  # how long a fault waits for a holder to aim at before picking anyone
 FRESH_HOLD_MS = 5.0  # "just acquired"
 
@@ -67,9 +75,31 @@ def wait_for_holder(
     return rng.choice(sorted(env.pool.workers))
 
 
+@dataclass(frozen=True)
+class TTLs:
+    """Parameter values as multiples of the TTL (the explorer draws ``round(f × ttl_ms)``)."""
+
+    factors: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Stepping:
+    """How the explorer makes a fault an on/off step: ``aims_at`` ``client`` (one client's
+    links to some nodes), ``nodes`` or ``master`` (the fault picks it when it fires);
+    ``instant`` faults heal themselves at once (a crash followed by a restart) and have no
+    off step. ``choices`` are the parameter values it draws from, mildest first (a plain
+    tuple, or ``TTLs``), so a shrunk program reads "offset +1.5×TTL"."""
+
+    aims_at: str
+    instant: bool = False
+    choices: dict[str, tuple[Any, ...] | TTLs] = field(default_factory=dict)
+
+
 class Fault(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
+    effects: ClassVar[frozenset[str]]  # chaos.history.EFFECTS: what the checker may conclude
+    stepping: ClassVar[Stepping | None] = None  # how the explorer steps it (None: it does not)
     needs: ClassVar[str] = "any"  # "any" or "sentinel"
     persistence: ClassVar[str] = "none"  # what the data nodes must be started with
     # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.base):
@@ -96,6 +126,7 @@ class ClientPause(Fault):
 
     name = "client-pause"
     summary = "GC pause: SIGSTOP the holder's process (watchdog threads too), SIGCONT later"
+    effects = frozenset({h.STALLS_CLIENT})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
@@ -113,6 +144,7 @@ class ClientPauseAt(Fault):
 
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
+    effects = frozenset({h.STALLS_CLIENT})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -140,6 +172,7 @@ class ClientCrash(Fault):
 
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
+    effects = frozenset({h.KILLS_CLIENT})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         if rng.random() < 0.5:
@@ -161,6 +194,7 @@ class ClientCrash(Fault):
 class SlowWork(Fault):
     name = "slow-work"
     summary = "a critical section longer than the TTL (the expiry race)"
+    effects = frozenset({h.STALLS_CLIENT})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
@@ -206,6 +240,15 @@ def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
 class Latency(Fault):
     name = "latency"
     summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
+    effects = frozenset({h.DISTURBS_NETWORK})
+    stepping = Stepping(
+        "client",
+        choices={
+            "latency_ms": TTLs((0.6, 1.2)),
+            "jitter_ms": (0,),
+            "stream": ("downstream", "upstream"),
+        },
+    )
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -230,6 +273,8 @@ class Latency(Fault):
 class Partition(Fault):
     name = "partition"
     summary = "cut a client from one node, a minority or a majority of nodes; heal"
+    effects = frozenset({h.DISTURBS_NETWORK})
+    stepping = Stepping("client")
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -251,6 +296,8 @@ class Partition(Fault):
 class Reset(Fault):
     name = "reset"
     summary = "reset one client's connections mid-command (indeterminate outcomes)"
+    effects = frozenset({h.DISTURBS_NETWORK})
+    stepping = Stepping("client", choices={"toxicity": (1.0,)})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(0.5, 1.5) * ttl_ms), "toxicity": 0.5}
@@ -296,6 +343,8 @@ class ServerPause(Fault):
     name = "server-pause"
     provider_needs = frozenset({base.PAUSE})
     summary = "SIGSTOP a redis-server for less than the TTL, then SIGCONT"
+    effects = frozenset({h.STALLS_SERVER})
+    stepping = Stepping("nodes")
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(0.2, 0.8) * ttl_ms)}
@@ -321,6 +370,8 @@ class CrashRestart(Fault):
     name = "crash-restart"
     provider_needs = frozenset({base.RESTART})
     summary = "kill -9 nodes the holder counted on, restart them empty at once"
+    effects = frozenset({h.RESTARTS_SERVER, h.LOSES_KEYS})
+    stepping = Stepping("nodes", instant=True)
     delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -347,12 +398,14 @@ class CrashRestart(Fault):
 class CrashRestartDelayed(CrashRestart):
     name = "crash-restart-delayed"
     summary = "kill -9 a node, restart it empty after more than the TTL (as the Redis docs advise)"
+    stepping = Stepping("nodes")
     delay_ttls = 1.0
 
 
 class CrashRestartAof(CrashRestart):
     name = "crash-restart-aof"
     summary = "kill -9 a node running appendfsync always, restart it with its data at once"
+    effects = frozenset({h.RESTARTS_SERVER})  # appendfsync always: the keys come back
     persistence = "aof-always"
 
 
@@ -362,6 +415,8 @@ class ClockJump(Fault):
     name = "clock-jump"
     provider_needs = frozenset({base.CLOCK})
     summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
+    effects = frozenset({h.MOVES_CLOCK, h.LOSES_KEYS})
+    stepping = Stepping("nodes", choices={"offset_ms": TTLs((1.5, 3.0, -1.5))})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -397,6 +452,8 @@ class Failover(Fault):
 
     name = "failover"
     summary = "cut replication from the master, let Sentinel promote a replica, split clients"
+    effects = frozenset({h.LOSES_KEYS, h.SPLITS_MASTER})
+    stepping = Stepping("master", choices={"promote_timeout_ms": (8000,)})
     needs = "sentinel"
     provider_needs = frozenset({base.CLUSTER_LINKS})
 
@@ -427,21 +484,31 @@ class Failover(Fault):
         return heal
 
 
-FAULTS: dict[str, Fault] = {
-    fault.name: fault
-    for fault in (
-        ClientPause(),
-        ClientPauseAt(),
-        ClientCrash(),
-        SlowWork(),
-        Latency(),
-        Partition(),
-        Reset(),
-        ServerPause(),
-        CrashRestart(),
-        CrashRestartDelayed(),
-        CrashRestartAof(),
-        ClockJump(),
-        Failover(),
-    )
-}
+FAULTS: dict[str, Fault] = {}
+
+
+def register(cls: FaultT) -> FaultT:
+    """Add a fault class to the catalog (``--faults``, ``lockchaos list``, the explorer):
+    the bundled ones below, and any a user or a test defines."""
+    if not getattr(cls, "effects", None) or not all(e in h.EFFECTS for e in cls.effects):
+        raise ValueError(f"{cls.__name__} must declare effects from chaos.history.EFFECTS")
+    FAULTS[cls.name] = cls()
+    return cls
+
+
+for _fault in (
+    ClientPause,
+    ClientPauseAt,
+    ClientCrash,
+    SlowWork,
+    Latency,
+    Partition,
+    Reset,
+    ServerPause,
+    CrashRestart,
+    CrashRestartDelayed,
+    CrashRestartAof,
+    ClockJump,
+    Failover,
+):
+    register(_fault)

@@ -2,8 +2,8 @@
 
 The scheduled nemesis (a thread playing a schedule) and the explorer (a fault on/off step)
 both go through here, so a fault reads the same in every history: ``start`` (fault, id,
-target, params) just before it is applied, ``stop`` (id) once it is healed, and a ``stop``
-carrying the error when aiming, applying or healing fails.
+target, params, and the effects its class declares) just before it is applied, ``stop`` (id)
+once it is healed, and a ``stop`` carrying the error when aiming, applying or healing fails.
 """
 
 from __future__ import annotations
@@ -21,15 +21,22 @@ def fire(
 ) -> tuple[Target, Heal]:
     """Aim, record the start, apply; returns the target and the heal. On failure a ``stop``
     with the error is recorded and the exception propagates."""
+    fault = FAULTS[name]
     try:
         target = aim()
         env.history.log(
             h.INFO,
             h.NEMESIS,
             h.START,
-            value={"fault": name, "id": fault_id, "target": target.describe(), "params": params},
+            value={
+                "fault": name,
+                "id": fault_id,
+                "target": target.describe(),
+                "params": params,
+                "effects": sorted(fault.effects),
+            },
         )
-        return target, FAULTS[name].apply(env, target, params)
+        return target, fault.apply(env, target, params)
     except Exception as exc:
         _stopped_with(env, fault_id, exc)
         raise

@@ -27,7 +27,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from chaos.checker.explain import Clock
-from chaos.checker.timeline import Fault
+from chaos.checker.timeline import FaultSpan
 from chaos.report.run import RunRecord
 
 MAX_HOLDS = 3000  # holds drawn at most; a longer run is drawn as a window
@@ -293,7 +293,7 @@ def _ending(ended_by: str | None, released: str | None) -> str:
     return {"crash": "then crashed", "reacquire": "then acquired again"}.get(ended_by, ended_by)
 
 
-def _fault_text(fault: Fault, start: float, stop: float) -> str:
+def _fault_text(fault: FaultSpan, start: float, stop: float) -> str:
     target = ", ".join(_targets(fault.target)) or json.dumps(fault.target)
     nodes = fault.target.get("nodes") if isinstance(fault.target, dict) else None
     params = ", ".join(f"{k}={v}" for k, v in (fault.params or {}).items())

@@ -1,43 +1,175 @@
-"""A comparison's pages: ``index.html`` (the lock × fault matrix, each cell linking to its
-run's report) and ``junit.xml`` (one test case per cell), both from ``matrix.json`` alone."""
+"""A comparison's files: ``matrix.json`` (its shape, typed, like the checker's ``Verdict``),
+and the pages built from it alone: ``index.html`` (the lock × fault matrix, each cell linking
+to its run's report) and ``junit.xml`` (one test case per cell).
+
+``chaos.run.compare`` writes ``matrix.json`` with ``save_matrix`` after every cell; the
+pages, ``lockchaos compare``'s table and ``lockchaos report COMPARE_DIR`` read it back with
+``load_matrix`` into the same structs, so what the comparison saw and what a rebuilt page
+shows cannot drift apart (the rebuilt ``index.html`` is byte-identical).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
+import msgspec
+
+from chaos.checker import Verdict
 from chaos.checker.verdict import reaches
+from chaos.errors import UsageError
 from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.page import render
 
 INDEX = "index.html"
+MATRIX = "matrix.json"
+EXPLANATIONS_KEPT = 3  # per run in matrix.json; verdict.json in the run directory has all
 
 
-def write_compare_reports(directory: Path, matrix: dict[str, Any]) -> Path:
-    """Write ``index.html`` and ``junit.xml`` for ``matrix`` (``matrix.json``'s content) into
-    ``directory``; returns the index's path."""
-    grid = {(cell["lock"], cell["faults"]): cell for cell in matrix["cells"]}
+class RunEntry(msgspec.Struct, kw_only=True):
+    """One run of a cell: its verdict's numbers (``verdict.json`` without the violations and
+    the lost write ids, which can be long, and with only the first explanations) and where
+    its run directory is. Fields named as in ``Verdict`` mean what they mean there."""
+
+    seed: int
+    verdict: str
+    lock: str | None
+    ttl_ms: float | None
+    duration_s: float  # how long the run lasted (the cell's ``duration_s`` is its cap)
+    hard_violations: int
+    soft_violations: int
+    liveness_violations: int
+    lost_writes: int | None
+    stale_writes_rejected: int
+    first_hard_violation_s: float | None
+    explanations: list[str]
+    counts: dict[str, int]
+    notes: list[str]
+    run_dir: str  # relative to the comparison's directory
+    report: str  # the run's report.html, relative to the comparison's directory
+    wall_s: float
+    truth_problem: str | None = None  # how the verdict departs from the truth table's claim
+
+    @classmethod
+    def of(cls, verdict: Verdict, *, seed: int, run_dir: str, wall_s: float,
+           truth_problem: str | None) -> RunEntry:
+        """What the matrix keeps of a run whose run directory (relative) is ``run_dir``."""
+        return cls(
+            seed=seed, verdict=verdict.verdict, lock=verdict.lock, ttl_ms=verdict.ttl_ms,
+            duration_s=verdict.duration_s, hard_violations=verdict.hard_violations,
+            soft_violations=verdict.soft_violations,
+            liveness_violations=verdict.liveness_violations, lost_writes=verdict.lost_writes,
+            stale_writes_rejected=verdict.stale_writes_rejected,
+            first_hard_violation_s=verdict.first_hard_violation_s,
+            explanations=verdict.explanations[:EXPLANATIONS_KEPT], counts=verdict.counts,
+            notes=verdict.notes, run_dir=run_dir, report=f"{run_dir}/report.html",
+            wall_s=round(wall_s, 3), truth_problem=truth_problem,
+        )  # fmt: skip
+
+
+class Claim(msgspec.Struct, kw_only=True):
+    """The truth table's claim about a cell (``chaos.run.truth_table``) and how many of the
+    cell's runs bore it out."""
+
+    claim: str  # the claim in the table's words, e.g. "soft only, lost writes"
+    source: str  # who makes it: a seed post, Kleppmann 2016, the Redis docs
+    matched: int  # runs whose verdict was as claimed
+
+
+class CellEntry(msgspec.Struct, kw_only=True):
+    """One lock × fault column, over its seeds. ``status`` is ``pending`` (not run yet),
+    ``done``, or ``n/a`` (the lock and the faults cannot run together: ``reason`` says
+    why). The numbers sum the runs; ``verdict``, ``report`` and ``why`` are the worst run's."""
+
+    lock: str
+    faults: str  # as ``--faults`` takes them: ``a,b`` for the column ``a+b``
+    label: str  # the column's heading
+    duration_s: float  # the most a run may last
+    stop_on: str | None  # the violation kind that ends a run early (None: none does)
+    status: Literal["pending", "done", "n/a"]
+    reason: str | None
+    verdict: str | None
+    hard: int
+    soft: int
+    liveness: int
+    lost_writes: int | None  # None when no run could judge lost writes
+    first_hard_s: float | None  # the earliest first hard violation over the runs
+    hard_runs: int  # runs with a hard violation
+    report: str | None
+    why: str | None  # the worst run's first explanation
+    runs: list[RunEntry]
+    expected: Claim | None  # None: the truth table has no claim about this cell
+
+    @property
+    def name(self) -> str:
+        return f"{self.lock} × {self.label}"
+
+    @property
+    def claim_held(self) -> bool | None:
+        """Whether every run was as the truth table claims (None: no claim): the ✓/✗ of the
+        table, the progress line and index.html."""
+        if self.expected is None:
+            return None
+        return self.expected.matched == len(self.runs)
+
+
+class Column(msgspec.Struct, kw_only=True):
+    faults: str  # as ``--faults`` takes them
+    label: str
+
+
+class MatrixFile(msgspec.Struct, kw_only=True):
+    """``matrix.json``: every planned cell, in plan order, rows ``locks`` by ``columns``."""
+
+    title: str
+    seeds: int  # each cell ran seeds 1…seeds
+    locks: list[str]
+    columns: list[Column]
+    started: str  # local time, YYYY-mm-dd HH:MM:SS
+    wall_s: float
+    cells: list[CellEntry]
+
+
+def save_matrix(directory: Path, matrix: MatrixFile) -> Path:
+    """Write ``matrix.json`` into ``directory`` (indented: people read it too)."""
+    path = directory / MATRIX
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(matrix), indent=2) + b"\n")
+    return path
+
+
+def load_matrix(path: Path) -> MatrixFile:
+    """``matrix.json`` read back; ``UsageError`` (one line) when it is not one."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=MatrixFile)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UsageError(f"{path}: not a lockchaos matrix ({exc})") from None
+
+
+def write_compare_reports(directory: Path, matrix: MatrixFile) -> Path:
+    """Write ``index.html`` and ``junit.xml`` for ``matrix`` into ``directory``; returns the
+    index's path."""
+    grid = {(cell.lock, cell.faults): cell for cell in matrix.cells}
     index = directory / INDEX
     render("index.html.j2", index, matrix=matrix, grid=grid)
-    write_junit(directory / JUNIT, matrix["title"], [_case(cell) for cell in matrix["cells"]],
-                {"seeds": str(matrix["seeds"])})
+    write_junit(directory / JUNIT, matrix.title, [_case(cell) for cell in matrix.cells],
+                {"seeds": str(matrix.seeds)})
     return index
 
 
-def _case(cell: dict[str, Any]) -> Case:
-    name, classname = f"{cell['lock']} × {cell['label']}", f"lockchaos.{cell['lock']}"
-    time_s = sum(run["duration_s"] for run in cell["runs"])
-    if cell["status"] != "done":
-        return Case(name, classname, skipped=cell["reason"] or "not run")
-    failed = [run for run in cell["runs"] if reaches(run["verdict"], cell["stop_on"] or "hard")]
+def _case(cell: CellEntry) -> Case:
+    classname = f"lockchaos.{cell.lock}"
+    time_s = sum(run.duration_s for run in cell.runs)
+    if cell.status != "done":
+        return Case(cell.name, classname, skipped=cell.reason or "not run")
+    failed = [run for run in cell.runs if reaches(run.verdict, cell.stop_on or "hard")]
     output = "\n".join(
-        f"seed {run['seed']}: {run['verdict']} (hard {run['hard_violations']}, soft "
-        f"{run['soft_violations']}, lost writes {run['lost_writes']}) in {run['run_dir']}"
-        for run in cell["runs"]
+        f"seed {run.seed}: {run.verdict} (hard {run.hard_violations}, soft "
+        f"{run.soft_violations}, lost writes {run.lost_writes}) in {run.run_dir}"
+        for run in cell.runs
     )
     failure = None
     if failed:
-        text = "\n".join(f"seed {run['seed']}: {why}" for run in failed
-                         for why in run["explanations"][:1])
-        failure = (cell["verdict"], text)
-    return Case(name, classname, time_s, failure, output=output)
+        text = "\n".join(f"seed {run.seed}: {why}" for run in failed
+                         for why in run.explanations[:1])
+        failure = (cell.verdict or "", text)  # a done cell has runs, so a verdict
+    return Case(cell.name, classname, time_s, failure, output=output)

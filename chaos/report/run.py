@@ -9,6 +9,7 @@ the picture can never disagree with the verdict about who held the lock when.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,18 @@ VERDICT = "verdict.json"
 CAMPAIGN = "campaign.json"
 SCHEDULE = "schedule.json"
 HIDDEN_PARAMS = ("schedule", "faults")  # shown on their own, not as one long parameter
+# campaign.json's keys (``chaos.run.campaign.Campaign``'s fields) as ``lockchaos run``'s
+# options; a key that is absent or null is left to the option's default.
+REPLAY_OPTIONS = (
+    ("--topology", "topology"), ("--provider", "provider"),
+    ("--provider-config", "provider_config"), ("--nodes", "nodes"), ("--clients", "clients"),
+    ("--duration", "duration_s"), ("--ttl-ms", "ttl_ms"), ("--work-ms", "work_ms"),
+    ("--seed", "seed"), ("--fail-on", "fail_on"),
+)
+REPLAY_FLAGS: dict[str, tuple[str, str | None]] = {  # key: the option when true, when false
+    "stop_on_first": ("--stop-on-first", None),  # false is the default
+    "extend_during_work": ("--extend-during-work", "--no-extend-during-work"),
+}
 
 
 @dataclass(frozen=True)
@@ -66,22 +79,23 @@ class RunRecord:
         return str(self.params.get("fail_on") or "hard")
 
     def replay(self) -> str | None:
-        """The ``lockchaos run`` command that replays a campaign's fault schedule (the same
-        seed, duration and TTL give the same schedule); None for other runs."""
+        """The ``lockchaos run`` command that reruns a campaign as it ran: the same lock,
+        faults (with their parameters), seed, duration and TTL give the same fault schedule,
+        and the rest of ``campaign.json`` (provider, topology, clients, work…) the same
+        setting. None for runs that are not campaigns."""
         c = self.campaign
         if not c.get("lock"):
             return None
-        words = ["lockchaos run", f"--lock {c['lock']}", f"--faults '{self.faults}'"
-                 if self.fault_specs else ""]
-        for option, key in (("--topology", "topology"), ("--nodes", "nodes"),
-                            ("--clients", "clients"), ("--duration", "duration_s"),
-                            ("--ttl-ms", "ttl_ms"), ("--work-ms", "work_ms"),
-                            ("--seed", "seed"), ("--fail-on", "fail_on")):
+        words = ["run", "--lock", str(c["lock"])]
+        if self.fault_specs:
+            words += ["--faults", self.faults]
+        for option, key in REPLAY_OPTIONS:
             if c.get(key) is not None:
-                words.append(f"{option} {c[key]}")
-        if c.get("stop_on_first"):
-            words.append("--stop-on-first")
-        return " ".join(word for word in words if word)
+                words += [option, str(c[key])]
+        for key, (yes, no) in REPLAY_FLAGS.items():
+            if c.get(key) is not None and (flag := yes if c[key] else no):
+                words.append(flag)
+        return "lockchaos " + shlex.join(words)
 
     def shown_params(self) -> list[tuple[str, str]]:
         """The parameters a reader wants next to the verdict, as (name, text) rows."""

@@ -9,16 +9,18 @@ run directory with ``lockchaos check-history``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from chaos import checker, locks, topology
 from chaos.errors import UsageError
-from chaos.nemesis import FAULTS, Fault, ScheduledNemesis, generate
+from chaos.history import HistoryError
+from chaos.nemesis import FAULTS, Fault, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.schedule import Schedule
 from chaos.report import HISTORY, save_verdict, write_run_reports
 from chaos.workload import WorkloadConfig, run_workload
@@ -26,12 +28,32 @@ from chaos.workload.pool import WorkerPool
 
 TOPOLOGIES = ("auto", *topology.SHAPES)
 REDLOCK_NODES = 5
-EXTENDED_DURING_WORK = {"lua-extend"}  # seed 001's RedisLockV2 demo extends while it works
 STOP_CHECK_S = 0.5
+
+
+class Options(TypedDict, total=False):
+    """The options ``Campaign.from_options`` passes through as they are (their defaults are
+    ``Campaign``'s own, so they are written once)."""
+
+    topology: str
+    clients: int
+    duration_s: float
+    ttl_ms: int
+    work_ms: float
+    seed: int
+    stop_on_first: bool
+    fail_on: str
+    extend_during_work: bool | None
+    provider: str
 
 
 @dataclass(frozen=True)
 class Campaign:
+    """What a run is: the lock, its faults and every knob that changes what happens.
+
+    ``campaign.json`` holds it, and the report prints the ``lockchaos run`` command that
+    rebuilds it (``chaos.report.run.RunRecord.replay``)."""
+
     lock: str
     faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     topology: str = "auto"
@@ -46,6 +68,29 @@ class Campaign:
     extend_during_work: bool | None = None  # None: only for locks designed for it
     provider: str = "local"  # who runs the topology: local, docker or external
     provider_config: str | None = None  # the external provider's TOML file
+
+    @classmethod
+    def from_options(
+        cls,
+        lock: str,
+        faults: str = "",
+        *,
+        nodes: int | None = None,
+        provider_config: str | os.PathLike[str] | None = None,
+        **options: Unpack[Options],
+    ) -> Campaign:
+        """The campaign that command-line options describe, the one translation from what
+        the commands, the pytest plugin and ``compare``'s cells take to a ``Campaign``:
+        ``faults`` as ``--faults`` spells it (``a,b:key=value``; ``UsageError`` for an
+        unknown fault), ``nodes`` 0 for "what the lock needs", ``provider_config`` a path.
+        Nothing else is checked here: ``validate`` does that, before anything starts."""
+        return cls(
+            lock=lock,
+            faults=parse_faults(faults),
+            nodes=nodes or None,
+            provider_config=str(provider_config) if provider_config else None,
+            **options,
+        )
 
     def validate(self) -> None:
         if self.topology not in TOPOLOGIES:
@@ -174,7 +219,7 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
         work_ms=campaign.work_ms,
         duration_s=campaign.duration_s,
         extend_during_work=(
-            campaign.lock in EXTENDED_DURING_WORK
+            _designed_to_extend(campaign.lock)
             if campaign.extend_during_work is None
             else campaign.extend_during_work
         ),
@@ -208,6 +253,12 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     )
 
 
+def _designed_to_extend(lock: str) -> bool:
+    """Whether the catalog says the lock extends while it works (a user's lock: no)."""
+    info = locks.info(lock)
+    return info is not None and info.extends_during_work
+
+
 class _StopOnFirst:
     """Checks the history so far every half second and stops the workers at the first
     violation at or above ``fail_on`` (the checker is pure: a partial history is fine)."""
@@ -227,7 +278,9 @@ class _StopOnFirst:
             time.sleep(STOP_CHECK_S)
             try:
                 verdict = checker.check_file(self.history_path)
-            except Exception:  # a half-written line: try again next tick
+            except (HistoryError, OSError):
+                # The file or its first event is not written yet (a truncated last line
+                # the checker skips itself): try again next tick. Anything else is a bug.
                 continue
             if checker.fails(verdict, self.fail_on):
                 pool.request_stop()

@@ -3,9 +3,10 @@
 The product's main job: put lock variants side by side under the same seeded faults and say
 which broke, how badly, and how fast. Every cell runs ``chaos.run.campaign.run_campaign`` once
 per seed (so every cell has a full run directory with its own report), and the matrix is
-saved as ``matrix.json`` after each cell, so an interrupted comparison still leaves what it
-found. A lock and a fault that cannot run together (a Sentinel failover against Redlock's
-independent masters) are a cell marked "n/a" with the reason, not an error.
+saved as ``matrix.json`` (typed: ``chaos.report.matrix.MatrixFile``) after each cell, so an
+interrupted comparison still leaves what it found. A lock and a fault that cannot run
+together (a Sentinel failover against Redlock's independent masters) are a cell marked "n/a"
+with the reason, not an error.
 
 Where the truth table (``chaos.run.truth_table``) has a claim about a cell, the cell records it
 and whether each run matched it.
@@ -13,20 +14,24 @@ and whether each run matched it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
-from chaos.nemesis import parse_faults
+from chaos.report.matrix import (
+    CellEntry,
+    Claim,
+    Column,
+    MatrixFile,
+    RunEntry,
+    save_matrix,
+)
 from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
 from chaos.run.truth_table import CELLS, Cell
 
-MATRIX = "matrix.json"
 RUNS = "runs"
 MAX_CELLS = 400  # a comparison is for reading side by side, not for sweeping
 
@@ -41,12 +46,12 @@ class CellPlan:
     duration_s: float
     stop_on: str | None = "hard"
     provider: str = "local"
-    provider_config: str | None = None
+    provider_config: Path | None = None
 
     def campaign(self, seed: int) -> Campaign:
-        return Campaign(
-            lock=self.lock,
-            faults=parse_faults(self.faults),
+        return Campaign.from_options(
+            self.lock,
+            self.faults,
             duration_s=self.duration_s,
             seed=seed,
             stop_on_first=self.stop_on is not None,
@@ -67,7 +72,7 @@ def column_label(faults: str) -> str:
 
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
                 stop_on: str | None = "hard", *, provider: str = "local",
-                provider_config: str | None = None) -> list[CellPlan]:
+                provider_config: Path | None = None) -> list[CellPlan]:
     """Every lock against every column (``a+b`` in a column: both faults in one run), each
     on a fresh topology from ``provider``."""
     locks = [lock.strip() for lock in locks if lock.strip()]
@@ -86,64 +91,46 @@ def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
     ]
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """What the matrix keeps of one run (the run directory has the rest)."""
-
-    seed: int
-    verdict: dict[str, Any]  # verdict.json, minus the long lists
-    run_dir: str  # relative to the comparison's directory
-    wall_s: float
-    truth_problem: str | None = None  # how the verdict departs from the truth table's claim
-
-    def to_json(self) -> dict[str, Any]:
-        return {"seed": self.seed, **self.verdict, "run_dir": self.run_dir,
-                "report": f"{self.run_dir}/report.html", "wall_s": round(self.wall_s, 3),
-                "truth_problem": self.truth_problem}
-
-
 @dataclass
 class CellResult:
+    """A cell while the comparison runs: its plan, the truth table's claim (with the judge
+    that checks it) and the runs so far; ``to_entry`` is what matrix.json keeps of it."""
+
     plan: CellPlan
     claim: Cell | None  # the truth table's claim about this cell, if it has one
     unavailable: str | None = None  # why the cell cannot run: shown as "n/a"
-    runs: list[RunSummary] = field(default_factory=list)
+    runs: list[RunEntry] = field(default_factory=list)
 
-    def worst(self) -> RunSummary | None:
+    def worst(self) -> RunEntry | None:
         """The run with the most severe verdict (the earliest seed among equals)."""
-        return max(self.runs, key=lambda run: RANK[run.verdict["verdict"]], default=None)
+        return max(self.runs, key=lambda run: RANK[run.verdict], default=None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_entry(self) -> CellEntry:
         worst = self.worst()
-        firsts = [r.verdict["first_hard_violation_s"] for r in self.runs
-                  if r.verdict["first_hard_violation_s"] is not None]
-        lost = [r.verdict["lost_writes"] for r in self.runs if r.verdict["lost_writes"] is not None]
-        cell: dict[str, Any] = {
-            "lock": self.plan.lock, "faults": self.plan.faults,
-            "label": column_label(self.plan.faults), "duration_s": self.plan.duration_s,
-            "stop_on": self.plan.stop_on,
-            "status": "n/a" if self.unavailable else ("done" if self.runs else "pending"),
-            "reason": self.unavailable,
-            "verdict": worst.verdict["verdict"] if worst else None,
-            "hard": sum(r.verdict["hard_violations"] for r in self.runs),
-            "soft": sum(r.verdict["soft_violations"] for r in self.runs),
-            "liveness": sum(r.verdict["liveness_violations"] for r in self.runs),
-            "lost_writes": sum(lost) if lost else None,
-            "first_hard_s": min(firsts) if firsts else None,
-            "hard_runs": sum(r.verdict["hard_violations"] > 0 for r in self.runs),
-            "report": worst.to_json()["report"] if worst else None,
-            "why": worst.verdict["explanations"][0] if worst and worst.verdict["explanations"]
-            else None,
-            "runs": [run.to_json() for run in self.runs],
-            "expected": None,
-        }
+        firsts = [r.first_hard_violation_s for r in self.runs
+                  if r.first_hard_violation_s is not None]
+        lost = [r.lost_writes for r in self.runs if r.lost_writes is not None]
+        expected = None
         if self.claim is not None:
-            cell["expected"] = {
-                "claim": self.claim.expected, "source": self.claim.source,
-                "matched": sum(r.truth_problem is None for r in self.runs),
-                "runs": len(self.runs),
-            }
-        return cell
+            expected = Claim(claim=self.claim.expected, source=self.claim.source,
+                             matched=sum(r.truth_problem is None for r in self.runs))
+        return CellEntry(
+            lock=self.plan.lock, faults=self.plan.faults, label=column_label(self.plan.faults),
+            duration_s=self.plan.duration_s, stop_on=self.plan.stop_on,
+            status="n/a" if self.unavailable else ("done" if self.runs else "pending"),
+            reason=self.unavailable,
+            verdict=worst.verdict if worst else None,
+            hard=sum(r.hard_violations for r in self.runs),
+            soft=sum(r.soft_violations for r in self.runs),
+            liveness=sum(r.liveness_violations for r in self.runs),
+            lost_writes=sum(lost) if lost else None,
+            first_hard_s=min(firsts) if firsts else None,
+            hard_runs=sum(r.hard_violations > 0 for r in self.runs),
+            report=worst.report if worst else None,
+            why=worst.explanations[0] if worst and worst.explanations else None,
+            runs=list(self.runs),
+            expected=expected,
+        )
 
 
 @dataclass
@@ -164,19 +151,20 @@ class Matrix:
     def columns(self) -> list[str]:
         return list(dict.fromkeys(cell.plan.faults for cell in self.cells))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "title": self.title, "seeds": self.seeds, "locks": self.locks,
-            "columns": [{"faults": col, "label": column_label(col)} for col in self.columns],
-            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
-            "wall_s": round(self.wall_s, 1),
-            "cells": [cell.to_json() for cell in self.cells],
-        }
+    def to_file(self) -> MatrixFile:
+        """What matrix.json holds: the comparison so far."""
+        return MatrixFile(
+            title=self.title, seeds=self.seeds, locks=self.locks,
+            columns=[Column(faults=col, label=column_label(col)) for col in self.columns],
+            started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
+            wall_s=round(self.wall_s, 1),
+            cells=[cell.to_entry() for cell in self.cells],
+        )
 
 
 Progress = Callable[[CellPlan, int], None]  # a run is about to start: (cell, seed)
-Done = Callable[[dict[str, Any]], None]  # a cell is finished: its entry in matrix.json
-Save = Callable[[Path, dict[str, Any]], object]  # write pages from the matrix so far
+Done = Callable[[CellEntry], None]  # a cell is finished: its entry in matrix.json
+Save = Callable[[Path, MatrixFile], object]  # write pages from the matrix so far
 
 
 def claim_for(plan: CellPlan) -> Cell | None:
@@ -187,9 +175,9 @@ def claim_for(plan: CellPlan) -> Cell | None:
 def run_matrix(
     plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str = "lockchaos compare",
     on_run: Progress | None = None, on_cell: Done | None = None, save: Save | None = None,
-) -> tuple[Path, Matrix]:
+) -> tuple[Path, MatrixFile]:
     """Run every cell in ``plans`` for seeds 1…``seeds`` into a new directory under ``out``;
-    returns the directory (holding ``matrix.json`` and ``runs/``) and the matrix.
+    returns the directory (holding ``matrix.json`` and ``runs/``) and the matrix as saved.
 
     Bad input (an unknown lock or fault, a bad duration) is a ``UsageError`` before anything
     runs; a cell whose lock and faults cannot share a topology is marked n/a. ``save`` is
@@ -212,29 +200,29 @@ def run_matrix(
     directory = stamped_path(out, "compare")
     directory.mkdir(parents=True)
     started = time.monotonic()
-    for cell in matrix.cells:
+    saved = matrix.to_file()
+    for index, cell in enumerate(matrix.cells):
         if cell.unavailable is None:
             for seed in range(1, seeds + 1):
                 if on_run:
                     on_run(cell.plan, seed)
                 run_start = time.monotonic()
                 outcome = run_campaign(cell.plan.campaign(seed), directory / RUNS)
-                cell.runs.append(_summary(cell, seed, outcome, directory,
-                                          time.monotonic() - run_start))
+                cell.runs.append(_entry(cell, seed, outcome, directory,
+                                        time.monotonic() - run_start))
         matrix.wall_s = time.monotonic() - started
-        data = matrix.to_json()
-        (directory / MATRIX).write_text(json.dumps(data, indent=2) + "\n")
+        saved = matrix.to_file()
+        save_matrix(directory, saved)
         if save:
-            save(directory, data)
+            save(directory, saved)
         if on_cell:
-            on_cell(data["cells"][matrix.cells.index(cell)])
-    return directory, matrix
+            on_cell(saved.cells[index])
+    return directory, saved
 
 
-def _summary(cell: CellResult, seed: int, outcome: Outcome, directory: Path, wall_s: float
-             ) -> RunSummary:
-    verdict = outcome.verdict.to_dict()
-    problem = cell.claim.judge(verdict) if cell.claim is not None else None
-    kept = {k: v for k, v in verdict.items() if k not in ("violations", "lost_write_ids")}
-    kept["explanations"] = verdict["explanations"][:3]
-    return RunSummary(seed, kept, str(outcome.run_dir.relative_to(directory)), wall_s, problem)
+def _entry(cell: CellResult, seed: int, outcome: Outcome, directory: Path, wall_s: float
+           ) -> RunEntry:
+    problem = cell.claim.judge(outcome.verdict) if cell.claim is not None else None
+    run_dir = str(outcome.run_dir.relative_to(directory))
+    return RunEntry.of(outcome.verdict, seed=seed, run_dir=run_dir, wall_s=wall_s,
+                       truth_problem=problem)

@@ -9,45 +9,44 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-Verdict = dict[str, Any]
+from chaos.checker import Verdict
 
 
 def _hard(v: Verdict) -> str | None:
-    return None if v["hard_violations"] > 0 else "expected a hard violation, found none"
+    return None if v.hard_violations > 0 else "expected a hard violation, found none"
 
 
 def _no_hard(v: Verdict) -> str | None:
-    if v["hard_violations"]:
-        return f"expected no hard violation, found {v['hard_violations']}"
+    if v.hard_violations:
+        return f"expected no hard violation, found {v.hard_violations}"
     return None
 
 
 def _soft_only(v: Verdict) -> str | None:
-    if v["hard_violations"] or not v["soft_violations"]:
-        return f"expected soft only, found hard={v['hard_violations']} soft={v['soft_violations']}"
+    if v.hard_violations or not v.soft_violations:
+        return f"expected soft only, found hard={v.hard_violations} soft={v.soft_violations}"
     return None
 
 
 def _soft_only_with_lost_writes(v: Verdict) -> str | None:
     if problem := _soft_only(v):
         return problem
-    return None if v["lost_writes"] else "expected lost writes, found none"
+    return None if v.lost_writes else "expected lost writes, found none"
 
 
 def _fenced(v: Verdict) -> str | None:
     if problem := _soft_only(v):
         return problem
-    if v["lost_writes"]:
-        return f"expected no lost writes behind a fence, found {v['lost_writes']}"
-    return None if v["stale_writes_rejected"] else "expected stale accesses rejected, found none"
+    if v.lost_writes:
+        return f"expected no lost writes behind a fence, found {v.lost_writes}"
+    return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
 
 
 def _liveness(v: Verdict) -> str | None:
-    if v["hard_violations"]:
-        return f"expected a deadlock, not hard violations ({v['hard_violations']})"
-    return None if v["liveness_violations"] else "expected a liveness violation, found none"
+    if v.hard_violations:
+        return f"expected a deadlock, not hard violations ({v.hard_violations})"
+    return None if v.liveness_violations else "expected a liveness violation, found none"
 
 
 @dataclass(frozen=True)

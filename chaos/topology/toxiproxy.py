@@ -1,8 +1,12 @@
 """The one place lockchaos talks to Toxiproxy.
 
-toxiproxy-python keeps its server address in class attributes (``APIConsumer.host/port``), so
-it can only speak to one server per process; ``ToxiproxyAPI`` points it at ours once and is
-the only code that calls it. Everything else asks this module for links by name.
+toxiproxy-python is the project's Toxiproxy client, and ``ToxiproxyAPI`` is the only code that
+calls it; everything else asks this module for links by name. The library keeps its server
+address in class attributes (``APIConsumer.host/port``), shared by every object in the
+process, so each call goes through ``_on_our_server``: it points the library at this
+object's server, under one lock, for the duration of the call. Two ``ToxiproxyAPI``s (a local
+and a docker topology in one test process, the nemesis thread and the main thread) thus
+never talk to each other's server.
 
 Toxiproxy semantics worth knowing (they shape the faults): disabling a proxy closes its
 existing connections and refuses new ones; the ``timeout`` toxic drops data rather than
@@ -11,9 +15,11 @@ holding it and closes the connection when removed.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from toxiproxy.api import APIConsumer
@@ -23,6 +29,8 @@ from toxiproxy.server import Toxiproxy
 from chaos.errors import UsageError
 
 READY_TIMEOUT_S = 10.0
+_LIBRARY = threading.Lock()  # held while the library's class attributes name one server
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,9 +55,14 @@ class ToxiproxyAPI:
 
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
         self.host, self.port = host, port
-        APIConsumer.host, APIConsumer.port = host, port
         self._server = Toxiproxy()
         self._proxies: dict[str, Proxy] = {}
+
+    def _on_our_server(self, call: Callable[[], T]) -> T:
+        """Run one library call with the library pointed at this object's server."""
+        with _LIBRARY:
+            APIConsumer.host, APIConsumer.port = self.host, self.port
+            return call()
 
     @property
     def url(self) -> str:
@@ -81,17 +94,19 @@ class ToxiproxyAPI:
 
         ``listen_host`` is the interface Toxiproxy binds, ``public_host`` where clients reach it.
         """
-        proxy = self._server.create(
-            upstream=f"{upstream_host}:{upstream_port}",
-            name=name,
-            listen=f"{listen_host}:{listen_port}",
+        proxy = self._on_our_server(
+            lambda: self._server.create(
+                upstream=f"{upstream_host}:{upstream_port}",
+                name=name,
+                listen=f"{listen_host}:{listen_port}",
+            )
         )
         self._proxies[name] = proxy
         return Link(name, _port(proxy.listen), upstream_port, host=public_host)
 
     def existing(self, name: str, public_host: str = "127.0.0.1") -> Link:
         """A proxy the server already has (from its ``-config`` file), to fault it by name."""
-        proxy = self._server.get_proxy(name)
+        proxy = self._on_our_server(lambda: self._server.get_proxy(name))
         if proxy is None:
             raise UsageError(f"Toxiproxy at {self.url} has no proxy named {name!r}")
         self._proxies[name] = proxy
@@ -99,8 +114,12 @@ class ToxiproxyAPI:
 
     def destroy(self, name: str) -> None:
         """Delete a proxy this API created or adopted."""
-        self._proxy(name).destroy()
+        self._on_our_server(self._proxy(name).destroy)
         del self._proxies[name]
+
+    def proxy_names(self) -> set[str]:
+        """The names of every proxy the server has now (whoever created them)."""
+        return set(self._on_our_server(self._server.proxies))
 
     def _proxy(self, name: str) -> Proxy:
         try:
@@ -110,10 +129,10 @@ class ToxiproxyAPI:
 
     def disable(self, name: str) -> None:
         """Cut the link: open connections are closed, new ones refused."""
-        self._proxy(name).disable()
+        self._on_our_server(self._proxy(name).disable)
 
     def enable(self, name: str) -> None:
-        self._proxy(name).enable()
+        self._on_our_server(self._proxy(name).enable)
 
     def add_toxic(
         self,
@@ -127,21 +146,25 @@ class ToxiproxyAPI:
     ) -> str:
         """Add a toxic (``latency``, ``timeout``, ``reset_peer``, …); returns its name."""
         toxic_name = toxic_name or f"{toxic_type}_{stream}"
-        self._proxy(name).add_toxic(
-            type=toxic_type,
-            stream=stream,
-            name=toxic_name,
-            toxicity=toxicity,
-            attributes=attributes,
+        proxy = self._proxy(name)
+        self._on_our_server(
+            lambda: proxy.add_toxic(
+                type=toxic_type,
+                stream=stream,
+                name=toxic_name,
+                toxicity=toxicity,
+                attributes=attributes,
+            )
         )
         return toxic_name
 
     def remove_toxic(self, name: str, toxic_name: str) -> None:
-        self._proxy(name).destroy_toxic(toxic_name)
+        proxy = self._proxy(name)
+        self._on_our_server(lambda: proxy.destroy_toxic(toxic_name))
 
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
-        self._server.reset()
+        self._on_our_server(self._server.reset)
 
 
 def _port(address: str) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 
 from chaos import history as h
-from chaos.locks import build_context, check_client, load
+from chaos.locks import build_context, can_extend, check_client, load
 from chaos.locks.contract import Lease, LockClient
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
@@ -228,11 +228,11 @@ class Worker:
         """Hold for the work time; locks that can extend are extended every TTL/3."""
         work_ms = self._slow_work.pop(0) if self._slow_work else self.config.work_ms
         end = time.monotonic() + work_ms / 1000
-        can_extend = self.config.extend_during_work and hasattr(self.lock, "extend")
-        step = self.config.ttl_ms / 3000 if can_extend else work_ms / 1000
+        extending = self.config.extend_during_work and can_extend(self.lock)
+        step = self.config.ttl_ms / 3000 if extending else work_ms / 1000
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, step))
-            if can_extend and end - time.monotonic() > 0:
+            if extending and end - time.monotonic() > 0:
                 lease = self.extend(lease)
         return lease
 

@@ -1,0 +1,122 @@
+"""The package's shape: no import cycle anywhere in chaos/, and the public façade.
+
+Cycles are found among module-level imports (those inside ``if TYPE_CHECKING:`` included:
+a cycle there is still two modules that each need the other to be understood). An import
+of a package counts as an import of its ``__init__``; ``from pkg import mod`` of a
+submodule counts as an import of that submodule.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import chaos
+
+ROOT = Path(chaos.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """Top-level statements, with the bodies of top-level ``if``/``try`` blocks unrolled."""
+    out: list[ast.stmt] = []
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        out.append(node)
+        if isinstance(node, ast.If | ast.Try):
+            pending[:0] = [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in _module_level(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(
+                        [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                    ).strip(".")
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in modules else base)
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_import_cycle_in_chaos() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_sees_real_edges() -> None:
+    graph = import_graph()
+    assert "chaos.topology.base" in graph["chaos.topology.local"]
+    assert "chaos.history" in graph["chaos.checker.scan"]
+
+
+def test_the_facade_names_exactly_what_it_loads() -> None:
+    assert sorted(chaos.__all__) == sorted(chaos._PUBLIC)
+    for name in chaos.__all__:
+        assert getattr(chaos, name) is not None
+    assert chaos.check_file.__module__ == "chaos.checker"
