@@ -11,7 +11,18 @@ import sys
 import click
 import typer
 
-from chaos.commands import check, compare, compose, demo, explore, list_, report, run, up
+from chaos.commands import (
+    audit,
+    check,
+    compare,
+    compose,
+    demo,
+    explore,
+    list_,
+    report,
+    run,
+    up,
+)
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -36,6 +47,7 @@ app.command("demo")(demo.demo)
 app.command("report")(report.report)
 app.command("compare")(compare.compare)
 app.command("explore")(explore.explore_command)
+app.command("audit")(audit.audit)
 app.add_typer(compose.app, name="compose", hidden=True)  # the containers of compose/
 
 

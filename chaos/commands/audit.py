@@ -1,0 +1,72 @@
+"""``lockchaos audit``: the command for a lock nobody has told lockchaos anything about.
+
+Campaigns of every fault a lock must survive (alone, extending, in pairs), then ``explore``,
+within ``--budget`` seconds; one verdict, one page linking every run, one junit.xml. Exit
+status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.report.audit import AUDIT, load_audit
+from chaos.report.matrix import INDEX
+from chaos.report.summary import STYLE
+from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
+from chaos.signals import sigterm_unwinds
+
+
+def audit(
+    lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
+    budget: float = typer.Option(60.0, "--budget", help="seconds to spend, in all"),
+    faults: str = typer.Option(
+        "", "--faults",
+        help=f"faults to inject instead of the defaults ({', '.join(MUST_SURVIVE)}); "
+             "+name adds one to them, e.g. +crash-restart-delayed",
+    ),
+    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    provider: str = PROVIDER,
+    provider_config: Path | None = PROVIDER_CONFIG,
+    ttl_ms: int = typer.Option(200, "--ttl-ms"),
+    seed: int = typer.Option(1, "--seed"),
+    fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
+    full: bool = typer.Option(
+        False, "--full", help="spend the whole budget even after a hard violation"
+    ),
+    out: Path = typer.Option(Path("reports"), "--out", help="where the audit directory goes"),
+    json_output: bool = typer.Option(False, "--json", help="print audit.json only"),
+) -> None:
+    """Audit LOCK against every fault it must survive within BUDGET seconds; exit 0 when
+    nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
+    plan = AuditPlan(
+        lock=lock, budget_s=budget, faults=faults, topology=topology, provider=provider,
+        provider_config=provider_config, seed=seed, ttl_ms=ttl_ms, fail_on=fail_on, full=full,
+    )  # fmt: skip
+    err = Console(stderr=True)
+    with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:
+        result = run_audit(plan, out, on_event=lambda what: status.update(f"{lock}: {what}"))
+    record = load_audit(result.directory / AUDIT)
+    if json_output:
+        print(json.dumps({**json.loads((result.directory / AUDIT).read_text()),
+                          "audit_dir": str(result.directory)}))
+    else:
+        console = Console(highlight=False)
+        style = STYLE.get(record.verdict, "bold red")
+        console.print(f"audit: [{style}]{record.verdict}[/] — {record.lock}, "
+                      f"{len(record.runs)} runs and {record.examples} programs in "
+                      f"{record.wall_s:.0f} s; {result.directory}")
+        console.print(f"  tested: {', '.join(record.tested)}")
+        console.print(f"  assumed away: {', '.join(record.assumed_away) or 'nothing'}")
+        if record.first_hard_s is not None:
+            console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
+        for run in record.runs[:5]:
+            if run.verdict != "ok":
+                console.print(f"  • [{STYLE.get(run.verdict, 'red')}]{run.verdict}[/] "
+                              f"{run.name}: {run.explanation or ''}")
+        print((result.directory / INDEX).resolve())
+    raise typer.Exit(1 if record.failed else 0)

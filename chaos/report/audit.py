@@ -1,0 +1,97 @@
+"""An audit's record and pages: ``audit.json`` (typed, like ``matrix.json``), ``index.html``
+linking every run's report, and ``junit.xml`` with one test case per campaign and one for
+the explore phase. They are built from ``audit.json`` alone, so ``lockchaos report
+AUDIT_DIR`` rebuilds them at any time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from chaos.checker.verdict import reaches
+from chaos.errors import UsageError
+from chaos.report.junit import JUNIT, Case, write_junit
+from chaos.report.matrix import INDEX
+from chaos.report.page import render
+
+AUDIT = "audit.json"
+
+
+class AuditRun(msgspec.Struct, kw_only=True):
+    """One run of the audit (a campaign, or the explore program that broke the lock)."""
+
+    name: str  # its faults (and "(extending)"), or "explore"
+    verdict: str
+    hard_violations: int
+    soft_violations: int
+    liveness_violations: int
+    first_hard_violation_s: float | None
+    explanation: str | None  # the first one
+    duration_s: float
+    report: str  # its report.html, relative to the audit's directory
+
+
+class AuditFile(msgspec.Struct, kw_only=True):
+    """``audit.json``: what was tested, what was assumed away, and what came of it."""
+
+    lock: str
+    budget_s: float
+    seed: int
+    fail_on: str
+    verdict: str  # the worst verdict of any run
+    failed: bool  # the verdict reaches fail_on: the audit's exit status is 1
+    tested: list[str]  # faults injected
+    explored: list[str]  # faults the explore phase stepped
+    assumed_away: list[str]  # catalog faults not injected: what a pass does not vouch for
+    runs: list[AuditRun]  # worst first
+    skipped: list[str]  # planned campaigns not run (a hard violation ended the audit)
+    examples: int  # programs explored
+    first_hard_s: float | None  # from the audit's start
+    wall_s: float
+    replay: str  # the command that runs this audit again
+
+
+def save_audit(directory: Path, audit: AuditFile) -> None:
+    (directory / AUDIT).write_bytes(msgspec.json.format(msgspec.json.encode(audit), indent=2)
+                                    + b"\n")
+
+
+def load_audit(path: Path) -> AuditFile:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=AuditFile)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UsageError(f"{path}: not a lockchaos audit ({exc})") from None
+
+
+def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
+    """``index.html`` and ``junit.xml`` of the audit in ``directory``; returns the index."""
+    index = directory / INDEX
+    render("audit.html.j2", index, audit=audit)
+    cases = []
+    for run in audit.runs:
+        failure = None
+        if reaches(run.verdict, audit.fail_on):
+            failure = (run.verdict, run.explanation or run.verdict)
+        cases.append(Case(
+            name=f"{audit.lock} × {run.name}", classname=f"lockchaos.audit.{audit.lock}",
+            time_s=run.duration_s, failure=failure,
+            output=f"verdict {run.verdict}: hard {run.hard_violations}, soft "
+                   f"{run.soft_violations}, liveness {run.liveness_violations}; {run.report}",
+        ))  # fmt: skip
+    if not any(run.name == "explore" for run in audit.runs):
+        cases.append(Case(
+            name=f"{audit.lock} × explore", classname=f"lockchaos.audit.{audit.lock}",
+            output=f"{audit.examples} programs explored, none broke the lock",
+            skipped=None if audit.examples else (
+                "not run: the audit had already found a hard violation"
+                if audit.first_hard_s is not None else "no time was left to explore"
+            ),
+        ))  # fmt: skip
+    cases += [Case(name=f"{audit.lock} × {name}", classname=f"lockchaos.audit.{audit.lock}",
+                   skipped="not run: the audit had already found a hard violation")
+              for name in audit.skipped]
+    write_junit(directory / JUNIT, f"lockchaos audit {audit.lock}", cases,
+                {"lock": audit.lock, "seed": str(audit.seed), "verdict": audit.verdict,
+                 "assumed_away": ",".join(audit.assumed_away)})
+    return index

@@ -1,0 +1,286 @@
+"""An audit: what lockchaos throws at a lock nobody has told it anything about, within a time
+budget, ending in one verdict a CI gate can act on.
+
+By default it uses every fault a lock must survive whatever its deployment (``MUST_SURVIVE``:
+client pauses, pause points, crashes, slow work, latency, partitions, resets, server pauses);
+``--faults`` replaces that set, and ``--faults +f`` adds to it the infrastructure faults an
+algorithm claims to survive (``+crash-restart-delayed`` for Redlock). Every catalog fault left
+out is *assumed away*, and the audit says so.
+
+The budget is spent in two phases. First short seeded campaigns, each on a fresh topology and
+stopping at its first hard violation: every fault alone, then — when the lock can extend —
+every fault with holders extending while they work, then pairs of faults in a seeded order,
+as many as fit in ``CAMPAIGN_SHARE`` of the budget. Then ``explore`` (Hypothesis step
+programs, shrunk) in small batches, each a new seed, until the budget is spent. Unless
+``--full`` is given, the audit ends at the first hard violation: nothing can make the verdict
+worse, and a CI gate wants the answer fast.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from chaos import locks
+from chaos.checker import Verdict, fails
+from chaos.checker.verdict import RANK
+from chaos.errors import UsageError
+from chaos.explore import ExploreResult, explore
+from chaos.explore.faults import BUILT_IN, CLIENT_CRASH, explorable
+from chaos.nemesis import FAULTS, parse_faults
+from chaos.report import REPORT
+from chaos.report.audit import AuditFile, AuditRun, save_audit, write_audit_reports
+from chaos.run.campaign import Campaign, Outcome, run_campaign, stamped_path
+
+MUST_SURVIVE = (
+    "client-pause",
+    "client-pause-at",
+    "client-crash",
+    "slow-work",
+    "latency",
+    "partition",
+    "reset",
+    "server-pause",
+)
+CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
+MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
+CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
+CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
+EXPLORE_BATCH = 4  # programs per explore call: a new seed (and topology) per batch
+MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
+RUNS = "runs"
+
+Faults = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """What to audit, and how long for."""
+
+    lock: str
+    budget_s: float = 60.0
+    faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
+    topology: str = "auto"
+    provider: str = "local"
+    provider_config: Path | None = None
+    seed: int = 1
+    ttl_ms: int = 200
+    fail_on: str = "hard"
+    full: bool = False  # run the whole budget even after a hard violation
+
+    def tested(self) -> Faults:
+        """The faults the audit injects (``UsageError`` for an unknown one)."""
+        entries = [part.strip() for part in self.faults.split(",") if part.strip()]
+        added = [entry[1:] for entry in entries if entry.startswith("+")]
+        replacing = [entry for entry in entries if not entry.startswith("+")]
+        base = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
+        chosen = parse_faults(",".join([base, *added]))
+        seen: dict[str, tuple[str, dict[str, Any]]] = {}
+        for name, overrides in chosen:
+            seen.setdefault(name, (name, overrides))
+        return list(seen.values())
+
+    def assumed_away(self) -> list[str]:
+        """Catalog faults the audit does not inject: what a pass does not vouch for."""
+        tested = {name for name, _ in self.tested()}
+        return [name for name in FAULTS if name not in tested]
+
+    def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
+                 clients: int = 5) -> Campaign:
+        return Campaign(
+            lock=self.lock, faults=faults, topology=self.topology, duration_s=duration_s,
+            clients=clients,
+            ttl_ms=self.ttl_ms, seed=seed, stop_on_first=True, fail_on=self.fail_on,
+            extend_during_work=extend or None, provider=self.provider,
+            provider_config=str(self.provider_config) if self.provider_config else None,
+        )  # fmt: skip
+
+    def validate(self) -> None:
+        if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
+            raise UsageError(
+                f"--budget must be between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} s "
+                f"(got {self.budget_s:g})"
+            )
+        self.campaign(self.tested(), seed=self.seed, extend=False, duration_s=CELL_S).validate()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One seeded campaign of the audit: some faults, extending or not."""
+
+    faults: Faults
+    extend: bool = False
+
+    @property
+    def name(self) -> str:
+        label = " + ".join(name for name, _ in self.faults)
+        return f"{label} (extending)" if self.extend else label
+
+
+def cell_seconds(plan: AuditPlan) -> float:
+    """How long each campaign may run: ``CELL_S``, or less when the campaigns' share of the
+    budget could not otherwise try every fault alone (never under ``MIN_CELL_S``)."""
+    share = plan.budget_s * CAMPAIGN_SHARE / max(len(plan.tested()), 1) - CELL_OVERHEAD_S
+    return max(MIN_CELL_S, min(CELL_S, share))
+
+
+def plan_steps(plan: AuditPlan, extendable: bool) -> list[Step]:
+    """Singles, singles extending (if the lock can extend), then pairs in a seeded order,
+    cut to what fits in the campaigns' share of the budget (at least every single)."""
+    tested = plan.tested()
+    singles = [Step([fault]) for fault in tested]
+    extending = [Step([fault], extend=True) for fault in tested] if extendable else []
+    pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
+    random.Random(plan.seed).shuffle(pairs)
+    fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_seconds(plan) + CELL_OVERHEAD_S))
+    return [*singles, *extending, *pairs][: max(fit, len(singles))]
+
+
+@dataclass
+class StepResult:
+    step: Step
+    outcome: Outcome
+    started_s: float  # since the audit began
+
+
+@dataclass
+class AuditResult:
+    plan: AuditPlan
+    directory: Path
+    steps: list[StepResult] = field(default_factory=list)
+    explored: list[ExploreResult] = field(default_factory=list)
+    skipped: list[Step] = field(default_factory=list)  # planned, not run: a hard one was found
+    wall_s: float = 0.0
+
+    @property
+    def verdicts(self) -> list[tuple[str, Verdict, Path]]:
+        """(what ran, its verdict, its run directory), the worst first."""
+        found = [(s.step.name, s.outcome.verdict, s.outcome.run_dir) for s in self.steps]
+        for result in self.explored:
+            if result.failure is not None and result.run_dir is not None:
+                found.append(("explore", result.failure.verdict, result.run_dir))
+        return sorted(found, key=lambda item: -RANK[item[1].verdict])
+
+    @property
+    def verdict(self) -> str:
+        ranked = self.verdicts
+        return ranked[0][1].verdict if ranked else "ok"
+
+    @property
+    def failed(self) -> bool:
+        return any(fails(verdict, self.plan.fail_on) for _, verdict, _ in self.verdicts)
+
+    @property
+    def first_hard_s(self) -> float | None:
+        """Seconds from the audit's start to the end of the first run that found a hard one."""
+        for s in self.steps:
+            if s.outcome.verdict.hard_violations:
+                first = s.outcome.verdict.first_hard_violation_s or 0.0
+                return s.started_s + first
+        return None
+
+    @property
+    def examples(self) -> int:
+        return sum(result.examples for result in self.explored)
+
+
+Event = Callable[[str], None]
+
+
+def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> AuditResult:
+    """Run the audit of ``plan`` into a new directory under ``out``."""
+    plan.validate()
+    say = on_event or (lambda _: None)
+    info = locks.info(plan.lock)
+    extendable = info.extend if info is not None else True  # a user's lock: try it
+    steps = plan_steps(plan, extendable)
+    cell_s = cell_seconds(plan)
+    directory = stamped_path(out, f"audit-{plan.lock}".replace(":", "_").replace("/", "_"))
+    directory.mkdir(parents=True)
+    result = AuditResult(plan, directory)
+    started = time.monotonic()
+    deadline = started + plan.budget_s
+
+    def broke() -> bool:
+        return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
+
+    for index, step in enumerate(steps):
+        if broke() or time.monotonic() + CELL_OVERHEAD_S > deadline:
+            result.skipped = steps[index:]
+            break
+        say(f"campaign {index + 1}/{len(steps)}: {step.name}")
+        campaign = plan.campaign(step.faults, seed=plan.seed + index, extend=step.extend,
+                                 duration_s=cell_s)
+        at = time.monotonic() - started
+        result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
+    explore_faults = [(n, o) for n, o in plan.tested()
+                      if n in explorable() or n == CLIENT_CRASH]  # BUILT_IN ones always are
+    batch = 0
+    while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
+        batch += 1
+        say(f"explore batch {batch} ({result.examples} programs so far)")
+        campaign = plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
+                                 duration_s=CELL_S, clients=2)
+        explored = explore(campaign, max_examples=EXPLORE_BATCH, out=directory / RUNS)
+        result.explored.append(explored)
+    result.wall_s = time.monotonic() - started
+    audit = record(result)
+    save_audit(directory, audit)
+    write_audit_reports(directory, audit)
+    return result
+
+
+def record(result: AuditResult) -> AuditFile:
+    """What ``audit.json`` keeps of the audit: enough for its pages and a CI log."""
+    plan = result.plan
+    runs = [
+        AuditRun(
+            name=name, verdict=verdict.verdict, hard_violations=verdict.hard_violations,
+            soft_violations=verdict.soft_violations,
+            liveness_violations=verdict.liveness_violations,
+            first_hard_violation_s=verdict.first_hard_violation_s,
+            explanation=verdict.explanations[0] if verdict.explanations else None,
+            duration_s=verdict.duration_s,
+            report=str((run_dir / REPORT).relative_to(result.directory)),
+        )
+        for name, verdict, run_dir in result.verdicts
+    ]
+    return AuditFile(
+        lock=plan.lock, budget_s=plan.budget_s, seed=plan.seed, fail_on=plan.fail_on,
+        verdict=result.verdict, failed=result.failed,
+        tested=[name for name, _ in plan.tested()], explored=explored_faults(plan),
+        assumed_away=plan.assumed_away(), runs=runs,
+        skipped=[step.name for step in result.skipped], examples=result.examples,
+        first_hard_s=None if result.first_hard_s is None else round(result.first_hard_s, 3),
+        wall_s=round(result.wall_s, 3), replay=replay_command(plan),
+    )  # fmt: skip
+
+
+def replay_command(plan: AuditPlan) -> str:
+    """The ``lockchaos audit`` command line that runs ``plan`` again."""
+    words = ["lockchaos", "audit", "--lock", plan.lock, "--budget", f"{plan.budget_s:g}",
+             "--seed", str(plan.seed), "--ttl-ms", str(plan.ttl_ms), "--fail-on", plan.fail_on]
+    if plan.faults:
+        words += ["--faults", plan.faults]
+    if plan.topology != "auto":
+        words += ["--topology", plan.topology]
+    if plan.provider != "local":
+        words += ["--provider", plan.provider]
+    if plan.provider_config:
+        words += ["--provider-config", str(plan.provider_config)]
+    if plan.full:
+        words.append("--full")
+    return shlex.join(words)
+
+
+def explored_faults(plan: AuditPlan) -> list[str]:
+    """What the explore phase steps: the client faults it always explores, and the tested
+    faults it can switch on and off."""
+    tested = {name for name, _ in plan.tested()}
+    return [*BUILT_IN, *(n for n in [*explorable(), CLIENT_CRASH] if n in tested)]
