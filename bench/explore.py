@@ -11,10 +11,13 @@ Cases (issue 6):
   ``clock-jump``).
 
 Every program found is replayed ``--replays`` times on a fresh topology; the verdict (its
-kind and the cause of its first violation) must be the same every time. Prints JSON (and a
-line per run on stderr).
+kind and the cause of its first violation) must be the same every time. Each run reports its
+programs per second. ``--ttl-ms 100,50`` runs every case at each TTL in one go and prints the
+ratio of programs per second (and whether the shrunk programs have the same lengths). Prints
+JSON (and a line per run on stderr).
 
-    python bench/explore.py [--cases del-release,lua] [--seeds 1,2,3] [--replays 5]
+    python bench/explore.py [--cases del-release,lua] [--seeds 1,2,3] [--replays 5] \
+        [--ttl-ms 100,50]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from chaos.checker import Verdict
 from chaos.explore import explore, replay
+from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.rundir import REPLAY
 from chaos.nemesis import parse_faults
 from chaos.run.campaign import Campaign
@@ -70,12 +74,14 @@ def story(verdict: Verdict) -> tuple[str, str | None]:
     return verdict.verdict, first.cause if first else None
 
 
-def run_case(case: Case, seed: int, replays: int, out: Path) -> dict[str, Any]:
+def run_case(case: Case, seed: int, replays: int, out: Path, ttl_ms: int) -> dict[str, Any]:
     campaign = Campaign(
-        lock=case.lock, faults=parse_faults(case.faults), seed=seed, ttl_ms=100, clients=2
+        lock=case.lock, faults=parse_faults(case.faults), seed=seed, ttl_ms=ttl_ms, clients=2
     )
     result = explore(campaign, max_examples=case.max_examples, out=out)
-    row: dict[str, Any] = {"case": case.name, "seed": seed, **result.summary()}
+    row: dict[str, Any] = {"case": case.name, "seed": seed, "ttl_ms": ttl_ms,
+                           **result.summary(),
+                           "programs_per_s": round(result.examples / result.elapsed_s, 2)}
     problems = []
     found = result.failure
     if found is None:
@@ -117,21 +123,44 @@ def main() -> int:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seeds", default="1", help="comma-separated exploration seeds")
     parser.add_argument("--replays", type=int, default=5)
+    parser.add_argument("--ttl-ms", default=str(EXPLORE_TTL_MS), help="comma-separated TTLs")
     args = parser.parse_args()
+    ttls = [int(t) for t in args.ttl_ms.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="lockchaos-bench-explore-") as tmp:
         for name in args.cases.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
-                row = run_case(CASES[name], seed, args.replays, Path(tmp))
-                rows.append(row)
-                print(
-                    f"{name} seed {seed}: found in {row['time_to_find_s']} s, "
-                    f"{row['steps']} steps, {row['elapsed_s']} s in all, "
-                    f"{row['examples']} programs; problems: {row['problems'] or 'none'}",
-                    file=sys.stderr,
-                )
-    print(json.dumps({"runs": rows, "ok": not any(row["problems"] for row in rows)}, indent=2))
+                for ttl in ttls:
+                    row = run_case(CASES[name], seed, args.replays, Path(tmp), ttl)
+                    rows.append(row)
+                    print(
+                        f"{name} seed {seed} TTL {ttl} ms: found in {row['time_to_find_s']} s, "
+                        f"{row['steps']} steps, {row['elapsed_s']} s in all, "
+                        f"{row['examples']} programs ({row['programs_per_s']}/s); "
+                        f"problems: {row['problems'] or 'none'}",
+                        file=sys.stderr,
+                    )
+    result: dict[str, Any] = {"runs": rows, "ok": not any(row["problems"] for row in rows)}
+    if len(ttls) > 1:
+        result["speedup"] = _speedups(rows, ttls)
+    print(json.dumps(result, indent=2))
     return 0 if all(not row["problems"] for row in rows) else 1
+
+
+def _speedups(rows: list[dict[str, Any]], ttls: list[int]) -> list[dict[str, Any]]:
+    """Per case and seed: programs/s at the last TTL over the first, and shrunk lengths."""
+    out = []
+    by = {(r["case"], r["seed"], r["ttl_ms"]): r for r in rows}
+    for case, seed in dict.fromkeys((r["case"], r["seed"]) for r in rows):
+        first, last = by[case, seed, ttls[0]], by[case, seed, ttls[-1]]
+        out.append({
+            "case": case, "seed": seed,
+            "programs_per_s": [first["programs_per_s"], last["programs_per_s"]],
+            "ratio": round(last["programs_per_s"] / first["programs_per_s"], 2),
+            "steps": [first["steps"], last["steps"]],
+            "time_to_find_s": [first["time_to_find_s"], last["time_to_find_s"]],
+        })  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":

@@ -6,14 +6,27 @@ the same node in the same run, so the ratio says how much of Redis's raw speed t
 (per-process Python clients, proxies, one history line per event) leaves for finding races.
 
     python bench/throughput.py [--duration 5] [--lock lua]
+
+``--drivers`` compares, in one run on five standalone masters, the lock cycles per second of
+every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/locks/driver.py) with the
+Python ``lua`` lock (and the Python ``redlock`` for the two Redlocks), counted from each run's
+first acquire (a JVM's start-up is not a lock's speed); then the protocol's own cost per round
+trip: sequential acquire+release pairs from one client against a driver that answers without
+touching Redis (Python, and the Java drivers' protocol code), and against each real driver next
+to its Python twin doing the same commands.
+
+    python bench/throughput.py --drivers [--duration 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 from chaos import history as h
@@ -22,15 +35,28 @@ from chaos.topology import binaries
 from chaos.workload import WorkloadConfig, run_workload
 
 CLIENTS = 10
+DRIVER_CLIENTS = 5  # --drivers: as many clients as a run has (ten JVMs take ~10 s to start)
 
 
 def redis_benchmark(port: int, requests: int) -> float:
     out = subprocess.run(
         [
             binaries.find("redis-benchmark"),
-            "-h", "127.0.0.1", "-p", str(port),
-            "-c", str(CLIENTS), "-n", str(requests), "--csv",
-            "SET", "bench:lock", "v", "NX", "PX", "200",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-c",
+            str(CLIENTS),
+            "-n",
+            str(requests),
+            "--csv",
+            "SET",
+            "bench:lock",
+            "v",
+            "NX",
+            "PX",
+            "200",
         ],
         capture_output=True,
         text=True,
@@ -41,12 +67,127 @@ def redis_benchmark(port: int, requests: int) -> float:
     return float(last.split(",")[1].strip('"'))
 
 
+# -- --drivers ---------------------------------------------------------------------------------
+
+# driver → the Python lock doing the same commands (for the per-operation comparison)
+TWINS = {
+    "jedis-del-release": "del-release",
+    "jedis-lua": "lua-setnx-expire",
+    "redisson": "reentrant",
+    "redsync": "redlock",
+    "node-redlock": "redlock",
+}
+NULL_PYTHON = """
+import json, sys
+n = 0
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "hello":
+        print(json.dumps({"type": "hello", "ok": True, "capabilities": []}), flush=True)
+    elif m["type"] == "acquire":
+        n += 1
+        print(json.dumps({"type": "ok", "id": m["id"], "token": "c1:%d" % n}), flush=True)
+    else:
+        print(json.dumps({"type": "ok", "id": m["id"]}), flush=True)
+"""
+
+
+def flush(topo: topology.Topology) -> None:
+    """Every lock starts on empty nodes (locks leave keys of other types, or with no TTL)."""
+    for node in topo.nodes:
+        with node.client() as conn:
+            conn.flushall()
+
+
+def cycles(topo: topology.Topology, lock: str, duration_s: float) -> dict[str, float]:
+    """Lock cycles per second once every client is running: counted from the moment the last
+    client made its first acquire (a JVM's start-up is not its lock's speed) to the end."""
+    flush(topo)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "history.jsonl"
+        config = WorkloadConfig(lock=lock, ttl_ms=200, work_ms=0, duration_s=duration_s)
+        run_workload(topo, config, path, clients=DRIVER_CLIENTS)
+        events = h.read_history(path)
+    first: dict[str, int] = {}
+    for e in events:
+        if e.f == h.ACQUIRE and e.type == h.INVOKE:
+            first.setdefault(e.process, e.t)
+    if len(first) < DRIVER_CLIENTS:
+        return {"lock_cycles_per_s": float("nan"), "all_started_after_s": float("nan")}
+    since = max(first.values())
+    done = sum(1 for e in events if e.f == h.RELEASE and e.type != h.INVOKE and e.t >= since)
+    span_s = (events[-1].t - since) / 1e9
+    return {
+        "lock_cycles_per_s": round(done / span_s, 1),
+        "all_started_after_s": round((since - events[0].t) / 1e9, 2),
+        "measured_s": round(span_s, 2),
+    }
+
+
+def round_trip_ms(topo: topology.Topology, lock: str, pairs: int) -> float:
+    """Median ms of one acquire+release pair, sequential, one client, nobody else."""
+    from chaos import locks
+    from chaos.locks.context import build_context
+
+    flush(topo)
+    ctx = build_context(topo.client_view("bench"), lock_name="bench:rt", ttl_ms=10_000)
+    client = locks.load(lock)(ctx)
+    times = []
+    try:
+        for _ in range(pairs):
+            started = time.perf_counter()
+            lease = client.acquire()
+            assert lease, f"{lock}: acquire refused with nobody else around"
+            client.release(lease)
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+        ctx.close()
+    times = sorted(times[pairs // 5 :])  # the first fifth warms caches and JITs up
+    return times[len(times) // 2]
+
+
+def drivers_main(duration_s: float, pairs: int) -> None:
+    from chaos.locks import driver
+
+    out: dict[str, object] = {"clients": DRIVER_CLIENTS, "nodes": 5, "duration_s": duration_s}
+    with topology.start("standalone", nodes=5) as topo, tempfile.TemporaryDirectory() as tmp:
+        null_py = Path(tmp) / "null_driver.py"
+        null_py.write_text(NULL_PYTHON)
+        java_null = [*driver.BUNDLED_DRIVERS["jedis-lua"].argv()[:-1], "null"]
+        runs: dict[str, dict[str, float]] = {}
+        for lock in ["lua", "redlock", *driver.BUNDLED_DRIVERS]:
+            runs[lock] = cycles(topo, lock, duration_s)
+        out["cycles"] = runs
+        per_pair = {
+            "python null driver": round_trip_ms(topo, f"exec:{sys.executable} {null_py}", pairs),
+            "java null driver": round_trip_ms(topo, "exec:" + shlex.join(java_null), pairs),
+        }
+        for lock, twin in TWINS.items():
+            per_pair[lock] = round_trip_ms(topo, lock, pairs)
+            per_pair[f"{twin} (python twin of {lock})"] = round_trip_ms(topo, twin, pairs)
+        out["acquire_release_pair_ms_median"] = {k: round(v, 3) for k, v in per_pair.items()}
+        # Two round trips of the protocol per pair.
+        out["protocol_overhead_per_round_trip_ms"] = {
+            "python null driver": round(per_pair["python null driver"] / 2, 3),
+            "java null driver": round(per_pair["java null driver"] / 2, 3),
+        }
+    print(json.dumps(out, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--lock", default="lua")
     parser.add_argument("--requests", type=int, default=200_000)
+    parser.add_argument("--drivers", action="store_true", help="every bundled driver vs Python")
+    parser.add_argument("--pairs", type=int, default=500, help="--drivers: pairs per latency")
     args = parser.parse_args()
+    if args.drivers:
+        drivers_main(args.duration, args.pairs)
+        return
     with topology.start("standalone", nodes=1) as topo, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
         config = WorkloadConfig(lock=args.lock, ttl_ms=200, work_ms=0, duration_s=args.duration)

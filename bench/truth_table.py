@@ -4,7 +4,7 @@ false hard verdicts.
 Targets: every "hard" cell detected in 20/20 seeds with median time ≤ 5 s; no false hard
 verdict in any cell that predicts none. Prints JSON (and a table on stderr).
 
-    python bench/truth_table.py [--seeds 20] [--cells redlock] [--duration 10]
+    python bench/truth_table.py [--seeds 20] [--cells redlock] [--duration 10] [--shard K/N]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from chaos.run.campaign import Campaign, run_campaign
+from chaos.run.shard import parse_shard, take_shard
 from chaos.run.truth_table import CELLS, Cell
 
 
@@ -32,6 +33,7 @@ def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[
             seed=seed,
             stop_on_first=cell.stop_on is not None,
             fail_on=cell.stop_on or "hard",
+            **cell.campaign_options,
         )
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:
@@ -64,11 +66,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--cells", default="", help="only cells whose name contains this")
+    parser.add_argument("--shard", default=None, help="only shard K/N of the cells")
     parser.add_argument("--duration", type=float, default=10.0, help="cap for hard cells (s)")
     parser.add_argument("--quiet-duration", type=float, default=6.0, help="other cells (s)")
     args = parser.parse_args()
     results = []
-    for cell in CELLS:
+    for cell in take_shard(CELLS, parse_shard(args.shard)):
         if args.cells and args.cells not in cell.name:
             continue
         result = run_cell(cell, args.seeds, args.duration, args.quiet_duration)

@@ -19,10 +19,13 @@ from chaos.commands import (
     demo,
     explore,
     list_,
+    merge,
     report,
     run,
     up,
 )
+from chaos.commands import doctor as doctor_command
+from chaos.commands import setup as setup_command
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -47,13 +50,17 @@ app.command("demo")(demo.demo)
 app.command("report")(report.report)
 app.command("compare")(compare.compare)
 app.command("explore")(explore.explore_command)
+app.command("setup")(setup_command.setup)
+app.command("doctor")(doctor_command.doctor)
 app.command("audit")(audit.audit)
+app.command("merge")(merge.merge)
 app.add_typer(compose.app, name="compose", hidden=True)  # the containers of compose/
 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point; returns the exit status (0 ok, 1 violation, 2 bad input)."""
+    """Console entry point; returns the exit status (0 ok, 1 violation, 2 bad input,
+    3 inconclusive: the run did not exercise the lock)."""
     try:
         # In non-standalone mode click returns the code of a ``typer.Exit`` instead of raising.
         code = app(args=argv, standalone_mode=False)

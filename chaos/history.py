@@ -57,6 +57,7 @@ FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 END = "end"  # harness: the run is over
 
 STALE_TOKEN = "stale-token"  # error of a resource access rejected by fencing
+GAVE_UP = "gave-up"  # error of a failed acquire whose lock waited out its own acquire timeout
 
 # What a fault does, as its nemesis ``start`` event declares it (``effects``). The checker
 # reasons about these, never about fault names, so a new fault that declares them is

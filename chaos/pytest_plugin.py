@@ -266,13 +266,19 @@ class Checker:
     def __call__(self, run: RunResult | Path) -> checker.Verdict:
         return checker.check_file(_history_path(run))
 
-    def assert_passes(self, run: RunResult | Path, fail_on: str = "hard") -> checker.Verdict:
+    def assert_passes(
+        self, run: RunResult | Path, fail_on: str = "hard", *, allow_inconclusive: bool = False
+    ) -> checker.Verdict:
         """The verdict, or an ``AssertionError`` explaining every violation at or above
-        ``fail_on`` (and where the history is, for ``lockchaos check-history``)."""
+        ``fail_on`` (and where the history is, for ``lockchaos check-history``) — or why the
+        run was inconclusive: a test that exercised nothing must not pass, as in CI."""
         verdict = self(run)
-        if checker.fails(verdict, fail_on):
+        status = checker.exit_status(verdict, fail_on, allow_inconclusive=allow_inconclusive)
+        if status:
             path = _history_path(run)
-            lines = "\n".join(f"  • {line}" for line in verdict.explanations[:10])
+            why = verdict.explanations if checker.fails(verdict, fail_on) else (
+                verdict.inconclusive_reasons)
+            lines = "\n".join(f"  • {line}" for line in why[:10])
             raise AssertionError(
                 f"lockchaos verdict {verdict.verdict} (failing on {fail_on}); history {path}\n"
                 + lines

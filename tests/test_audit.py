@@ -40,7 +40,7 @@ def test_a_broken_lock_fails_the_audit_fast_with_the_explanation(
 def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["audit", "--lock", "lua", "--budget", "20", "--topology", "standalone",
+    code = main(["audit", "--lock", "lua", "--budget", "40", "--topology", "standalone",
                  "--out", str(tmp_path), "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 0, record
@@ -48,6 +48,8 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     assert record["tested"] == list(MUST_SURVIVE)
     assert "failover" in record["assumed_away"] and "crash-restart" in record["assumed_away"]
     assert len(record["runs"]) >= len(MUST_SURVIVE)  # every fault at least once
+    assert set(record["coverage"]) == set(MUST_SURVIVE)
+    assert all(entry["hit_holder"] for entry in record["coverage"].values()), record["coverage"]
     directory = Path(record["audit_dir"])
     page = (directory / "index.html").read_text()
     assert "Assumed away" in page and "failover" in page

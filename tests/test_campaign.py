@@ -101,7 +101,7 @@ def test_a_users_own_lock_module_runs(tmp_path: Path, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--lock", "redlock", "--faults", "failover"], "needs the sentinel topology"),
+        (["--lock", "redlock", "--faults", "failover"], "needs a master with replicas"),
         (["--lock", "lua", "--faults", "failover", "--topology", "standalone"], "sentinel"),
         (["--lock", "lua", "--faults", "bogus"], "unknown fault 'bogus'"),
         (["--lock", "lua", "--faults", "latency:fast"], "key=value"),
@@ -172,7 +172,8 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
     # Where the topology ran (docker, or the servers an external provider's file names) is
     # part of the run too: a replay of such a run must not quietly rerun it locally.
     elsewhere = replace(campaign, provider="external", provider_config="/etc/lc/ext.toml",
-                        topology="sentinel", nodes=None, extend_during_work=True)
+                        topology="sentinel", nodes=None, extend_during_work=True,
+                        allow_inconclusive=True, nest_depth=2, server="valkey-8.1")
     moved = replace(record, campaign=json.loads(json.dumps(asdict(elsewhere))))
     moved_replay = moved.replay()
     assert moved_replay is not None

@@ -102,10 +102,10 @@ def run(capsys, *args):
 
 
 def test_ok_history_exits_0(tmp_path, capsys):
-    h = History().acquire("c1", 0).release("c1", 50).final_read(100, [])
-    code, out, err = run(capsys, h.save(tmp_path / "h.jsonl"))
+    h = History().acquire("c1", 0).release("c1", 50).acquire("c2", 60).release("c2", 70)
+    code, out, err = run(capsys, h.final_read(100, []).save(tmp_path / "h.jsonl"))
     assert code == 0, err
-    assert out.startswith("verdict: OK  (lock test-lock, TTL 200 ms, 0.100 s, 7 events)")
+    assert out.startswith("verdict: OK  (lock test-lock, TTL 200 ms, 0.100 s, 11 events)")
     assert "lost writes 0" in out
 
 

@@ -152,7 +152,7 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
         assert isinstance(client, ExtendableLockClient) is info.extend, info.name
     assert cited == SEEDS, f"every seed must be the origin of some lock; missing {SEEDS - cited}"
     assert [i.name for i in infos if i.fencing] == ["fenced"]
-    assert [i.name for i in infos if i.topology != "any"] == ["redlock"]
+    assert [i.name for i in infos if i.topology != "any"] == ["redlock", "redsync", "node-redlock"]
 
 
 def test_check_topology_refuses_redlock_where_it_cannot_run() -> None:

@@ -146,14 +146,15 @@ def test_toxiproxy_unreachable_is_a_usage_error() -> None:
 def test_missing_binaries_name_make_setup(tmp_path: Path) -> None:
     code = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "up", "--hold", "0.1"],
-        env={**os.environ, "LOCKCHAOS_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env={**os.environ, "LOCKCHAOS_CACHE": str(tmp_path), "PATH": str(tmp_path / "no-bin")},
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert code.returncode == 2
     assert code.stderr.strip().splitlines() == [
-        "lockchaos: redis-server not found: run `make setup` (or set LOCKCHAOS_REDIS_SERVER)"
+        "lockchaos: redis-server not found: run `lockchaos setup` (or `make setup` in this "
+        "checkout), or set LOCKCHAOS_REDIS_SERVER"
     ]
 
 

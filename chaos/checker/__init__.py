@@ -2,7 +2,8 @@
 
 ``check`` judges events in memory, ``check_file`` a history file (streamed: a file whose
 processes each wrote their events in time order is never held in memory whole). ``fails``
-turns a verdict into a pass/fail decision for a severity threshold.
+turns a verdict into a pass/fail decision for a severity threshold, ``exit_status`` into the
+exit status of a gate (inconclusive runs included).
 
 The pipeline: ``scan`` (one pass, per-process bookkeeping) → ``Timeline`` (time-indexed
 facts) → ``judge`` (overlaps, liveness, data, each explained) → ``Verdict``. The semantics
@@ -20,17 +21,31 @@ from operator import attrgetter
 from chaos.checker import judge, scan
 from chaos.checker.reader import HistoryReader
 from chaos.checker.timeline import Timeline
-from chaos.checker.verdict import VIOLATION_KINDS, Verdict, Violation, check_fail_on, fails
+from chaos.checker.verdict import (
+    EXIT_INCONCLUSIVE,
+    INCONCLUSIVE,
+    VIOLATION_KINDS,
+    LockErrors,
+    Verdict,
+    Violation,
+    check_fail_on,
+    exit_status,
+    fails,
+)
 from chaos.history import Event, HistoryError
 
 __all__ = [
     "DEFAULT_LIVENESS_FACTOR",
+    "EXIT_INCONCLUSIVE",
+    "INCONCLUSIVE",
     "VIOLATION_KINDS",
+    "LockErrors",
     "Verdict",
     "Violation",
     "check",
     "check_fail_on",
     "check_file",
+    "exit_status",
     "fails",
     "read_timeline",
 ]

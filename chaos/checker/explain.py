@@ -11,9 +11,11 @@ direct evidence to the least:
    the other one;
 2. a fault that loses keys began or ended in between;
 3. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
-4. a fault that splits the master was on when the later client acquired: split brain, two
+4. a fault that moves a client's wall clock was on when the later client acquired, aimed at
+   one of the two: a lock that judges expiry by client clocks gave it away early;
+5. a fault that splits the master was on when the later client acquired: split brain, two
    masters granting;
-5. none of the above: the lock granted a key that should still have existed.
+6. none of the above: the lock granted a key that should still have existed.
 
 Which faults lose keys, split the master or stall a client is what each fault's start event
 declares (its ``effects``, ``chaos.history.EFFECTS``): this module knows no fault by name.
@@ -28,9 +30,10 @@ from collections import defaultdict
 
 from chaos.checker.data import LostWrite
 from chaos.checker.holds import NEVER, Hold
-from chaos.checker.liveness import Outage
+from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
 from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
+from chaos.history import MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
 
@@ -111,6 +114,12 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             f"{a.process}'s lease expired at {at(lapsed)} while {a.process} still held it "
             f"({_stalled(a, b.start, timeline, clock)})"
         )
+    moved = _clock_moved(a, b, timeline, clock)
+    if moved is not None:
+        return moved
+    overwritten = _overwritten(a, b, timeline, clock)
+    if overwritten is not None:
+        return overwritten
     split = timeline.split_at(b.start)
     if split is not None:
         return split.name, (
@@ -121,6 +130,61 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     return "unexplained", (
         f"the lock granted {b.process} while {a.process}'s key should still have existed"
     )
+
+
+def _clock_moved(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
+    """A fault that moves one *client's* wall clock (``moves-clock``, aimed at a client and at
+    no node), on while ``b`` acquired and aimed at ``a`` or ``b``: a lock that judges expiry
+    by its clients' clocks (seed 004's ``wrongGetLock2``) then hands out a lock that is still
+    held. The skew is the fault's ``skew_ms`` (or ``offset_ms``) parameter."""
+    for fault in timeline.faults_during(b.invoked, b.start):
+        target = fault.target
+        if MOVES_CLOCK not in fault.effects or (isinstance(target, dict) and target.get("nodes")):
+            continue
+        params = fault.params if isinstance(fault.params, dict) else {}
+        skew = params.get("skew_ms", params.get("offset_ms"))
+        if not isinstance(skew, int | float):
+            continue
+        ran = f"{abs(skew):g} ms {'ahead' if skew > 0 else 'behind'}"
+        during = f"{fault.name} {fault.id} from {clock.at(fault.start)}"
+        if fault.hits(b.process):
+            return fault.name, (
+                f"{b.process}'s clock ran {ran} ({during}): it judged {a.process}'s lock "
+                f"expired and took it"
+            )
+        if fault.hits(a.process):
+            return fault.name, (
+                f"{a.process}'s clock ran {ran} ({during}): the expiry it wrote was not "
+                f"{b.process}'s, so {b.process} judged {a.process}'s lock expired and took it"
+            )
+    return None
+
+
+def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
+    """A third client's acquire that was already under way when ``a`` acquired, failed after
+    it and before ``b`` acquired, and was invoked more than a TTL before ``b`` acquired: a lock
+    whose acquire writes before it knows it won (004's ``getSet``) can have overwritten ``a``'s
+    value with an expiry stamped at that old invoke — already past when ``b`` read it.
+    Acquires that never write (``SET NX``) cannot do this, and for them the faster ones this
+    leaves out are only polling."""
+    ttl = timeline.ttl_ns
+    if ttl is None:
+        return None
+    for failed, invoked, p in zip(
+        timeline.failed_at, timeline.failed_invoked, timeline.failed_by, strict=True
+    ):
+        if (p not in (a.process, b.process) and invoked < a.start < failed <= b.start
+                and invoked + ttl <= b.start):
+            paused = timeline.pauses_of(p, invoked, failed)
+            stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+            return "overwrote", (
+                f"{p}'s acquire, invoked at {clock.at(invoked)}{stalled}, was still under way "
+                f"when {a.process} acquired and failed at {clock.at(failed)}: a losing acquire "
+                f"that writes first overwrote {a.process}'s expiry with one stamped at "
+                f"{clock.at(invoked)}, already past when {b.process} judged the lock expired "
+                f"and took it"
+            )
+    return None
 
 
 def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
@@ -159,6 +223,34 @@ def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
                 f"indeterminate ({attempt.error}): it may hold a key nobody will release."
             )
     return " ".join(parts + _faults(timeline, out.gap[0], out.end, clock))
+
+
+def gave_up(gave_up: GaveUp, timeline: Timeline, clock: Clock) -> str:
+    """Why a waiter gave up although nobody held the lock."""
+    at = clock.at
+    more = (f" ({gave_up.count} acquires gave up while nobody held the lock)"
+            if gave_up.count > 1 else "")
+    return (
+        f"liveness: {gave_up.process} gave up waiting for the lock at {at(gave_up.failed)} "
+        f"(its acquire, invoked at {at(gave_up.invoked)}, ran out its own acquire timeout) "
+        f"while no client held it; {_previous(gave_up.previous, timeline, clock)}: its key "
+        f"outlived it, and an acquire timeout shorter than the TTL gives up before the key "
+        f"expires — lost availability, not a breach of mutual exclusion{more}."
+        + "".join(f" {line}" for line in _faults(timeline, gave_up.invoked, gave_up.failed,
+                                                  clock))
+    )
+
+
+def refused_own(refused: list[tuple[str, int, int, int]], clock: Clock) -> str:
+    """Why a nested acquire failed: the lock refused its own holder (it is not reentrant)."""
+    process, invoked, at, held_since = min(refused, key=lambda r: r[2])
+    more = f" ({len(refused)} nested acquires were refused in all)" if len(refused) > 1 else ""
+    return (
+        f"liveness: {process}'s nested acquire, invoked at {clock.at(invoked)} while {process} "
+        f"held the lock (since {clock.at(held_since)}), was refused by its own holder at "
+        f"{clock.at(at)}: the lock is not reentrant, so a holder that acquires again waits on "
+        f"itself (self-deadlock) until its own lease runs out{more}."
+    )
 
 
 def _previous(hold: Hold | None, timeline: Timeline, clock: Clock) -> str:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from chaos.checker import explain
+from chaos.checker import exercised, explain
+from chaos.checker.coverage import coverage
 from chaos.checker.data import LostWrite, lost_writes
 from chaos.checker.explain import Clock
 from chaos.checker.holds import NEVER
-from chaos.checker.liveness import Outage, find_outages
+from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
 from chaos.checker.timeline import Timeline
-from chaos.checker.verdict import RANK, VIOLATION_KINDS, Verdict, Violation
+from chaos.checker.verdict import INCONCLUSIVE, RANK, VIOLATION_KINDS, Verdict, Violation
 from chaos.history import (
     ACQUIRE,
     CRASH,
@@ -40,6 +41,12 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         violations += [_outage(o, timeline, clock, ttl_ns)
                        for o in find_outages(timeline, threshold)]
 
+    if timeline.refused_own:
+        violations.append(_self_deadlock(timeline, clock))
+    gave_up = gave_up_unheld(timeline)
+    if gave_up is not None:
+        violations.append(_gave_up(gave_up, timeline, clock))
+
     lost = None
     if timeline.final_read is None:
         notes.append("the history has no final read: lost writes were not judged")
@@ -51,13 +58,21 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     if not timeline.has_start_event:
         notes.append("no harness start event: times are counted from the first event")
 
+    # Whether the run exercised the lock: only a finished run without violations can say.
+    reasons: list[str] = []
+    if not violations and timeline.has_end_event:
+        reasons = exercised.inconclusive_reasons(timeline, clock)
+    elif not violations and timeline.has_start_event:
+        notes.append("the history has no end event (a run cut short?): whether it exercised "
+                     "the lock was not judged")
+
     violations.sort(key=lambda v: (-RANK[v.kind], v.start_s))
     by_kind = {kind: sum(v.kind == kind for v in violations) for kind in VIOLATION_KINDS}
     hard_from = [v.both_valid_from_s for v in violations if v.both_valid_from_s is not None]
     lock = timeline.params.get("lock")
     ttl_ms = timeline.params.get("ttl_ms")
     return Verdict(
-        verdict=violations[0].kind if violations else "ok",
+        verdict=violations[0].kind if violations else INCONCLUSIVE if reasons else "ok",
         lock=lock if isinstance(lock, str) else None,
         ttl_ms=ttl_ms if isinstance(ttl_ms, int | float) else None,
         duration_s=clock.seconds(timeline.end),
@@ -72,6 +87,10 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         violations=violations,
         counts=_counts(timeline),
         notes=notes,
+        lock_errors=exercised.lock_errors(timeline, clock),
+        coverage=coverage(timeline),
+        inconclusive_reasons=reasons,
+        lock_unusable=exercised.unusable(timeline) if reasons else None,
     )
 
 
@@ -106,6 +125,38 @@ def _outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> Viola
     )
 
 
+def _self_deadlock(timeline: Timeline, clock: Clock) -> Violation:
+    """Nested acquires refused by their own holder: one liveness violation for all of them
+    (a thread that waited for it would wait on itself until its own lease ran out)."""
+    refused = timeline.refused_own
+    first = min(refused, key=lambda r: r[2])
+    return Violation(
+        kind="liveness",
+        processes=sorted({r[0] for r in refused}),
+        start_s=clock.seconds(first[3]),
+        end_s=clock.seconds(first[2]),
+        explanation=explain.refused_own(refused, clock),
+        cause="self-deadlock",
+        faults=[fault.id for fault in timeline.faults_during(first[3], first[2])],
+        failed_acquires=len(refused),
+    )
+
+
+def _gave_up(gave_up: GaveUp, timeline: Timeline, clock: Clock) -> Violation:
+    """Waiters that gave up while nobody alive held the lock: lost availability (a liveness
+    violation), never a breach of mutual exclusion."""
+    return Violation(
+        kind="liveness",
+        processes=[gave_up.process],
+        start_s=clock.seconds(gave_up.invoked),
+        end_s=clock.seconds(gave_up.failed),
+        explanation=explain.gave_up(gave_up, timeline, clock),
+        cause="gave-up",
+        faults=[f.id for f in timeline.faults_during(gave_up.invoked, gave_up.failed)],
+        failed_acquires=gave_up.count,
+    )
+
+
 def _lost(lost: list[LostWrite], read_at: int, overlaps: list[Overlap], timeline: Timeline,
           clock: Clock) -> Violation:
     return Violation(
@@ -132,4 +183,7 @@ def _counts(timeline: Timeline) -> dict[str, int]:
     counts["crashes"] = outcomes.get(INFO, {}).get(CRASH, 0)
     counts["pause_points"] = outcomes.get(INFO, {}).get(PAUSE_POINT, 0)
     counts["faults"] = len(timeline.faults)
+    counts["lock_cycles"] = exercised.lock_cycles(timeline)
+    counts["lock_bugs"] = sum(bugs.count for bugs in timeline.lock_bugs.values())
+    counts["lock_unusable"] = len({raised.process for raised in timeline.unusable})
     return counts

@@ -68,3 +68,39 @@ def _gaps(timeline: Timeline, longer_than: float) -> list[tuple[Span, Hold | Non
     if timeline.end - covered_until > longer_than:  # nobody held it again until the end
         gaps.append(((covered_until, NEVER), previous))
     return gaps
+
+
+@dataclass(frozen=True, slots=True)
+class GaveUp:
+    """Acquires that waited out their lock's own acquire timeout while no client held the
+    lock (the first of them, and how many): availability lost to a key nobody alive owned."""
+
+    process: str
+    invoked: int
+    failed: int
+    count: int
+    previous: Hold | None  # the last hold that ended before the first one was invoked
+
+
+def gave_up_unheld(timeline: Timeline) -> GaveUp | None:
+    """Seed 002's rule, "acquire_timeout 必須大於 lock_timeout": a waiter whose timeout is shorter
+    than the TTL gives up while a crashed holder's key still lives. Only give-ups during which
+    nobody held the lock at all count; giving up behind a live holder is plain contention."""
+    if not timeline.gave_up:
+        return None
+    holds = timeline.holds  # sorted by start (sealed)
+    starts = [hold.start for hold in holds]
+    reach: list[int] = []  # reach[i]: the latest end among holds[:i + 1]
+    for hold in holds:
+        reach.append(max(hold.end, reach[-1]) if reach else hold.end)
+    unheld = []
+    for process, invoked, failed in timeline.gave_up:
+        i = bisect_right(starts, failed) - 1
+        if i < 0 or reach[i] <= invoked:
+            unheld.append((process, invoked, failed))
+    if not unheld:
+        return None
+    process, invoked, failed = min(unheld, key=lambda g: g[2])
+    before = [hold for hold in holds if hold.end <= invoked]
+    previous = max(before, key=lambda hold: hold.end) if before else None
+    return GaveUp(process, invoked, failed, len(unheld), previous)

@@ -20,16 +20,27 @@ from typing import Any
 
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.reader import AnyEvent, value_of
-from chaos.checker.timeline import FaultSpan, PauseReached, Release, Timeline, UnsureAcquire
+from chaos.checker.timeline import (
+    FaultSpan,
+    LockBugs,
+    PauseReached,
+    Raised,
+    Release,
+    Timeline,
+    UnsureAcquire,
+)
 from chaos.history import (
     ACQUIRE,
     CRASH,
+    END,
     EXTEND,
     FAIL,
     FINAL_READ,
+    GAVE_UP,
     HARNESS,
     INFO,
     INVOKE,
+    LOCK_UNUSABLE,
     NEMESIS,
     OK,
     PAUSE_POINT,
@@ -76,6 +87,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     holds = timeline.holds
     failed_at = timeline.failed_at
     failed_invoked = timeline.failed_invoked
+    failed_by = timeline.failed_by
     acked_ops, acked_at, acked_by = timeline.acked_ops, timeline.acked_at, timeline.acked_by
     lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
     open_faults: dict[str, FaultSpan] = {}
@@ -163,6 +175,14 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             if f == ACQUIRE:
                 failed_at.append(t)
                 failed_invoked.append(st.op_t if st.op == ACQUIRE else t)
+                failed_by.append(st.name)
+                if ev.error == GAVE_UP:
+                    timeline.gave_up.append((st.name, failed_invoked[-1], t))
+                hold = st.hold  # a nested acquire, refused while its own lease was valid
+                if hold is not None and hold.leases[-1][1] > t and _nested(ev):
+                    timeline.refused_own.append(
+                        (st.name, st.op_t if st.op == ACQUIRE else t, t, hold.start)
+                    )
             elif ev.error == STALE_TOKEN:
                 stale += 1
             elif f == RELEASE and st.op == RELEASE and st.released is not None:
@@ -195,6 +215,8 @@ def _info(
 ) -> None:
     """The rare events: indeterminate outcomes, crashes, pause points, faults, run start."""
     t, p, f = ev.t, st.name, ev.f
+    if f in _LOCK_OPS and ev.error is not None:
+        _raised(timeline, p, t, f, ev)
     if f == ACQUIRE:
         invoked = st.op_t if st.op == ACQUIRE else t
         timeline.unsure_acquires.append(UnsureAcquire(p, invoked, error=ev.error))
@@ -210,6 +232,11 @@ def _info(
             timeline.unsure_acquires.append(UnsureAcquire(p, st.op_t, crashed=t))
         st.op = None  # a fresh process may take the id over: it starts with nothing
         st.released = None
+        first = timeline.crash_error
+        if ev.error is not None and (first is None or t < first.t):
+            timeline.crash_error = Raised(p, t, ev.error, ev.traceback)
+    elif f == LOCK_UNUSABLE:
+        timeline.unusable.append(Raised(p, t, ev.error or "unknown error", ev.traceback))
     elif f == PAUSE_POINT:
         point = value_of(ev.value) or {}
         timeline.pause_points.setdefault(p, []).append(
@@ -221,6 +248,37 @@ def _info(
         timeline.params = value_of(ev.value) or {}
         timeline.has_start_event = True
         timeline.start = t
+    elif p == HARNESS and f == END:
+        timeline.has_end_event = True
+
+
+_LOCK_OPS = (ACQUIRE, RELEASE, EXTEND)
+
+
+def _nested(ev: AnyEvent) -> bool:
+    """Whether an acquire event is marked nested (``value: {"depth": d}``)."""
+    value = value_of(ev.value)
+    return isinstance(value, dict) and "depth" in value
+
+
+def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:
+    """An acquire, release or extend that raised: the first of each (by time: the file is
+    only in time order per process), every error type, and the ones the client marked as
+    bugs in the lock (the earliest is its process's first, which carries the traceback)."""
+    error = ev.error or ""
+    raised = Raised(p, t, error, ev.traceback)
+    first = timeline.raised.get(f)
+    if first is None or t < first.t:
+        timeline.raised[f] = raised
+    timeline.raised_types.setdefault(f, set()).add(error.partition(":")[0])
+    if ev.bug:
+        bugs = timeline.lock_bugs.get(f)
+        if bugs is None:
+            timeline.lock_bugs[f] = LockBugs(1, raised)
+        else:
+            bugs.count += 1
+            if t < bugs.first.t:
+                bugs.first = raised
 
 
 def _add_lease(

@@ -89,6 +89,24 @@ class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
     crashed: int | None = None
 
 
+class Raised(msgspec.Struct, gc=False):
+    """An operation that raised (an ``info`` with an ``error``), or a client that could not
+    start its lock: who, when, what; ``traceback`` where the history carries one."""
+
+    process: str
+    t: int
+    error: str
+    traceback: str | None = None
+
+
+class LockBugs(msgspec.Struct, gc=False):
+    """The exceptions of one lock operation that the client marked ``bug`` (not a Redis or
+    connection error): how many, and the first one."""
+
+    count: int
+    first: Raised
+
+
 @dataclass(slots=True)
 class Timeline:
     """The facts of one history. Times are monotonic ns; ``start``/``end`` bound the run."""
@@ -102,6 +120,13 @@ class Timeline:
     # millions of failures keep no Python objects alive.
     failed_at: array[int] = field(default_factory=lambda: array("q"))
     failed_invoked: array[int] = field(default_factory=lambda: array("q"))
+    failed_by: list[str] = field(default_factory=list)  # the process of each (shared names)
+    # Nested acquires (marked ``depth``) refused while their own process held the lock, its
+    # lease still valid:
+    # (process, invoked, refused at, the hold's start). A lock refusing its own holder.
+    refused_own: list[tuple[str, int, int, int]] = field(default_factory=list)
+    # Acquires that gave up after their lock's own acquire timeout: (process, invoked, failed).
+    gave_up: list[tuple[str, int, int]] = field(default_factory=list)
     unsure_acquires: list[UnsureAcquire] = field(default_factory=list)
     # Releases that returned true without a hold to end; the others are on their holds.
     orphan_releases: list[Release] = field(default_factory=list)
@@ -115,6 +140,13 @@ class Timeline:
     stale_rejected: int = 0
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)  # type → f → events
     events: int = 0
+    has_end_event: bool = False  # the harness's end: the run is over, not cut short
+    # What acquire, release and extend raised: the first of each, and every error type seen.
+    raised: dict[str, Raised] = field(default_factory=dict)
+    raised_types: dict[str, set[str]] = field(default_factory=dict)
+    lock_bugs: dict[str, LockBugs] = field(default_factory=dict)  # by operation
+    unusable: list[Raised] = field(default_factory=list)  # clients whose lock factory failed
+    crash_error: Raised | None = None  # the first client crash that said why (at start)
     _releases: list[Release] | None = None  # every release that returned true, by ack time
     _release_acks: list[int] = field(default_factory=list)
     _key_losses: list[tuple[int, FaultSpan]] = field(default_factory=list)

@@ -8,7 +8,11 @@ Kinds of violation, from least to most severe:
 * ``data`` — acknowledged writes are missing from the resource at the end;
 * ``hard`` — two clients held the lock at once, both within the validity the lock claimed.
 
-``verdict`` is the most severe kind found, ``ok`` if none.
+``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
+did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``),
+else ``ok``. A violation is evidence whatever else happened, so it always wins.
+
+Exit statuses of the commands that judge a run: ``exit_status``.
 """
 
 from __future__ import annotations
@@ -17,17 +21,28 @@ from typing import Any
 
 import msgspec
 
+from chaos.checker.coverage import FaultCoverage
 from chaos.errors import UsageError
 
-RANK = {"ok": 0, "soft": 1, "liveness": 2, "data": 3, "hard": 4}
+INCONCLUSIVE = "inconclusive"
+# Verdicts by severity: inconclusive (nothing found, but nothing tested either) sits between
+# ok and the least violation.
+RANK = {"ok": 0, INCONCLUSIVE: 1, "soft": 2, "liveness": 3, "data": 4, "hard": 5}
 VIOLATION_KINDS = ("soft", "liveness", "data", "hard")  # least severe first
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1  # a violation at or above --fail-on
+EXIT_USAGE = 2  # bad input (chaos.cli)
+EXIT_INCONCLUSIVE = 3  # the run did not exercise the lock (unless --allow-inconclusive)
 
 
 class Violation(msgspec.Struct, kw_only=True):
     """One violation; times in seconds since the run started.
 
     ``cause`` (overlaps) is ``foreign-release``, ``in-flight-release``, ``lease-expired``,
-    ``unexplained`` or the name of the key-losing fault. ``expires_s`` is each holder's lease
+    ``overwrote``, ``unexplained`` or the name of the fault blamed (one that loses keys, moves
+    a client's clock or splits the master); (liveness) ``self-deadlock`` or ``gave-up`` for
+    the findings of docs/history-format.md's "Liveness", else none. ``expires_s`` is each holder's lease
     deadline in effect when the overlap began (None: no deadline). ``both_valid_*`` bound the
     first stretch in which both leases were valid (hard violations only).
     """
@@ -46,9 +61,27 @@ class Violation(msgspec.Struct, kw_only=True):
     op_ids: list[str] = []  # data: the lost writes
 
 
+class LockErrors(msgspec.Struct, kw_only=True):
+    """The exceptions of one lock operation (``acquire``, ``release``, ``extend``) that were
+    not Redis or connection errors: bugs in the lock. Each was judged as an indeterminate
+    outcome (sound for the checker); they are counted here so that nobody misses them."""
+
+    op: str
+    count: int
+    error: str  # the first one, "Type: message"
+    process: str  # who raised it first
+    at_s: float  # when
+    traceback: str | None = None  # its traceback, when the history has it
+
+
 class Verdict(msgspec.Struct, kw_only=True):
     """The whole answer. ``lost_writes``/``lost_write_ids`` are None when the history has no
-    final read to judge them by; ``notes`` says what could not be judged and why."""
+    final read to judge them by; ``notes`` says what could not be judged and why.
+
+    ``inconclusive_reasons`` are the sentences behind an ``inconclusive`` verdict (empty
+    otherwise); ``lock_unusable`` is the one among them that means the lock never started in
+    any client (its factory failed in all of them): bad input, not a finding. The last three
+    fields have defaults so that a ``verdict.json`` written before them still loads."""
 
     verdict: str
     lock: str | None
@@ -65,6 +98,14 @@ class Verdict(msgspec.Struct, kw_only=True):
     violations: list[Violation]
     counts: dict[str, int]
     notes: list[str]
+    lock_errors: list[LockErrors] = []
+    inconclusive_reasons: list[str] = []
+    lock_unusable: str | None = None
+    coverage: dict[str, FaultCoverage] = {}  # per fault name: fired, hit a holder, time on
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.verdict == INCONCLUSIVE
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready builtins (what ``verdict.json`` holds)."""
@@ -73,8 +114,11 @@ class Verdict(msgspec.Struct, kw_only=True):
 
 
 def fails(verdict: Verdict, fail_on: str) -> bool:
-    """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``."""
-    if fail_on not in RANK:
+    """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``.
+
+    An inconclusive verdict has no violation: whether it fails a gate is ``exit_status``'s
+    question (the search, the explorer and stop-on-first look for violations only)."""
+    if fail_on not in RANK or fail_on == INCONCLUSIVE:
         kinds = ", ".join(VIOLATION_KINDS)
         raise ValueError(f"unknown violation kind {fail_on!r}; expected one of {kinds}")
     return reaches(verdict.verdict, fail_on)
@@ -91,5 +135,17 @@ def check_fail_on(fail_on: str, option: str = "--fail-on") -> str:
 
 def reaches(kind: str, fail_on: str) -> bool:
     """Whether a violation (or verdict) of ``kind`` fails a run that fails on ``fail_on``
-    ("ok" never does, whatever ``fail_on`` says)."""
-    return RANK[kind] >= max(RANK[fail_on], 1)
+    ("ok" and "inconclusive" never do, whatever ``fail_on`` says: see ``exit_status``)."""
+    return kind in VIOLATION_KINDS and RANK[kind] >= RANK[fail_on]
+
+
+def exit_status(verdict: Verdict, fail_on: str, *, allow_inconclusive: bool = False) -> int:
+    """The exit status of a command that judged a run: ``EXIT_VIOLATION`` for a violation at
+    or above ``fail_on``; ``EXIT_INCONCLUSIVE`` for a run that did not exercise the lock, unless
+    allowed — whatever ``fail_on`` says, a gate must not go green on a run that tested
+    nothing; else ``EXIT_OK``."""
+    if fails(verdict, fail_on):
+        return EXIT_VIOLATION
+    if verdict.inconclusive and not allow_inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK

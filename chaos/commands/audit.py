@@ -2,7 +2,8 @@
 
 Campaigns of every fault a lock must survive (alone, extending, in pairs), then ``explore``,
 within ``--budget`` seconds; one verdict, one page linking every run, one junit.xml. Exit
-status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input.
+status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input, 3
+inconclusive (the audit did not exercise the lock).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
 from chaos.report.audit import AUDIT, load_audit
 from chaos.report.matrix import INDEX
-from chaos.report.summary import STYLE
+from chaos.report.summary import STYLE, coverage_line
 from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
 from chaos.signals import sigterm_unwinds
 
@@ -29,14 +30,21 @@ def audit(
         help=f"faults to inject instead of the defaults ({', '.join(MUST_SURVIVE)}); "
              "+name adds one to them, e.g. +crash-restart-delayed",
     ),
-    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    topology: str = typer.Option(
+        "auto", "--topology", help="auto, standalone, sentinel or cluster (local provider)"
+    ),
     provider: str = PROVIDER,
     provider_config: Path | None = PROVIDER_CONFIG,
+    server: str | None = SERVER,
     ttl_ms: int = typer.Option(200, "--ttl-ms"),
     seed: int = typer.Option(1, "--seed"),
     fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
     full: bool = typer.Option(
         False, "--full", help="spend the whole budget even after a hard violation"
+    ),
+    allow_inconclusive: bool = typer.Option(
+        False, "--allow-inconclusive",
+        help="exit 0, not 3, when the audit did not exercise the lock",
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="where the audit directory goes"),
     json_output: bool = typer.Option(False, "--json", help="print audit.json only"),
@@ -45,7 +53,9 @@ def audit(
     nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
     plan = AuditPlan(
         lock=lock, budget_s=budget, faults=faults, topology=topology, provider=provider,
-        provider_config=provider_config, seed=seed, ttl_ms=ttl_ms, fail_on=fail_on, full=full,
+        provider_config=provider_config, server=server, seed=seed, ttl_ms=ttl_ms,
+        fail_on=fail_on, full=full,
+        allow_inconclusive=allow_inconclusive,
     )  # fmt: skip
     err = Console(stderr=True)
     with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:
@@ -62,6 +72,10 @@ def audit(
                       f"{record.wall_s:.0f} s; {result.directory}")
         console.print(f"  tested: {', '.join(record.tested)}")
         console.print(f"  assumed away: {', '.join(record.assumed_away) or 'nothing'}")
+        console.print("  coverage: " + "; ".join(
+            coverage_line(name, entry) for name, entry in record.coverage.items()))
+        for reason in record.inconclusive_reasons:
+            console.print(f"  [bold yellow]inconclusive:[/] {reason}")
         if record.first_hard_s is not None:
             console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
         for run in record.runs[:5]:
@@ -69,4 +83,4 @@ def audit(
                 console.print(f"  • [{STYLE.get(run.verdict, 'red')}]{run.verdict}[/] "
                               f"{run.name}: {run.explanation or ''}")
         print((result.directory / INDEX).resolve())
-    raise typer.Exit(1 if record.failed else 0)
+    raise typer.Exit(record.exit_status)

@@ -1,7 +1,8 @@
 """``lockchaos check-history``: judge a history file and say why, in words or as JSON.
 
 Exit status: 0 when nothing at or above ``--fail-on`` was found, 1 when something was, 2 when
-the input cannot be judged at all (missing file, not a history, bad option).
+the input cannot be judged at all (missing file, not a history, bad option), 3 when the run
+did not exercise the lock (inconclusive; 0 with ``--allow-inconclusive``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import msgspec
 import typer
 from rich.console import Console
 
-from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, fails
+from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, exit_status
 from chaos.errors import UsageError
 from chaos.report.summary import judge_file, print_verdict
 
@@ -25,6 +26,10 @@ def check_history(
         "hard", "--fail-on",
         help="Exit 1 on any violation at least this severe: soft < liveness < data < hard.",
     ),
+    allow_inconclusive: bool = typer.Option(
+        False, "--allow-inconclusive",
+        help="Exit 0, not 3, when the run did not exercise the lock (inconclusive).",
+    ),
     liveness_factor: float = typer.Option(
         DEFAULT_LIVENESS_FACTOR, "--liveness-factor",
         help="Flag a liveness violation when nobody could acquire for longer than this many "
@@ -32,7 +37,8 @@ def check_history(
     ),
 ) -> None:
     """Check the history file PATH (JSON lines a run wrote) for mutual-exclusion, liveness
-    and lost-update violations, and explain each one."""
+    and lost-update violations, and explain each one. Exit 0 ok, 1 violation, 2 bad input,
+    3 inconclusive (the run did not exercise the lock)."""
     check_fail_on(fail_on)
     if not liveness_factor > 0:
         raise UsageError(f"--liveness-factor must be a positive number, not {liveness_factor}")
@@ -42,4 +48,4 @@ def check_history(
         sys.stdout.write("\n")
     else:
         print_verdict(verdict, Console(soft_wrap=True, highlight=False))
-    raise typer.Exit(1 if fails(verdict, fail_on) else 0)
+    raise typer.Exit(exit_status(verdict, fail_on, allow_inconclusive=allow_inconclusive))

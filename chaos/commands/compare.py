@@ -23,14 +23,22 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.errors import UsageError
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
 from chaos.run.compare import CellPlan, plan_matrix, run_matrix
+from chaos.run.shard import parse_shard, take_shard
 from chaos.signals import sigterm_unwinds
 
-STYLE = {"ok": "green", "soft": "yellow", "liveness": "magenta", "data": "bold magenta",
-         "hard": "bold red"}
+STYLE = {"ok": "green", "inconclusive": "bold yellow", "soft": "yellow", "liveness": "magenta",
+         "data": "bold magenta", "hard": "bold red"}
 GRID_COLUMNS = 4  # more fault columns than this print as one row per cell
+
+
+SHARD = typer.Option(
+    None, "--shard", help="run only shard K/N of the cells (join the shards with `lockchaos "
+    "merge`): every N-th cell from the K-th",
+)
 
 
 def compare(
@@ -47,18 +55,36 @@ def compare(
     out: Path = typer.Option(Path("reports"), "--out", help="where the compare directory goes"),
     provider: str = PROVIDER,
     provider_config: Path | None = PROVIDER_CONFIG,
+    server: str | None = SERVER,
+    servers: str | None = typer.Option(
+        None, "--servers",
+        help="comma-separated servers (redis-7.0,redis-8.0,valkey-8.1): every lock × fault "
+        "cell on each, one row per lock @ server (--provider docker)",
+    ),
+    shard: str | None = SHARD,
 ) -> None:
     """Run every lock against every fault column on fresh topologies; print the matrix and
     write index.html + matrix.json."""
+    if server is not None and servers is not None:
+        raise UsageError("give --server NAME or --servers a,b,c, not both")
+    chosen: list[str | None] = [server]
+    if servers is not None:
+        chosen = [name.strip() for name in servers.split(",") if name.strip()]
+        if not chosen:
+            raise UsageError("--servers is empty: e.g. --servers redis-7.0,valkey-8.1")
     plans = plan_matrix(
         locks.split(","), faults.split(","), duration, "hard" if stop_on_first else None,
-        provider=provider, provider_config=provider_config,
+        provider=provider, provider_config=provider_config, servers=chosen,
     )
-    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare")
+    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard)
 
 
-def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str) -> Path:
-    """Run ``plans`` with live progress, print the table and the index's path (last line)."""
+def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str,
+                 shard: str | None = None) -> Path:
+    """Run ``plans`` (shard K/N of them, if asked) with live progress, print the table and the
+    index's path (last line)."""
+    chosen = parse_shard(shard)
+    plans = take_shard(plans, chosen)
     err = Console(stderr=True)
     runs = len(plans) * seeds
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -75,7 +101,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
 
         directory, matrix = run_matrix(
             plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
-            save=write_compare_reports,
+            save=write_compare_reports, shard=chosen,
         )
     console = Console()
     console.print(_table(matrix))

@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 
 from chaos import history as h
-from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, fails
+from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, exit_status
 from chaos.locks.contract import Lease
 from chaos.report.summary import judge_file, print_verdict
 from chaos.topology.base import ClientView
@@ -44,6 +44,8 @@ from chaos.workload.worker import Worker, WorkerSpec, WorkloadConfig
 LOCK = "lua-extend"  # seed 001's RedisLockV2
 LOSE_LOCK_P = 0.2  # the seed's `loss_lock = bool(random.random() > 0.8)`
 SEED_RETRY_MS = 100.0  # the seed sleeps 0.1 s between refused acquires
+SEED_TTL_S = 2  # LockDemo's self._ttl
+SEED_EXTEND_S = 0.2  # it extends every 0.2 s while it works
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -59,7 +61,8 @@ def _address(value: str) -> tuple[str, int]:
 
 
 def demo_config(ttl_ms: int, duration_s: float) -> WorkloadConfig:
-    """The seed's demo: work for one TTL, extending every TTL/3; retry every 0.1 s."""
+    """The seed's demo: work for one TTL (``SeedDemoWorker.work`` extends as the seed does);
+    retry every 0.1 s."""
     return WorkloadConfig(
         lock=LOCK,
         ttl_ms=ttl_ms,
@@ -72,15 +75,34 @@ def demo_config(ttl_ms: int, duration_s: float) -> WorkloadConfig:
 
 
 class SeedDemoWorker(Worker):
-    """One client of the demo: one cycle in five lets its lock time out mid-work."""
+    """One client of the demo, as ``LockDemo.run`` is written: one cycle in five lets its lock
+    time out mid-work; the others extend every 0.2 s while "doing sth"; every cycle ends with
+    an idle ``randint(1, 4)`` s. Those are seconds at the seed's 2 s TTL: another TTL scales
+    them with it (``--ttl-ms 2000``, the Compose default, runs the seed's very numbers)."""
 
     lose_lock_p = LOSE_LOCK_P
+
+    def _seed_seconds(self, seconds: float) -> float:
+        """``seconds`` of the seed's demo, at this run's TTL."""
+        return seconds * self.config.ttl_ms / 1000 / SEED_TTL_S
 
     def work(self, lease: Lease) -> Lease:
         if self.rng.random() < self.lose_lock_p:  # "lock timeout!": sleep 3 × TTL, no extend
             time.sleep(3 * self.config.ttl_ms / 1000)
             return lease
-        return super().work(lease)
+        # for _ in range(int(self._ttl / 0.2)): time.sleep(0.2); set_lock_ttl(ttl=self._ttl)
+        for _ in range(int(SEED_TTL_S / SEED_EXTEND_S)):
+            time.sleep(self._seed_seconds(SEED_EXTEND_S))
+            lease = self.extend(lease)
+        return lease
+
+    def release(self, lease: Lease) -> bool | None:
+        released = super().release(lease)
+        # time.sleep(random.randint(max(1, self._ttl - 2), max(4, self._ttl + 2)))
+        ttl = SEED_TTL_S
+        idle = self.rng.randint(max(1, ttl - 2), max(4, ttl + 2))
+        time.sleep(self._seed_seconds(idle))
+        return released
 
 
 @app.command()
@@ -157,5 +179,5 @@ def check(
     check_fail_on(fail_on, "LOCKCHAOS_DEMO_FAIL_ON")
     verdict = judge_file(history, DEFAULT_LIVENESS_FACTOR)
     print_verdict(verdict, Console(soft_wrap=True, highlight=False))
-    raise typer.Exit(1 if fails(verdict, fail_on) else 0)  # as check-history does
+    raise typer.Exit(exit_status(verdict, fail_on))  # as check-history does
 

@@ -3,7 +3,7 @@
 A ``compare`` over the cells of the truth table (``chaos.run.truth_table``: what the seed posts,
 Kleppmann and the Redis docs claim about each lock) plus one telling cell for each bundled
 lock the table has no claim about. Cells that predict a violation stop at the first one;
-the others run a few seconds. About 80 s on 2 cores; it ends by printing the path
+the others run a few seconds. About two minutes on 2 cores; it ends by printing the path
 of the comparison's index.html.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from chaos.commands.compare import run_and_show
+from chaos.commands.compare import SHARD, run_and_show
 from chaos.run.compare import CellPlan
 from chaos.run.truth_table import CELLS
 
@@ -29,7 +29,7 @@ def demo_plans(duration_s: float, quiet_s: float) -> list[CellPlan]:
     """The truth table's cells, then one for each unclaimed bundled lock (in that order)."""
     plans = [
         CellPlan(cell.lock, cell.faults, duration_s if cell.stop_on else quiet_s,
-                 cell.stop_on or "hard")
+                 cell.stop_on or "hard", options=cell.options)
         for cell in CELLS
     ]
     claimed = {cell.lock for cell in CELLS}
@@ -46,7 +46,9 @@ def demo(
         5.0, "--quiet-duration", help="seconds for cells expected to show no hard violation"
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="the demo's directory goes here"),
+    shard: str | None = SHARD,
 ) -> None:
     """Run every bundled lock against the faults that break it, side by side."""
     run_and_show(demo_plans(duration, quiet_duration), seeds=1, out=out / "demo",
-                 title="lockchaos demo: the bundled locks against the faults that matter")
+                 title="lockchaos demo: the bundled locks against the faults that matter",
+                 shard=shard)

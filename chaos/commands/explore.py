@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from chaos.explore.explorer import ExploreResult, explore
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.explore.explorer import EXPLORE_TTL_MS, ExploreResult, explore
 from chaos.explore.rundir import REPLAY
 from chaos.run.campaign import Campaign
 from chaos.signals import sigterm_unwinds
@@ -23,8 +24,13 @@ def explore_command(
     ),
     topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
     nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
+    provider: str = PROVIDER,
+    provider_config: Path | None = PROVIDER_CONFIG,
+    server: str | None = SERVER,
     clients: int = typer.Option(2, "--clients"),
-    ttl_ms: int = typer.Option(100, "--ttl-ms"),
+    ttl_ms: int = typer.Option(
+        EXPLORE_TTL_MS, "--ttl-ms", help="the lock's TTL; every wait is a multiple of it"
+    ),
     max_examples: int = typer.Option(100, "--max-examples", help="programs to try"),
     steps: int = typer.Option(20, "--steps", help="steps per program (before shrinking)"),
     seed: int = typer.Option(1, "--seed"),
@@ -43,6 +49,9 @@ def explore_command(
         ttl_ms=ttl_ms,
         seed=seed,
         fail_on=fail_on,
+        provider=provider,
+        provider_config=provider_config,
+        server=server,
     )
     status = f"exploring {lock} ({max_examples} programs of up to {steps} steps)…"
     with sigterm_unwinds(), Console(stderr=True).status(status):

@@ -11,6 +11,17 @@ from rich.table import Table
 from chaos import locks
 from chaos.nemesis import FAULTS
 
+# Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
+# what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
+OPTIONS = (
+    ("--nest-depth K", "acquire K times per critical section, the inner ones while holding: "
+     "a reentrant lock lets its holder in, a string lock refuses it (self-deadlock)",
+     "003_ad4e3d3f63ce056d.txt, 可重入性"),
+    ("--ttl-ms, --work-ms, --clients", "the lock's TTL, the holder's work, the contention: "
+     "e.g. a 1.5 s TTL that int(expire) truncates to EX 1 (001), 10 clients as in 002's demo",
+     "001 / 002"),
+)
+
 
 def catalog() -> dict[str, list[dict[str, str]]]:
     return {
@@ -27,6 +38,9 @@ def catalog() -> dict[str, list[dict[str, str]]]:
         "faults": [
             {"name": fault.name, "summary": fault.summary, "topology": fault.needs}
             for fault in FAULTS.values()
+        ],
+        "options": [
+            {"name": name, "summary": summary, "seed": seed} for name, summary, seed in OPTIONS
         ],
     }
 
@@ -49,4 +63,10 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
         table.add_column(column, overflow="fold")
     for fault in data["faults"]:
         table.add_row(fault["name"], fault["summary"], fault["topology"])
+    console.print(table)
+    table = Table(title="workload options (lockchaos run)")
+    for column in ("option", "what it does", "seed"):
+        table.add_column(column, overflow="fold")
+    for option in data["options"]:
+        table.add_row(option["name"], option["summary"], option["seed"])
     console.print(table)

@@ -20,8 +20,8 @@ def report(
     (in a compare directory: index.html and junit.xml from matrix.json; in an audit
     directory, from audit.json); prints the page."""
     if not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: no such directory; give a directory that "
-                         "`lockchaos run`, `compare` or `audit` wrote")
+        raise UsageError(f"{run_dir}: no such directory; give a run directory (or the "
+                         "directory `lockchaos compare` or `audit` wrote)")
     matrix = run_dir / MATRIX
     if matrix.is_file():
         print(write_compare_reports(run_dir, load_matrix(matrix)))

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.report.summary import print_coverage, print_lock_errors
 from chaos.run import search as schedule_search
 from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_unwinds
@@ -17,21 +18,35 @@ from chaos.signals import sigterm_unwinds
 def run(
     lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
     faults: str = typer.Option("", "--faults", help="comma-separated faults (lockchaos list)"),
-    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
+    topology: str = typer.Option(
+        "auto", "--topology", help="auto, standalone, sentinel or cluster (local provider)"
+    ),
     provider: str = PROVIDER,
     provider_config: Path | None = PROVIDER_CONFIG,
+    server: str | None = SERVER,
     nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
     clients: int = typer.Option(5, "--clients"),
     duration: float = typer.Option(20.0, "--duration", help="seconds"),
     ttl_ms: int = typer.Option(200, "--ttl-ms"),
-    work_ms: float = typer.Option(50.0, "--work-ms", help="time a holder works on the resource"),
+    work_ms: float | None = typer.Option(
+        None, "--work-ms",
+        help="time a holder works on the resource (default: a quarter of the TTL)",
+    ),
+    nest_depth: int = typer.Option(
+        1, "--nest-depth",
+        help="acquires per critical section: 2+ re-acquire while holding (reentrancy, seed 003)",
+    ),
     seed: int = typer.Option(1, "--seed"),
     stop_on_first: bool = typer.Option(False, "--stop-on-first"),
     fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
+    allow_inconclusive: bool = typer.Option(
+        False, "--allow-inconclusive",
+        help="exit 0, not 3, when the run did not exercise the lock (never acquired, …)",
+    ),
     extend_during_work: bool | None = typer.Option(
         None,
         "--extend-during-work/--no-extend-during-work",
-        help="holders call extend() every TTL/3 of work (default: only lua-extend)",
+        help="holders call extend() every TTL/3 of work (default: when the lock has one)",
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="where run directories go"),
     json_output: bool = typer.Option(False, "--json", help="print the verdict JSON only"),
@@ -39,7 +54,10 @@ def run(
         0, "--search", help="try N Hypothesis-drawn schedules; shrink a failing one"
     ),
 ) -> None:
-    """Run LOCK against a seeded schedule of FAULTS; exit 0 ok, 1 violation, 2 bad input."""
+    """Run LOCK against a seeded schedule of FAULTS; exit 0 ok, 1 violation at or above
+    --fail-on, 2 bad input (a lock whose factory fails in every client included), 3
+    inconclusive: the run did not exercise the lock (never acquired, fewer than 2 lock
+    cycles; --allow-inconclusive makes it 0)."""
     campaign = Campaign.from_options(
         lock,
         faults,
@@ -52,9 +70,12 @@ def run(
         seed=seed,
         stop_on_first=stop_on_first,
         fail_on=fail_on,
+        allow_inconclusive=allow_inconclusive,
         extend_during_work=extend_during_work,
         provider=provider,
         provider_config=provider_config,
+        nest_depth=nest_depth,
+        server=server,
     )
     console = Console(stderr=True)
     found = None
@@ -72,20 +93,27 @@ def run(
         print_summary(outcome)
         if found:
             Console().print(found.describe(), highlight=False)
-    raise typer.Exit(1 if outcome.failed else 0)
+    raise typer.Exit(outcome.exit_status)
 
 
 def print_summary(outcome: Outcome) -> None:
     console = Console()
     v = outcome.verdict.to_dict()
-    style = {"ok": "green", "soft": "yellow"}.get(v["verdict"], "bold red")
+    style = {"ok": "green", "soft": "yellow", "inconclusive": "bold yellow"}.get(
+        v["verdict"], "bold red"
+    )
     console.print(f"verdict: [{style}]{v['verdict']}[/] — run dir {outcome.run_dir}")
     console.print(
-        f"  {outcome.completed_ops} lock cycles, {len(outcome.schedule.events)} faults; "
+        f"  {v['counts'].get('lock_cycles', outcome.completed_ops)} lock cycles, "
+        f"{len(outcome.schedule.events)} faults; "
         f"hard {v['hard_violations']}, soft {v['soft_violations']}, "
         f"liveness {v['liveness_violations']}, lost writes {v['lost_writes']}, "
         f"stale accesses rejected {v['stale_writes_rejected']}"
     )
+    for reason in outcome.verdict.inconclusive_reasons:
+        console.print(f"  [bold yellow]inconclusive:[/] {reason}", highlight=False)
+    print_lock_errors(outcome.verdict, console, indent="  ")
+    print_coverage(outcome.verdict, console, indent="  ")
     if v["first_hard_violation_s"] is not None:
         console.print(f"  first hard violation at {v['first_hard_violation_s']:.3f} s")
     for line in v["explanations"][:5]:

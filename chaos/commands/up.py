@@ -20,7 +20,9 @@ MAX_HOLD_S = 24 * 3600.0  # "until Ctrl-C" still ends some day
 
 
 def up(
-    kind: str = typer.Option("standalone", "--topology", help="standalone or sentinel"),
+    kind: str = typer.Option(
+        "standalone", "--topology", help="standalone, sentinel or cluster (local provider)"
+    ),
     nodes: int | None = typer.Option(
         None, "--nodes", help="masters in the standalone topology (default 5; external: all)"
     ),

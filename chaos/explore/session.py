@@ -212,18 +212,29 @@ class Session:
 
     def _sleep(self, step: Step) -> str:
         """Wait (with a client paused, if the step says so), unless the program has already
-        waited ``MAX_IDLE_TTLS`` in a row: by then every lease nobody renews is over, and
-        waiting on costs time and changes nothing."""
+        waited ``MAX_IDLE_TTLS`` in a row (by then every lease nobody renews is over, and
+        waiting on costs time and changes nothing), or a TTL when nothing is pending
+        (``_nothing_pending``)."""
         assert step.ttls is not None
         self.model.apply(step)
         if self._idle_ttls + step.ttls > MAX_IDLE_TTLS:
             return f"skipped: already waited {self._idle_ttls:g}×TTL in a row"
+        if not step.client and self._idle_ttls >= 1 and self._nothing_pending():
+            return "skipped: nobody may hold the lock and every lease has run out"
         self._idle_ttls += step.ttls
         failed = self._fire(step) if step.client else ""
         time.sleep(step.ttls * self.shape.ttl_ms / 1000)
         if step.ref is not None:
             self._heal(step.ref)
         return failed
+
+    def _nothing_pending(self) -> bool:
+        """Nobody may hold the lock (no client asked for it since it let go, none is stopped
+        mid-operation) and no fault is on: once a TTL has passed since the last step that
+        could write a key, a wait changes nothing but the clock."""
+        model = self.model
+        return (not model.askers and not self._open
+                and not any(client.stopped for client in model.clients.values()))
 
     def _fire(self, step: Step) -> str:
         """Fire the fault ``step`` names; an error message if it could not be applied."""

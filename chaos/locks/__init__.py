@@ -43,13 +43,32 @@ BUNDLED: dict[str, str] = {
     "redlock": "chaos.locks.redlock:make",
     "fenced": "chaos.locks.fenced:make",
     "redis-py": "chaos.locks.redis_py:make",
+    "check-then-set": "chaos.locks.check_then_set:make",
+    "lua-int-expire": "chaos.locks.lua_int_expire:make",
+    "lua-ceil": "chaos.locks.lua_ceil:make",
+    "thread-id": "chaos.locks.thread_id:make",
+    "reentrant-local": "chaos.locks.reentrant_local:make",
+    "reentrant-watchdog": "chaos.locks.reentrant_watchdog:make",
+    "php-lock": "chaos.locks.php_lock:make",
 }
+# Locks in other languages, run through the driver protocol (chaos/locks/driver.py).
+from chaos.locks.driver import INFOS as _DRIVER_INFOS  # noqa: E402
+
+BUNDLED.update({name: entry.target for name, entry in _DRIVER_INFOS.items()})
 
 _HINT = "run `lockchaos list` for the bundled locks, or pass module:attr"
 
 
 def load(spec: str) -> LockFactory:
     """The factory a ``--lock`` value names; ``UsageError`` (one line) if there is none."""
+    if spec.startswith("exec:"):  # a driver in any language: docs/driver-protocol.md
+        from chaos.locks.driver import exec_factory
+
+        return cast(LockFactory, exec_factory(spec[len("exec:") :]))
+    if spec in _DRIVER_INFOS:  # a bundled driver: one line up front if it is not built
+        from chaos.locks.driver import BUNDLED_DRIVERS
+
+        BUNDLED_DRIVERS[spec].argv()
     target = BUNDLED.get(spec, spec)
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
@@ -138,6 +157,14 @@ def create(spec: str, ctx: LockContext) -> LockClient:
     return check_client(client, spec)
 
 
+def check_faults(spec: str, faults: list[str]) -> None:
+    """``UsageError`` up front when the lock cannot take one of ``faults`` (today: a driver
+    without the pause-points capability and ``client-pause-at``); Python locks take them all."""
+    from chaos.locks.driver import check_capabilities
+
+    check_capabilities(spec, faults)
+
+
 def can_extend(client: LockClient) -> bool:
     return callable(getattr(client, "extend", None))
 
@@ -147,7 +174,7 @@ def catalog() -> list[LockInfo]:
     infos = []
     for name, target in BUNDLED.items():
         module = importlib.import_module(target.partition(":")[0])
-        info: LockInfo = module.INFO
+        info: LockInfo = module.INFOS[name] if hasattr(module, "INFOS") else module.INFO
         if info.name != name:
             raise RuntimeError(f"{module.__name__}.INFO names {info.name!r}, registered {name!r}")
         infos.append(info)
@@ -185,6 +212,7 @@ __all__ = [
     "can_extend",
     "catalog",
     "check_client",
+    "check_faults",
     "check_topology",
     "create",
     "info",

@@ -14,9 +14,10 @@ which is what a harness counting or pausing "before the n-th command" needs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 from redis.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnection
 
 from chaos.errors import UsageError
@@ -108,7 +109,9 @@ def build_context(
         for host, port in view.nodes
     ]
     master = None
-    if view.sentinels:
+    if view.cluster:
+        master = cluster_client(view, connection_class, common)
+    elif view.sentinels:
         if not view.master_name:
             raise UsageError(f"client {view.client_id} has Sentinels but no master name")
         sentinel = RoutedSentinel(
@@ -135,6 +138,33 @@ def build_context(
         master=master,
         report_renewal=report_renewal,
     )
+
+
+def cluster_client(view: ClientView, connection_class: type[redis.Connection],
+                   common: dict[str, Any]) -> redis.Redis:
+    """A ``RedisCluster`` that starts from this client's proxies and translates every address
+    the cluster reports (its slot map, MOVED and ASK) through ``view.route`` into this client's
+    proxy for the same node. It never retries a command after a connection error (it only
+    refreshes its slot map): a retried ``SET NX`` could come back "refused" although the lock
+    is ours. Typed as ``redis.Redis``: see ``LockContext.master``."""
+    route = view.route
+
+    def remap(address: tuple[str, int]) -> tuple[str, int]:
+        return route.get(f"{address[0]}:{address[1]}", address)
+
+    (host, port), *others = view.nodes
+    cluster = RedisCluster(
+        # Given as a URL, the first node makes RedisCluster build each node's pool from these
+        # options, ``connection_class`` included (its plain host/port form drops it).
+        url=f"redis://{host}:{port}",
+        startup_nodes=[ClusterNode(other_host, other_port) for other_host, other_port in others],
+        address_remap=remap,
+        cluster_error_retry_attempts=0,
+        require_full_coverage=False,
+        connection_class=connection_class,
+        **common,
+    )
+    return cast(redis.Redis, cluster)
 
 
 def with_socket_timeout(client: redis.Redis, seconds: float) -> redis.Redis:

@@ -6,7 +6,8 @@ A *lock factory* is any callable ``make(ctx: LockContext) -> LockClient``. The h
 once in every client process, then calls the client's methods from that process:
 
 * ``acquire() -> Lease | None`` — one attempt (or the lock's own retry policy). A falsy return
-  means "not acquired", and the client will not act as the holder.
+  means "not acquired", and the client will not act as the holder. A lock with its own acquire
+  timeout returns ``GAVE_UP`` (falsy) when it ran out: the history records ``gave-up``.
 * ``release(lease) -> bool`` — True if the lease was still ours and is now released, False if
   it certainly was not ours any more.
 * ``extend(lease) -> Lease | None`` — optional: a new lease whose validity is measured from the
@@ -16,6 +17,11 @@ An exception from any of them is recorded as an *indeterminate* outcome: the ope
 may not have happened. So a lock must let ``redis`` exceptions (timeouts, refused connections,
 failovers) propagate rather than turn them into ``None``/``False`` — a swallowed error would
 claim a certainty the client does not have.
+
+Any *other* exception (``ValueError``, ``TypeError``, ``AttributeError``…) is recorded the
+same way, but it is a bug in the lock, not a fault's doing: the verdict counts such errors per
+operation and shows the first traceback (``is_lock_bug``). A lock whose own protocol has
+undecidable outcomes that are not Redis errors raises ``Indeterminate`` (or a subclass).
 
 A lock that keeps its lease alive by itself (a watchdog thread) reports every successful
 background renewal with ``ctx.report_renewal(lease, validity_ms, invoked_at_ns)``, where
@@ -30,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import redis
+from redis.cluster import RedisCluster
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,42 @@ class Lease:
     state: Any = field(default=None, compare=False, repr=False)
 
 
+class GaveUp:
+    """The falsy "not acquired" of a lock with its own acquire timeout (``acquire_timeout`` in
+    seeds 000 and 002, the PHP ``baseLock``'s retry window in 004): it retried until its
+    deadline and gave up. Return the ``GAVE_UP`` instance instead of ``None``/``False`` and the
+    history records the failure as ``gave-up`` — a client denied the lock for that long, which
+    the checker reports as lost availability when nobody alive held it."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "GAVE_UP"
+
+
+GAVE_UP = GaveUp()
+
+
+class Indeterminate(Exception):
+    """An outcome the lock cannot decide for a reason of its own (not a Redis error): recorded
+    as indeterminate, like a timeout, and not counted as a bug in the lock."""
+
+
+# What an operation may raise when the network or Redis fails it: the outcome is unknown, and
+# nothing is wrong with the lock. ``ConnectionError``/``TimeoutError`` are the built-in ones
+# (sockets, pipes to a driver).
+INDETERMINATE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.RedisError, ConnectionError, TimeoutError, Indeterminate,
+)
+
+
+def is_lock_bug(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by acquire/release/extend (or the factory), is a bug in the lock
+    rather than a fault's doing (a Redis or connection error, ``Indeterminate``)."""
+    return not isinstance(exc, INDETERMINATE_ERRORS)
+
+
 RenewalReporter = Callable[[Lease, float | None, int], None]
 """``report_renewal(lease, validity_ms, invoked_at_ns)``: a background renewal succeeded."""
 
@@ -64,20 +107,25 @@ class LockContext:
     ``nodes`` are connections to every data node, each routed through this client's own
     proxies (in node order), so a fault can cut one client off one node. ``master`` is a
     Sentinel-aware connection to the current master when the topology has Sentinels (also
-    through this client's proxies), else ``None``. Connections do not retry: a lost reply is
-    an exception, never a silent second attempt.
+    through this client's proxies), a ``RedisCluster`` when the nodes form a Redis
+    Cluster (its slot map's addresses translated to this client's proxies), else ``None``.
+    Connections do not retry: a lost reply is an exception, never a silent second attempt.
     """
 
     client_id: str
     lock_name: str
     ttl_ms: int
     nodes: list[redis.Redis]
+    # In a Redis Cluster, a ``RedisCluster``: typed as ``redis.Redis`` because it answers the
+    # same single-key commands (SET, GET, EVAL with keys, register_script…), which is all a
+    # lock on one key sends, so a lock written for one master runs on a cluster unchanged.
     master: redis.Redis | None = None
     report_renewal: RenewalReporter = ignore_renewal
 
     @property
     def primary(self) -> redis.Redis:
-        """Where a single-instance lock lives: the Sentinel master if any, else node 0."""
+        """Where a single-instance lock lives: the Sentinel master, or the cluster (each
+        command goes to the master of its key's slot), else node 0."""
         return self.master if self.master is not None else self.nodes[0]
 
     def new_token(self) -> str:
@@ -86,7 +134,11 @@ class LockContext:
 
     def close(self) -> None:
         """Close every connection this context opened (idempotent)."""
-        for client in [*self.nodes, *([self.master] if self.master is not None else [])]:
+        master: object = self.master
+        if isinstance(master, RedisCluster):
+            master.close()
+        plain = [master] if isinstance(master, redis.Redis) else []
+        for client in [*self.nodes, *plain]:
             pool = client.connection_pool
             pool.disconnect()
             manager = getattr(pool, "sentinel_manager", None)
@@ -129,7 +181,6 @@ class LockInfo:
     extend: bool = False  # the client has extend()
     renews: bool = False  # it renews its lease by itself, in the background (a watchdog)
     fencing: bool = False  # leases carry a fencing token
-    extends_during_work: bool = False  # designed to call extend() while it works (seed 001)
 
     @property
     def needs(self) -> str:
@@ -139,7 +190,11 @@ class LockInfo:
 
 
 __all__ = [
+    "GAVE_UP",
+    "INDETERMINATE_ERRORS",
     "ExtendableLockClient",
+    "GaveUp",
+    "Indeterminate",
     "Lease",
     "LockClient",
     "LockContext",
@@ -147,4 +202,5 @@ __all__ = [
     "LockInfo",
     "RenewalReporter",
     "ignore_renewal",
+    "is_lock_bug",
 ]

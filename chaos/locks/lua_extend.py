@@ -48,6 +48,4 @@ def make(ctx: LockContext) -> LuaExtendLock:
     return LuaExtendLock(ctx)
 
 
-INFO = lock_info(
-    __doc__, name="lua-extend", module=__name__, extend=True, extends_during_work=True
-)
+INFO = lock_info(__doc__, name="lua-extend", module=__name__, extend=True)

@@ -119,6 +119,19 @@ REENTRANT_RELEASE = Lua(
     """,
 )
 
+# 003 (Redisson's watchdog over the hash lock): re-arm the hash's TTL while the owner's field
+# exists. ARGV[1] = expire ms, ARGV[2] = owner. 1 = renewed, 0 = not ours.
+REENTRANT_RENEW = Lua(
+    "reentrant-renew",
+    """
+    if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+        redis.call('pexpire', KEYS[1], ARGV[1]);
+        return 1;
+    end;
+    return 0;
+    """,
+)
+
 # Beyond the seeds (Kleppmann 2016): SET NX PX and, only if granted, INCR the fence counter.
 # KEYS[1] = lock, KEYS[2] = counter; 0 = taken, else the new fencing token (1, 2, 3, …).
 FENCED_ACQUIRE = Lua(
@@ -138,5 +151,6 @@ ALL = (
     SETNX_EXPIRE,
     REENTRANT_ACQUIRE,
     REENTRANT_RELEASE,
+    REENTRANT_RENEW,
     FENCED_ACQUIRE,
 )

@@ -56,9 +56,7 @@ class Watchdog:
                     return
                 invoked_at = now()
                 try:
-                    renewed = scripts.COMPARE_AND_PEXPIRE(
-                        self.client, [self.ctx.lock_name], [self.lease.token, self.ctx.ttl_ms]
-                    )
+                    renewed = self.renew()
                 except redis.RedisError as exc:
                     self.failure = f"{type(exc).__name__}: {exc}"
                     self._stopped.set()
@@ -69,6 +67,12 @@ class Watchdog:
                     return
                 self.renewals += 1
                 self.ctx.report_renewal(self.lease, float(self.ctx.ttl_ms), invoked_at)
+
+    def renew(self) -> bool:
+        """One renewal: re-arm the full TTL if the key still holds our token."""
+        return bool(scripts.COMPARE_AND_PEXPIRE(
+            self.client, [self.ctx.lock_name], [self.lease.token, self.ctx.ttl_ms]
+        ))
 
     def stop(self) -> None:
         """Stop renewing; waits for a renewal in flight to finish (and be reported) first."""

@@ -9,26 +9,31 @@ and ``apply`` and the stop event after healing.
 Everything else about a fault is declared on its class, so adding a fault is one class here
 (or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
 start event for the checker (which knows no fault by name), ``needs``/``provider_needs``/
-``persistence`` say what topology it needs, and ``stepping`` how the explorer switches it
-on and off (``None``: not as an on/off step).
+``persistence`` say what topology it needs, ``stepping`` how the explorer switches it
+on and off (``None``: not as an on/off step), and ``parameters`` which ``--faults name:key=value``
+overrides it takes (``check_params`` refuses any other, before anything starts).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 import redis
 
 from chaos import history as h
+from chaos.errors import UsageError
 from chaos.topology import base
-from chaos.topology.base import Topology
+from chaos.topology.base import Topology, host_port
 from chaos.topology.node import restart_nodes
+from chaos.workload.clocks import set_offset as set_client_clock
 from chaos.workload.harness import RunEnv
 from chaos.workload.inject import PausePoint
 
@@ -36,6 +41,7 @@ Heal = Callable[[], None]
 FaultT = TypeVar("FaultT", bound="type[Fault]")
 AIM_WAIT_S = 1.0  # how long a fault waits for a holder to aim at before picking anyone
 FRESH_HOLD_MS = 5.0  # "just acquired"
+CLOCK_AIM_WAIT_S = 10.0  # client-clock: how long to wait for the (spawned) clients to hold
 
 
 def _nothing() -> None:
@@ -95,16 +101,100 @@ class Stepping:
     choices: dict[str, tuple[Any, ...] | TTLs] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Param:
+    """One parameter a fault takes: its kind (``number``, ``integer`` or ``text``) and the
+    values it can apply. A value outside them is refused before the run starts, in one line,
+    rather than failing mid-run (or, worse, doing nothing and passing)."""
+
+    kind: str = "number"
+    min: float | None = None  # inclusive
+    above: float | None = None  # exclusive lower bound
+    max: float | None = None  # inclusive
+    choices: tuple[Any, ...] = ()
+    nonzero: bool = False
+    pattern: str | None = None  # text: a regular expression the whole value must match
+    shape: str = ""  # text: how the pattern reads to a person
+
+    def describe(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.kind == "text":
+            return self.shape or "text"
+        if self.min is not None and self.max is not None:
+            bounds = [f"from {_num(self.min)} to {_num(self.max)}"]
+        else:
+            bounds = [f"> {_num(self.above)}" if self.above is not None else "",
+                      f"≥ {_num(self.min)}" if self.min is not None else "",
+                      f"≤ {_num(self.max)}" if self.max is not None else ""]
+        bounds.append("not 0" if self.nonzero else "")
+        what = "an integer" if self.kind == "integer" else "a number"
+        return " ".join([what, ", ".join(b for b in bounds if b)]).strip()
+
+    def accepts(self, value: Any) -> bool:
+        if self.choices:
+            return value in self.choices
+        if self.kind == "text":
+            return isinstance(value, str) and (
+                self.pattern is None or re.fullmatch(self.pattern, value) is not None
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind == "integer" and not float(value).is_integer():
+            return False
+        return not (
+            (self.above is not None and not value > self.above)
+            or (self.min is not None and value < self.min)
+            or (self.max is not None and value > self.max)
+            or (self.nonzero and value == 0)
+        )
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+DURATION = Param(above=0)  # how long the fault stays on, ms: a fault that is never on tests nothing
+ON_ITS_OWN = Param(min=0)  # a fault that heals itself (a crash, a slow section): 0 is fine
+OP = Param(choices=("acquire", "release", "extend"))
+COMMAND = Param("text", pattern=r"\*|[A-Z][A-Z_.|-]*",
+                shape="a Redis command in capitals (DEL) or *")
+NTH = Param("integer", min=1)
+DAY_MS = 86_400_000
+
+
+def takes(**parameters: Param) -> Mapping[str, Param]:
+    """A fault class's ``parameters``, read-only: the class shares them with every instance."""
+    return MappingProxyType(parameters)
+
+
 class Fault(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     effects: ClassVar[frozenset[str]]  # chaos.history.EFFECTS: what the checker may conclude
     stepping: ClassVar[Stepping | None] = None  # how the explorer steps it (None: it does not)
-    needs: ClassVar[str] = "any"  # "any" or "sentinel"
+    # "any", or "replicated": a master with replicas to fail over to (sentinel or cluster)
+    needs: ClassVar[str] = "any"
     persistence: ClassVar[str] = "none"  # what the data nodes must be started with
     # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.base):
     # a provider that cannot do it refuses the fault before anything starts.
     provider_needs: ClassVar[frozenset[str]] = frozenset()
+    # The overrides it takes (``--faults name:key=value``); the keys ``params`` draws.
+    parameters: ClassVar[Mapping[str, Param]] = takes(duration_ms=DURATION)
+
+    @classmethod
+    def check_params(cls, overrides: dict[str, Any]) -> None:
+        """``UsageError`` (one line) for an override this fault does not take, or a value it
+        cannot apply: an unknown key, a wrong type, a duration that is not positive."""
+        for key, value in overrides.items():
+            param = cls.parameters.get(key)
+            if param is None:
+                known = ", ".join(sorted(cls.parameters)) or "no parameters"
+                raise UsageError(f"fault {cls.name} has no parameter {key!r}; it takes {known}")
+            if not param.accepts(value):
+                raise UsageError(
+                    f"fault {cls.name}: {key} must be {param.describe()} (got {value!r})"
+                )
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         """Parameters for one occurrence; ``duration_ms`` is how long it stays on."""
@@ -140,11 +230,24 @@ class ClientPause(Fault):
 
 class ClientPauseAt(Fault):
     """Pause at a pause-injection point: the window between a check and an act. Without a
-    ``duration_ms`` (the explorer's arm step) the client stays stopped there until healed."""
+    ``duration_ms`` (the explorer's arm step) the client stays stopped there until healed.
+
+    It arms the holder by default. ``client=*`` arms every client instead: a point only some
+    waiter reaches — 004's GETSET, sent by whichever client first reads an expired value —
+    is then reached by whoever gets there, not only by a holder that may never go there."""
 
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
     effects = frozenset({h.STALLS_CLIENT})
+    parameters = takes(
+        duration_ms=DURATION, command=COMMAND, op=OP, nth=NTH,
+        client=Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)"),
+    )
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        if "client" in params:
+            return Target(client=str(params["client"]))
+        return super().aim(env, rng, params)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -162,8 +265,17 @@ class ClientPauseAt(Fault):
             op=params["op"],
             nth=params.get("nth", 1),
         )
-        env.pool.arm(target.client, point)
-        return _nothing if point.duration_ms else partial(env.pool.resume, target.client)
+        armed = sorted(env.pool.workers) if target.client == "*" else [target.client]
+        for client in armed:
+            env.pool.arm(client, point)
+        if point.duration_ms:
+            return _nothing
+
+        def heal() -> None:
+            for client in armed:
+                env.pool.resume(client)
+
+        return heal
 
 
 class ClientCrash(Fault):
@@ -173,6 +285,7 @@ class ClientCrash(Fault):
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
     effects = frozenset({h.KILLS_CLIENT})
+    parameters = takes(duration_ms=ON_ITS_OWN, command=COMMAND, op=OP, nth=NTH)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         if rng.random() < 0.5:
@@ -195,6 +308,7 @@ class SlowWork(Fault):
     name = "slow-work"
     summary = "a critical section longer than the TTL (the expiry race)"
     effects = frozenset({h.STALLS_CLIENT})
+    parameters = takes(duration_ms=ON_ITS_OWN, work_ms=Param(above=0))
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
@@ -241,6 +355,12 @@ class Latency(Fault):
     name = "latency"
     summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
     effects = frozenset({h.DISTURBS_NETWORK})
+    parameters = takes(
+        duration_ms=DURATION,
+        latency_ms=Param("integer", min=0),
+        jitter_ms=Param("integer", min=0),
+        stream=Param(choices=("upstream", "downstream")),
+    )
     stepping = Stepping(
         "client",
         choices={
@@ -274,6 +394,7 @@ class Partition(Fault):
     name = "partition"
     summary = "cut a client from one node, a minority or a majority of nodes; heal"
     effects = frozenset({h.DISTURBS_NETWORK})
+    parameters = takes(duration_ms=DURATION, scope=Param(choices=("one", "minority", "majority")))
     stepping = Stepping("client")
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -297,6 +418,7 @@ class Reset(Fault):
     name = "reset"
     summary = "reset one client's connections mid-command (indeterminate outcomes)"
     effects = frozenset({h.DISTURBS_NETWORK})
+    parameters = takes(duration_ms=DURATION, toxicity=Param(above=0, max=1))
     stepping = Stepping("client", choices={"toxicity": (1.0,)})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -314,18 +436,34 @@ class Reset(Fault):
 
 
 def holder_nodes(env: RunEnv, client: str) -> list[int]:
-    """Nodes that hold the lock key with ``client``'s token right now (direct reads: the
-    nemesis may look at Redis; the checker never does)."""
+    """Nodes on which a key that ``client``'s current acquire wrote still holds a value that
+    acquire sent (a string, or a hash field or value): the nodes its grant rests on, whatever
+    the lock names its key and whatever it stores (its own UUID, a prefixed key). Learnt from
+    what the client's own connections sent (``WorkerPool.written``), confirmed by direct reads
+    (the nemesis may look at Redis; the checker never does)."""
+    written = env.pool.written(client)
+    routes = {host_port(address): i
+              for i, address in enumerate(env.topology.client_view(client).nodes)}
     held = []
-    for i, node in enumerate(env.topology.nodes):
-        try:
-            with node.client(socket_timeout=0.2) as conn:
-                value = conn.get(env.config.lock_name)
-        except redis.RedisError:
-            continue
-        if value is not None and value.decode(errors="replace").startswith(f"{client}:"):
+    for address, (keys, values) in written.items():
+        i = routes.get(address)
+        if i is not None and _still_holds(env.topology.nodes[i], keys, set(values)):
             held.append(i)
-    return held
+    return sorted(held)
+
+
+def _still_holds(node: base.ServerNode, keys: list[str], values: set[str]) -> bool:
+    try:
+        with node.client(socket_timeout=0.2, decode_responses=True) as conn:
+            for key in keys:
+                kind = conn.type(key)
+                if kind == "string" and conn.get(key) in values:
+                    return True
+                if kind == "hash" and values & {*conn.hkeys(key), *conn.hvals(key)}:
+                    return True
+    except redis.RedisError:
+        return False
+    return False
 
 
 def undermine_grant(env: RunEnv, rng: random.Random) -> Target:
@@ -371,6 +509,7 @@ class CrashRestart(Fault):
     provider_needs = frozenset({base.RESTART})
     summary = "kill -9 nodes the holder counted on, restart them empty at once"
     effects = frozenset({h.RESTARTS_SERVER, h.LOSES_KEYS})
+    parameters = takes(duration_ms=ON_ITS_OWN)  # how long the node stays down (0: at once)
     stepping = Stepping("nodes", instant=True)
     delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
 
@@ -398,6 +537,7 @@ class CrashRestart(Fault):
 class CrashRestartDelayed(CrashRestart):
     name = "crash-restart-delayed"
     summary = "kill -9 a node, restart it empty after more than the TTL (as the Redis docs advise)"
+    parameters = takes(duration_ms=DURATION)
     stepping = Stepping("nodes")
     delay_ttls = 1.0
 
@@ -416,6 +556,10 @@ class ClockJump(Fault):
     provider_needs = frozenset({base.CLOCK})
     summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
     effects = frozenset({h.MOVES_CLOCK, h.LOSES_KEYS})
+    # An offset of 0 moves nothing; libfaketime takes ±a day at most from this fault.
+    parameters = takes(
+        duration_ms=DURATION, offset_ms=Param("integer", min=-DAY_MS, max=DAY_MS, nonzero=True)
+    )
     stepping = Stepping("nodes", choices={"offset_ms": TTLs((1.5, 3.0, -1.5))})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -442,33 +586,39 @@ class ClockJump(Fault):
 class Failover(Fault):
     """Seed 003's cluster problem: the master is lost before the lock reached any replica.
 
-    Cutting the master's cluster link stops replication and hides it from Sentinel at once,
-    while clients still reach it through their own links and keep locking it. Once Sentinel
-    has promoted a replica (which never got the key), every client but the current holder
-    loses its connection to the old master — as clients do when a master goes away — and
-    rediscovers the new one through Sentinel: the holder still locks the old master, the
-    others the new one. Healing rejoins the old master, which Sentinel later demotes.
+    Cutting the master's cluster links (``Topology.cluster_links``: replication and
+    Sentinel's view, or in a Redis Cluster replication and the cluster bus) stops replication
+    and hides it from whoever elects a new master, while clients still reach it through their
+    own links and keep locking it. Once a replica (which never got the key) is promoted —
+    by Sentinel, or by the cluster's own vote — every client but the current holder loses its
+    connection to the old master, as clients do when a master goes away, and finds the new
+    one (through Sentinel, or the cluster's slot map): the holder still locks the old master,
+    the others the new one. Healing rejoins the old master, which is then demoted.
     """
 
     name = "failover"
     summary = "cut replication from the master, let Sentinel promote a replica, split clients"
     effects = frozenset({h.LOSES_KEYS, h.SPLITS_MASTER})
+    parameters = takes(duration_ms=DURATION, promote_timeout_ms=Param(above=0, max=600_000))
     stepping = Stepping("master", choices={"promote_timeout_ms": (8000,)})
-    needs = "sentinel"
+    needs = "replicated"
     provider_needs = frozenset({base.CLUSTER_LINKS})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}
 
     def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-        return Target(nodes=[env.topology.master_index()])
+        return Target(nodes=[env.topology.master_index(env.config.lock_name)])
 
     def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
         (old,) = target.nodes
-        api, link = env.topology.toxiproxy, env.topology.internal[old].name
-        api.disable(link)
+        api, links = env.topology.toxiproxy, env.topology.cluster_links(old)
+        for link in links:
+            api.disable(link.name)
+        env.topology.elect(old)
         deadline = time.monotonic() + params["promote_timeout_ms"] / 1000
-        while time.monotonic() < deadline and env.topology.master_index() == old:
+        key = env.config.lock_name
+        while time.monotonic() < deadline and env.topology.master_index(key) == old:
             time.sleep(0.02)
         keep = wait_for_holder(env, random.Random(params.get("seed", 0)))
         target.client = keep
@@ -479,9 +629,59 @@ class Failover(Fault):
                 api.enable(name)
 
         def heal() -> None:
-            api.enable(link)  # the old master rejoins; Sentinel demotes it to a replica
+            for link in links:
+                api.enable(link.name)  # the old master rejoins and is demoted to a replica
 
         return heal
+
+
+class ClientClock(Fault):
+    """Seed 004's first flaw of ``wrongGetLock2``: "由于是客户端自己生成过期时间，所以需要强制要求
+    分布式下每个客户端的时间必须同步". ``clock-jump`` moves the servers' clocks, which a lock
+    that judges expiry by its own clock never reads; this moves one *client's* wall clock.
+
+    Every client of a run with this fault runs under libfaketime from its start, at offset 0
+    (``chaos.workload.clocks``; the campaign asks for it because of ``fakes_client_clocks``).
+    When the fault fires, ``client`` (default: a client that does not hold the lock, so it is
+    the one judging someone else's expiry) jumps ``skew_ms`` ahead (negative: behind) and stays
+    skewed until healed. Only the wall clock moves: the history's monotonic clock is true.
+    """
+
+    name = "client-clock"
+    summary = ("skew one client's wall clock by skew_ms (libfaketime on its process; seed 004: "
+               "expiry judged by client clocks), then heal")
+    effects = frozenset({h.MOVES_CLOCK})
+    fakes_client_clocks: ClassVar[bool] = True
+    parameters = takes(
+        duration_ms=DURATION,
+        skew_ms=Param("integer", min=-DAY_MS, max=DAY_MS, nonzero=True),
+        client=Param("text", pattern=r"c[0-9]+", shape="a client id (c2)"),
+    )
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(8.0, 16.0) * ttl_ms), "skew_ms": 4 * ttl_ms}
+
+    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        if "client" in params:
+            return Target(client=str(params["client"]))
+        # Waits for a holder longer than other faults do: clients with a fakeable clock are
+        # spawned, not forked, and take a few seconds to start on a loaded machine.
+        holder = wait_for_holder(env, rng, timeout_s=CLOCK_AIM_WAIT_S)
+        others = [c for c in sorted(env.pool.workers) if c != holder]
+        return Target(client=rng.choice(others or [holder]))
+
+    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        directory = env.config.client_clocks
+        if directory is None:
+            raise RuntimeError(
+                "client-clock needs clients started under libfaketime "
+                "(WorkloadConfig.client_clocks): run it through a campaign"
+            )
+        if target.client not in env.pool.workers:
+            raise UsageError(f"client-clock: no client {target.client!r} in this run")
+        set_client_clock(directory, target.client, params["skew_ms"])
+        return partial(set_client_clock, directory, target.client, 0.0)
 
 
 FAULTS: dict[str, Fault] = {}
@@ -510,5 +710,6 @@ for _fault in (
     CrashRestartAof,
     ClockJump,
     Failover,
+    ClientClock,
 ):
     register(_fault)

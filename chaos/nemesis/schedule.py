@@ -45,7 +45,9 @@ class Schedule:
 
 
 def parse_faults(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """``"latency,client-crash:command=EXPIRE:op=acquire"`` → names with parameter overrides."""
+    """``"latency,client-crash:command=EXPIRE:op=acquire"`` → names with parameter overrides,
+    each checked against what its fault takes (``Fault.check_params``): ``UsageError`` for an
+    unknown fault, key, or a value it cannot apply, before anything starts."""
     faults = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, *pairs = item.split(":")
@@ -58,6 +60,7 @@ def parse_faults(text: str) -> list[tuple[str, dict[str, Any]]]:
             if not sep or not key:
                 raise UsageError(f"fault parameter {pair!r} of {name} must look like key=value")
             overrides[key] = _number(value)
+        FAULTS[name].check_params(overrides)
         faults.append((name, overrides))
     return faults
 
@@ -74,18 +77,54 @@ def _number(value: str) -> Any:
 def generate(
     faults: list[tuple[str, dict[str, Any]]], *, seed: int, duration_s: float, ttl_ms: int
 ) -> Schedule:
-    """Faults drawn in turn (round robin from a seeded shuffle) until the run is over."""
+    """Faults drawn in turn (round robin from a seeded shuffle) until the run is over.
+
+    Every fault asked for gets its turn: when the first round would not fit in the run at the
+    usual quiet gaps (a short run with several faults), the gaps of that round shrink (to
+    ``MIN_GAP_SHARE`` of theirs at most) — a fault that never fires tested nothing, and the
+    checker calls such a run inconclusive. The draws are the same either way, so a schedule
+    that fits is exactly what it always was."""
     rng = random.Random(seed)
-    events: list[FaultEvent] = []
     if not faults:
         return Schedule(seed, ())
     order = list(faults)
     rng.shuffle(order)
-    at = rng.uniform(*FIRST_AT_S)
+    first_at = rng.uniform(*FIRST_AT_S)
     bound = 10_000  # bounded in count as well as by the run's duration
-    while at < duration_s and len(events) < bound:
-        name, overrides = order[len(events) % len(order)]
+    draws: list[tuple[str, dict[str, Any], float]] = []  # fault, params, gap after it (s)
+
+    def draw() -> None:
+        name, overrides = order[len(draws) % len(order)]
         params = {**FAULTS[name].params(rng, ttl_ms), **overrides}
+        draws.append((name, params, rng.uniform(*GAP_TTLS) * ttl_ms / 1000))
+
+    for _ in order:
+        draw()
+    squeeze = _first_round_squeeze(draws, first_at, duration_s)
+    events: list[FaultEvent] = []
+    at = first_at
+    while at < duration_s and len(events) < bound:
+        if len(events) == len(draws):
+            draw()
+        name, params, gap = draws[len(events)]
         events.append(FaultEvent(round(at, 3), name, params))
-        at += float(params.get("duration_ms", 0)) / 1000 + rng.uniform(*GAP_TTLS) * ttl_ms / 1000
+        scale = squeeze if len(events) <= len(order) else 1.0
+        at += float(params.get("duration_ms", 0)) / 1000 + gap * scale
     return Schedule(seed, tuple(events))
+
+
+MIN_GAP_SHARE = 0.1
+LAST_START_SHARE = 0.8  # the first round's last fault starts before this share of the run
+
+
+def _first_round_squeeze(draws: list[tuple[str, dict[str, Any], float]], first_at: float,
+                         duration_s: float) -> float:
+    """The factor on the first round's gaps that lets its last fault start within
+    ``LAST_START_SHARE`` of the run (1.0 when it already does)."""
+    before_last = draws[:-1]
+    busy = sum(float(params.get("duration_ms", 0)) / 1000 for _, params, _ in before_last)
+    gaps = sum(gap for _, _, gap in before_last)
+    if not gaps or first_at + busy + gaps < LAST_START_SHARE * duration_s:
+        return 1.0
+    room = LAST_START_SHARE * duration_s - first_at - busy
+    return max(MIN_GAP_SHARE, min(1.0, room / gaps))

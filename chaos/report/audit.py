@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from chaos.checker.coverage import FaultCoverage
 from chaos.checker.verdict import reaches
 from chaos.errors import UsageError
 from chaos.report.junit import JUNIT, Case, write_junit
@@ -40,7 +41,10 @@ class AuditFile(msgspec.Struct, kw_only=True):
     seed: int
     fail_on: str
     verdict: str  # the worst verdict of any run
-    failed: bool  # the verdict reaches fail_on: the audit's exit status is 1
+    failed: bool  # a run's verdict reaches fail_on
+    exit_status: int  # the audit's: 0 ok, 1 a violation at or above fail_on, 3 inconclusive
+    inconclusive_reasons: list[str]  # why the audit as a whole tested nothing (if it did not)
+    coverage: dict[str, FaultCoverage]  # per fault, summed over the campaigns
     tested: list[str]  # faults injected
     explored: list[str]  # faults the explore phase stepped
     assumed_away: list[str]  # catalog faults not injected: what a pass does not vouch for

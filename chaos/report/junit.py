@@ -1,8 +1,9 @@
 """JUnit XML, the format every CI service shows as test results.
 
 A run is one test case, ``lock × faults``; a comparison is one test case per cell. A case
-fails when its verdict reaches the run's ``--fail-on`` threshold, and the failure carries the
-checker's explanations, so the CI page says *why* without opening the run directory.
+fails when its verdict reaches the run's ``--fail-on`` threshold, or is inconclusive (unless
+the run allowed it), and the failure carries the checker's explanations (or why the run
+tested nothing), so the CI page says *why* without opening the run directory.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.checker import fails
-from chaos.checker.verdict import reaches
+from chaos.checker.verdict import EXIT_INCONCLUSIVE, exit_status, reaches
 from chaos.report.run import RunRecord
+from chaos.report.summary import lock_error_line
 
 JUNIT = "junit.xml"
 MESSAGE_CHARS = 500  # the one-line failure message; the full text goes in the body
@@ -45,12 +47,17 @@ def run_case(run: RunRecord) -> Case:
     failure = None
     if fails(verdict, run.fail_on):
         failure = (verdict.verdict, "\n".join(failing))
+    elif exit_status(verdict, run.fail_on, allow_inconclusive=run.allow_inconclusive
+                     ) == EXIT_INCONCLUSIVE:
+        failure = (verdict.verdict, "\n".join(verdict.inconclusive_reasons))
+    bugs = [f"bug in the lock: {lock_error_line(errors)}\n{errors.traceback or ''}"
+            for errors in verdict.lock_errors]
     return Case(
         name=f"{run.lock} × {run.faults}",
         classname=f"lockchaos.{run.lock}",
         time_s=verdict.duration_s,
         failure=failure,
-        output="\n".join([summary, *others, *(f"note: {n}" for n in verdict.notes)]),
+        output="\n".join([summary, *bugs, *others, *(f"note: {n}" for n in verdict.notes)]),
     )
 
 

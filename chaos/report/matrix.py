@@ -99,6 +99,8 @@ class CellEntry(msgspec.Struct, kw_only=True):
     why: str | None  # the worst run's first explanation
     runs: list[RunEntry]
     expected: Claim | None  # None: the truth table has no claim about this cell
+    # The server the cell ran on (``compare --servers``); also in its row: ``lua @ redis-8.0``.
+    server: str | None = None
 
     @property
     def name(self) -> str:
@@ -128,6 +130,7 @@ class MatrixFile(msgspec.Struct, kw_only=True):
     started: str  # local time, YYYY-mm-dd HH:MM:SS
     wall_s: float
     cells: list[CellEntry]
+    shard: list[int] | None = None  # [K, N]: shard K of N (``lockchaos merge`` joins them)
 
 
 def save_matrix(directory: Path, matrix: MatrixFile) -> Path:

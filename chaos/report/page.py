@@ -26,6 +26,7 @@ from chaos.report.run import RunRecord
 TABLE_ROWS = 500  # violations listed in the report's table at most (verdict.json has all)
 VERDICT_WORDS = {
     "ok": "no violation",
+    "inconclusive": "the run did not exercise the lock (inconclusive)",
     "soft": "overlaps only past a lease (soft)",
     "liveness": "the lock stayed unavailable (liveness)",
     "data": "acknowledged writes were lost (data)",

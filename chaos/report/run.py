@@ -30,13 +30,14 @@ HIDDEN_PARAMS = ("schedule", "faults")  # shown on their own, not as one long pa
 # campaign.json's keys (``chaos.run.campaign.Campaign``'s fields) as ``lockchaos run``'s
 # options; a key that is absent or null is left to the option's default.
 REPLAY_OPTIONS = (
-    ("--topology", "topology"), ("--provider", "provider"),
+    ("--topology", "topology"), ("--provider", "provider"), ("--server", "server"),
     ("--provider-config", "provider_config"), ("--nodes", "nodes"), ("--clients", "clients"),
     ("--duration", "duration_s"), ("--ttl-ms", "ttl_ms"), ("--work-ms", "work_ms"),
-    ("--seed", "seed"), ("--fail-on", "fail_on"),
+    ("--seed", "seed"), ("--fail-on", "fail_on"), ("--nest-depth", "nest_depth"),
 )
 REPLAY_FLAGS: dict[str, tuple[str, str | None]] = {  # key: the option when true, when false
     "stop_on_first": ("--stop-on-first", None),  # false is the default
+    "allow_inconclusive": ("--allow-inconclusive", None),
     "extend_during_work": ("--extend-during-work", "--no-extend-during-work"),
 }
 
@@ -78,6 +79,10 @@ class RunRecord:
     def fail_on(self) -> str:
         return str(self.params.get("fail_on") or "hard")
 
+    @property
+    def allow_inconclusive(self) -> bool:
+        return bool(self.params.get("allow_inconclusive"))
+
     def replay(self) -> str | None:
         """The ``lockchaos run`` command that reruns a campaign as it ran: the same lock,
         faults (with their parameters), seed, duration and TTL give the same fault schedule,
@@ -101,7 +106,13 @@ class RunRecord:
         """The parameters a reader wants next to the verdict, as (name, text) rows."""
         rows = [("faults", self.faults)]
         for name, value in self.params.items():
-            if name not in HIDDEN_PARAMS:
+            if name == "images" and isinstance(value, dict):
+                if value:  # the docker provider's: image (short id), …
+                    rows.append((name, ", ".join(
+                        f"{image} ({_short_id(ident)})" for image, ident in value.items())))
+            elif name == "server" and value is None:
+                rows.append((name, "the provider's default"))
+            elif name not in HIDDEN_PARAMS:
                 text = value if isinstance(value, str) else json.dumps(value)
                 rows.append((name, text))
         return rows
@@ -141,6 +152,11 @@ def _json_or_empty(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _short_id(ident: Any) -> str:
+    """``sha256:b8407c5e6a9b…`` as ``docker images`` shows it: ``b8407c5e6a9b``."""
+    return str(ident).removeprefix("sha256:")[:12]
 
 
 def _fault_spec(fault: Any) -> str:

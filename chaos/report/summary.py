@@ -8,13 +8,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from chaos.checker import Verdict, check_file
+from chaos.checker import LockErrors, Verdict, check_file
+from chaos.checker.coverage import FaultCoverage
 from chaos.errors import UsageError
 from chaos.history import HistoryError
 
 SHOWN = 20  # explanations printed in the summary; --json has them all
-STYLE = {"ok": "bold green", "soft": "yellow", "liveness": "magenta", "data": "bold red",
-         "hard": "bold red"}
+STYLE = {"ok": "bold green", "inconclusive": "bold yellow", "soft": "yellow",
+         "liveness": "magenta", "data": "bold red", "hard": "bold red"}
 
 
 def judge_file(path: Path, liveness_factor: float) -> Verdict:
@@ -49,6 +50,10 @@ def print_verdict(verdict: Verdict, console: Console) -> None:
         f"{counts['release_fail']} failed / {counts['release_info']} indeterminate · crashes "
         f"{counts['crashes']} · faults {counts['faults']}", markup=False,
     )
+    for reason in verdict.inconclusive_reasons:
+        console.print(Text(f"inconclusive: {reason}", style=STYLE["inconclusive"]))
+    print_lock_errors(verdict, console)
+    print_coverage(verdict, console)
     if verdict.first_hard_violation_s is not None:
         console.print(f"first hard violation at {verdict.first_hard_violation_s:.3f} s")
     for number, violation in enumerate(verdict.violations[:SHOWN], 1):
@@ -59,3 +64,42 @@ def print_verdict(verdict: Verdict, console: Console) -> None:
         console.print(f"… and {len(verdict.violations) - SHOWN} more (--json lists them all)")
     for note in verdict.notes:  # what could not be judged, or was skipped
         console.print(Text(f"warning: {note}", style="yellow"))
+
+
+def coverage_line(name: str, entry: FaultCoverage) -> str:
+    """"client-pause fired 4×, hit a holder 3×, on 1.20 s"."""
+    return (f"{name} fired {entry.fired}×, hit a holder {entry.hit_holder}×, on "
+            f"{entry.active_s:.2f} s")
+
+
+def print_coverage(verdict: Verdict, console: Console, indent: str = "") -> None:
+    """What each fault did to the lock: a fault that never hit a holder tested nothing."""
+    if not verdict.coverage:
+        return
+    console.print(Text(indent + "faults: " + "; ".join(
+        coverage_line(name, entry) for name, entry in verdict.coverage.items()
+    )))
+    for name, entry in verdict.coverage.items():
+        if not entry.hit_holder:
+            console.print(Text(f"{indent}warning: {name} never hit a holder", style="yellow"))
+
+
+def lock_error_line(errors: LockErrors) -> str:
+    """"release raised ValueError 412 times (first: ValueError: nope, c1 at 0.050 s)"."""
+    times = "once" if errors.count == 1 else f"{errors.count} times"
+    return (f"{errors.op} raised {times} with an error that is not a Redis or connection "
+            f"error (first: {errors.error}, {errors.process} at {errors.at_s:.3f} s)")
+
+
+def print_lock_errors(verdict: Verdict, console: Console, indent: str = "") -> None:
+    """Bugs in the lock, per operation, and the first one's traceback: each was judged as an
+    indeterminate outcome, which is sound but would hide the bug if nobody said so."""
+    for errors in verdict.lock_errors:
+        line = f"{indent}bug in the lock: {lock_error_line(errors)}"
+        console.print(Text(line, style="bold red"))
+        if errors.traceback:
+            console.print(Text(_indent(errors.traceback, indent + "    "), style="dim"))
+
+
+def _indent(text: str, indent: str) -> str:
+    return "\n".join(f"{indent}{line}" for line in text.rstrip("\n").splitlines())

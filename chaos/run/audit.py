@@ -22,16 +22,26 @@ import random
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from chaos import locks
 from chaos.checker import Verdict, fails
-from chaos.checker.verdict import RANK
+from chaos.checker.coverage import FaultCoverage
+from chaos.checker.exercised import MIN_LOCK_CYCLES
+from chaos.checker.verdict import (
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    INCONCLUSIVE,
+    RANK,
+    VIOLATION_KINDS,
+)
 from chaos.errors import UsageError
 from chaos.explore import ExploreResult, explore
+from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.faults import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.report import REPORT
@@ -69,10 +79,12 @@ class AuditPlan:
     topology: str = "auto"
     provider: str = "local"
     provider_config: Path | None = None
+    server: str | None = None  # the docker provider's server image (chaos.topology.images)
     seed: int = 1
     ttl_ms: int = 200
     fail_on: str = "hard"
     full: bool = False  # run the whole budget even after a hard violation
+    allow_inconclusive: bool = False  # exit 0, not 3, for an audit that tested nothing
 
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
@@ -97,8 +109,9 @@ class AuditPlan:
             lock=self.lock, faults=faults, topology=self.topology, duration_s=duration_s,
             clients=clients,
             ttl_ms=self.ttl_ms, seed=seed, stop_on_first=True, fail_on=self.fail_on,
-            extend_during_work=extend or None, provider=self.provider,
+            extend_during_work=extend, provider=self.provider,
             provider_config=str(self.provider_config) if self.provider_config else None,
+            server=self.server,
         )  # fmt: skip
 
     def validate(self) -> None:
@@ -169,12 +182,52 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        ranked = self.verdicts
-        return ranked[0][1].verdict if ranked else "ok"
+        """The worst violation of any run; else ``inconclusive`` when the audit as a whole
+        did not exercise the lock (``inconclusive_reasons``); else ``ok``. One campaign that
+        a fault missed is not enough to call the audit inconclusive: the others may cover it.
+        """
+        worst = [v.verdict for _, v, _ in self.verdicts if v.verdict in VIOLATION_KINDS]
+        if worst:
+            return worst[0]
+        return INCONCLUSIVE if self.inconclusive_reasons else "ok"
+
+    @property
+    def inconclusive_reasons(self) -> list[str]:
+        """Why the audit tested nothing: no campaign exercised the lock (the first one's
+        reason), or a tested fault never hit a holder in any run."""
+        verdicts = [s.outcome.verdict for s in self.steps]
+        if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
+            first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive_reasons),
+                         "no campaign completed two lock cycles")
+            return [f"no campaign exercised the lock: {first}"]
+        covered = self.coverage
+        return [f"{name} never hit a holder in any run" for name, _ in self.plan.tested()
+                if name in covered and not covered[name].hit_holder]
+
+    @property
+    def coverage(self) -> dict[str, FaultCoverage]:
+        """Each fault's coverage, summed over the campaigns."""
+        total: dict[str, FaultCoverage] = {}
+        for s in self.steps:
+            for name, entry in s.outcome.verdict.coverage.items():
+                into = total.setdefault(name, FaultCoverage(fired=0, hit_holder=0, active_s=0.0))
+                into.fired += entry.fired
+                into.hit_holder += entry.hit_holder
+                into.active_s = round(into.active_s + entry.active_s, 3)
+        return total
 
     @property
     def failed(self) -> bool:
         return any(fails(verdict, self.plan.fail_on) for _, verdict, _ in self.verdicts)
+
+    @property
+    def exit_status(self) -> int:
+        """As ``run``'s: 1 a violation at or above ``fail_on``, 3 inconclusive, else 0."""
+        if self.failed:
+            return EXIT_VIOLATION
+        if self.verdict == INCONCLUSIVE and not self.plan.allow_inconclusive:
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
 
     @property
     def first_hard_s(self) -> float | None:
@@ -225,8 +278,11 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
         batch += 1
         say(f"explore batch {batch} ({result.examples} programs so far)")
-        campaign = plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
-                                 duration_s=CELL_S, clients=2)
+        campaign = replace(
+            plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
+                          duration_s=CELL_S, clients=2),
+            ttl_ms=EXPLORE_TTL_MS,  # steps are TTL multiples: a short TTL, more programs
+        )
         explored = explore(campaign, max_examples=EXPLORE_BATCH, out=directory / RUNS)
         result.explored.append(explored)
     result.wall_s = time.monotonic() - started
@@ -253,7 +309,8 @@ def record(result: AuditResult) -> AuditFile:
     ]
     return AuditFile(
         lock=plan.lock, budget_s=plan.budget_s, seed=plan.seed, fail_on=plan.fail_on,
-        verdict=result.verdict, failed=result.failed,
+        verdict=result.verdict, failed=result.failed, exit_status=result.exit_status,
+        inconclusive_reasons=result.inconclusive_reasons, coverage=result.coverage,
         tested=[name for name, _ in plan.tested()], explored=explored_faults(plan),
         assumed_away=plan.assumed_away(), runs=runs,
         skipped=[step.name for step in result.skipped], examples=result.examples,
@@ -274,8 +331,12 @@ def replay_command(plan: AuditPlan) -> str:
         words += ["--provider", plan.provider]
     if plan.provider_config:
         words += ["--provider-config", str(plan.provider_config)]
+    if plan.server:
+        words += ["--server", plan.server]
     if plan.full:
         words.append("--full")
+    if plan.allow_inconclusive:
+        words.append("--allow-inconclusive")
     return shlex.join(words)
 
 

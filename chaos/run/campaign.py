@@ -29,6 +29,7 @@ from chaos.workload.pool import WorkerPool
 TOPOLOGIES = ("auto", *topology.SHAPES)
 REDLOCK_NODES = 5
 STOP_CHECK_S = 0.5
+WORK_TTL_SHARE = 0.25  # a holder works a quarter of the TTL unless told otherwise
 
 
 class Options(TypedDict, total=False):
@@ -39,12 +40,15 @@ class Options(TypedDict, total=False):
     clients: int
     duration_s: float
     ttl_ms: int
-    work_ms: float
+    work_ms: float | None
     seed: int
     stop_on_first: bool
     fail_on: str
+    allow_inconclusive: bool
     extend_during_work: bool | None
     provider: str
+    server: str | None
+    nest_depth: int
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,18 @@ class Campaign:
     clients: int = 5
     duration_s: float = 20.0
     ttl_ms: int = 200
-    work_ms: float = 50.0
+    work_ms: float | None = None  # None: WORK_TTL_SHARE of the TTL
     seed: int = 1
     stop_on_first: bool = False
     fail_on: str = "hard"
-    extend_during_work: bool | None = None  # None: only for locks designed for it
+    allow_inconclusive: bool = False  # exit 0, not 3, when the run did not exercise the lock
+    extend_during_work: bool | None = None  # None: whenever the lock has extend()
     provider: str = "local"  # who runs the topology: local, docker or external
     provider_config: str | None = None  # the external provider's TOML file
+    nest_depth: int = 1  # acquires per critical section (2+: nested, seed 003's reentrancy)
+    # The Redis-compatible server (redis-7.0, redis-8.0, valkey-8.1: chaos.topology.images);
+    # None: the provider's default. Other than redis-7.0 only the docker provider runs one.
+    server: str | None = None
 
     @classmethod
     def from_options(
@@ -92,6 +101,12 @@ class Campaign:
             **options,
         )
 
+    @property
+    def holder_work_ms(self) -> float:
+        """How long a holder works: ``work_ms``, or by default ``WORK_TTL_SHARE`` of the TTL,
+        so a longer TTL does not shrink the window in which faults can hit a holder."""
+        return self.work_ms if self.work_ms is not None else WORK_TTL_SHARE * self.ttl_ms
+
     def validate(self) -> None:
         if self.topology not in TOPOLOGIES:
             raise UsageError(f"--topology must be one of {', '.join(TOPOLOGIES)}")
@@ -101,12 +116,20 @@ class Campaign:
             raise UsageError(f"--duration must be between 0 and 3600 s (got {self.duration_s})")
         if not 10 <= self.ttl_ms <= 600_000:
             raise UsageError(f"--ttl-ms must be between 10 and 600000 (got {self.ttl_ms})")
-        if not 0 <= self.work_ms <= 600_000:
+        if self.work_ms is not None and not 0 <= self.work_ms <= 600_000:
             raise UsageError(f"--work-ms must be between 0 and 600000 (got {self.work_ms})")
+        if not 1 <= self.nest_depth <= 16:
+            raise UsageError(f"--nest-depth must be between 1 and 16 (got {self.nest_depth})")
         checker.check_fail_on(self.fail_on)
+        for name, overrides in self.faults:  # built without parse_faults (the API, compare)
+            FAULTS[name].check_params(overrides)
         locks.load(self.lock)
+        locks.check_faults(self.lock, self.fault_names)
         topology.check_provider(
-            self.provider, config=self.provider_config_path, faults=self.fault_objects
+            self.provider,
+            config=self.provider_config_path,
+            faults=self.fault_objects,
+            server=self.server,
         )
 
     @property
@@ -135,17 +158,20 @@ def choose_layout(campaign: Campaign) -> Layout:
     """The topology the lock and faults need; ``UsageError`` for choices that cannot mix."""
     info = locks.info(campaign.lock)
     needs_masters = info is not None and info.topology == "standalone"
-    sentinel_faults = [n for n in campaign.fault_names if FAULTS[n].needs == "sentinel"]
-    if sentinel_faults and needs_masters:
+    replicated = [n for n in campaign.fault_names if FAULTS[n].needs == "replicated"]
+    if replicated and needs_masters:
         raise UsageError(
-            f"{sentinel_faults[0]} needs the sentinel topology, but {campaign.lock} needs "
-            f"independent masters: drop {sentinel_faults[0]} or pick a single-master lock"
+            f"{replicated[0]} needs a master with replicas (sentinel or cluster), but "
+            f"{campaign.lock} needs independent masters: drop {replicated[0]} or pick a "
+            "single-master lock"
         )
     kind = campaign.topology
     if kind == "auto":
-        kind = "sentinel" if sentinel_faults else "standalone"
-    if kind == "standalone" and sentinel_faults:
-        raise UsageError(f"{sentinel_faults[0]} needs --topology sentinel (or auto)")
+        kind = "sentinel" if replicated else "standalone"
+    if kind == "standalone" and replicated:
+        raise UsageError(
+            f"{replicated[0]} needs --topology sentinel or cluster (auto picks sentinel)"
+        )
     nodes = campaign.nodes or (REDLOCK_NODES if needs_masters else 1)
     locks.check_topology(campaign.lock, kind, nodes)
     persistence = "none"
@@ -165,6 +191,7 @@ def open_topology(campaign: Campaign, layout: Layout) -> topology.Topology:
         persistence=layout.persistence,
         config=campaign.provider_config_path,
         faults=campaign.fault_objects,
+        server=campaign.server,
     )
 
 
@@ -194,16 +221,28 @@ class Outcome:
     completed_ops: int
     nemesis_errors: list[str]
     fail_on: str = "hard"
+    allow_inconclusive: bool = False
 
     @property
     def failed(self) -> bool:
+        """A violation at or above ``fail_on`` (what a search looks for)."""
         return checker.fails(self.verdict, self.fail_on)
+
+    @property
+    def exit_status(self) -> int:
+        """0 ok, 1 a violation at or above ``fail_on``, 3 inconclusive (unless allowed)."""
+        return checker.exit_status(
+            self.verdict, self.fail_on, allow_inconclusive=self.allow_inconclusive
+        )
 
 
 def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None) -> Outcome:
     """Run one campaign on a fresh topology; writes history.jsonl, schedule.json, verdict.json.
 
-    ``schedule`` replaces the one the seed would generate (``run --search`` draws its own)."""
+    ``schedule`` replaces the one the seed would generate (``run --search`` draws its own).
+    A lock that could not start in any client (its factory failed in every one: the workers
+    exit at once, so the run ends early) is bad input: ``UsageError``, once the run directory
+    holds the evidence."""
     campaign.validate()
     layout = choose_layout(campaign)
     schedule = schedule or generate(
@@ -216,21 +255,22 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     config = WorkloadConfig(
         lock=campaign.lock,
         ttl_ms=campaign.ttl_ms,
-        work_ms=campaign.work_ms,
+        work_ms=campaign.holder_work_ms,
         duration_s=campaign.duration_s,
-        extend_during_work=(
-            _designed_to_extend(campaign.lock)
-            if campaign.extend_during_work is None
-            else campaign.extend_during_work
-        ),
+        extend_during_work=campaign.extend_during_work is not False,
+        client_clocks=_client_clocks(campaign, run_dir),
+        nest_depth=campaign.nest_depth,
     )
     nemesis = ScheduledNemesis(schedule)
     params = {
         "faults": campaign.fault_names,
         "schedule": schedule.to_json(),
         "provider": campaign.provider,
+        "server": campaign.server,
     }
     with open_topology(campaign, layout) as topo:
+        # The images the docker provider ran (name → id): what exactly was tested.
+        used_images = dict(getattr(topo, "images", None) or {})
         watcher = _StopOnFirst(history_path, campaign.fail_on) if campaign.stop_on_first else None
         result = run_workload(
             topo,
@@ -245,18 +285,28 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     verdict = checker.check_file(history_path)
     save_verdict(run_dir, verdict)
     (run_dir / "campaign.json").write_text(
-        json.dumps({**asdict(campaign), "layout": asdict(layout)}, indent=2) + "\n"
+        json.dumps(
+            {**asdict(campaign), "layout": asdict(layout), "images": used_images}, indent=2
+        )
+        + "\n"
     )
     write_run_reports(run_dir)  # report.html + junit.xml, from the history and verdict alone
+    if verdict.lock_unusable is not None:
+        raise UsageError(f"{verdict.lock_unusable} (lock {campaign.lock}; run directory {run_dir})")
     return Outcome(
-        run_dir, verdict, schedule, result.completed_ops, nemesis.errors, campaign.fail_on
+        run_dir, verdict, schedule, result.completed_ops, nemesis.errors, campaign.fail_on,
+        campaign.allow_inconclusive,
     )
 
 
-def _designed_to_extend(lock: str) -> bool:
-    """Whether the catalog says the lock extends while it works (a user's lock: no)."""
-    info = locks.info(lock)
-    return info is not None and info.extends_during_work
+def _client_clocks(campaign: Campaign, run_dir: Path) -> str | None:
+    """The directory of the clients' clock files when a fault moves client clocks (the
+    clients then run under libfaketime: ``chaos.workload.clocks``), else None."""
+    if not any(getattr(f, "fakes_client_clocks", False) for f in campaign.fault_objects):
+        return None
+    directory = run_dir / "clocks"
+    directory.mkdir(exist_ok=True)
+    return str(directory)
 
 
 class _StopOnFirst:

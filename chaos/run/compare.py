@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
@@ -47,6 +48,11 @@ class CellPlan:
     stop_on: str | None = "hard"
     provider: str = "local"
     provider_config: Path | None = None
+    # Campaign options of a truth-table cell (``clients``, ``ttl_ms``…): part of the row.
+    options: tuple[tuple[str, Any], ...] = ()
+    # The server (``--servers``: redis-7.0, redis-8.0, valkey-8.1); None: the provider's
+    # default. Part of the row (``lua @ valkey-8.1``): the matrix is lock × faults × server.
+    server: str | None = None
 
     def campaign(self, seed: int) -> Campaign:
         return Campaign.from_options(
@@ -58,36 +64,51 @@ class CellPlan:
             fail_on=self.stop_on or "hard",
             provider=self.provider,
             provider_config=self.provider_config,
+            server=self.server,
+            **dict(self.options),
         )
 
     @property
+    def row(self) -> str:
+        """The row the cell sits in: its lock, with its options if it has any, and its server
+        if one was chosen (``lua @ valkey-8.1``)."""
+        row = self.lock
+        if self.options:
+            row += f" ({' '.join(f'{k}={v}' for k, v in self.options)})"
+        return row if self.server is None else f"{row} @ {self.server}"
+
+    @property
     def name(self) -> str:
-        return f"{self.lock} × {column_label(self.faults)}"
+        return f"{self.row} × {column_label(self.faults)}"
 
 
 def column_label(faults: str) -> str:
     """A column's heading: its faults joined by ``+`` (a column may combine several)."""
-    return " + ".join(part for part in faults.split(",") if part)
+    return " + ".join(part for part in faults.split(",") if part) or "no faults"
 
 
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
                 stop_on: str | None = "hard", *, provider: str = "local",
-                provider_config: Path | None = None) -> list[CellPlan]:
-    """Every lock against every column (``a+b`` in a column: both faults in one run), each
-    on a fresh topology from ``provider``."""
+                provider_config: Path | None = None,
+                servers: Sequence[str | None] = (None,)) -> list[CellPlan]:
+    """Every lock against every column (``a+b`` in a column: both faults in one run) on
+    every server (``servers``; None: the provider's default), each on a fresh topology from
+    ``provider``."""
+    servers = list(dict.fromkeys(servers)) or [None]
     locks = [lock.strip() for lock in locks if lock.strip()]
     columns = [col.strip().replace("+", ",") for col in columns if col.strip()]
     if not locks:
         raise UsageError("--locks is empty: give at least one lock, e.g. --locks lua,redlock")
     if not columns:
         raise UsageError("--faults is empty: give at least one fault, e.g. --faults slow-work")
-    if len(locks) * len(columns) > MAX_CELLS:
-        raise UsageError(f"{len(locks)} locks × {len(columns)} faults is more than {MAX_CELLS} "
-                         "cells: compare fewer at a time")
+    if len(locks) * len(columns) * len(servers) > MAX_CELLS:
+        raise UsageError(f"{len(locks)} locks × {len(columns)} faults × {len(servers)} servers "
+                         f"is more than {MAX_CELLS} cells: compare fewer at a time")
     return [
-        CellPlan(lock, col, duration_s, stop_on, provider, provider_config)
+        CellPlan(lock, col, duration_s, stop_on, provider, provider_config, server=server)
         for lock in locks
         for col in columns
+        for server in servers
     ]
 
 
@@ -115,7 +136,8 @@ class CellResult:
             expected = Claim(claim=self.claim.expected, source=self.claim.source,
                              matched=sum(r.truth_problem is None for r in self.runs))
         return CellEntry(
-            lock=self.plan.lock, faults=self.plan.faults, label=column_label(self.plan.faults),
+            lock=self.plan.row, faults=self.plan.faults, label=column_label(self.plan.faults),
+            server=self.plan.server,
             duration_s=self.plan.duration_s, stop_on=self.plan.stop_on,
             status="n/a" if self.unavailable else ("done" if self.runs else "pending"),
             reason=self.unavailable,
@@ -142,10 +164,11 @@ class Matrix:
     cells: list[CellResult]
     started: float = field(default_factory=time.time)
     wall_s: float = 0.0
+    shard: list[int] | None = None
 
     @property
     def locks(self) -> list[str]:
-        return list(dict.fromkeys(cell.plan.lock for cell in self.cells))
+        return list(dict.fromkeys(cell.plan.row for cell in self.cells))
 
     @property
     def columns(self) -> list[str]:
@@ -158,7 +181,7 @@ class Matrix:
             columns=[Column(faults=col, label=column_label(col)) for col in self.columns],
             started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
             wall_s=round(self.wall_s, 1),
-            cells=[cell.to_entry() for cell in self.cells],
+            cells=[cell.to_entry() for cell in self.cells], shard=self.shard,
         )
 
 
@@ -169,15 +192,21 @@ Save = Callable[[Path, MatrixFile], object]  # write pages from the matrix so fa
 
 def claim_for(plan: CellPlan) -> Cell | None:
     """The truth table's claim about exactly this lock and these faults, if any."""
-    return next((c for c in CELLS if (c.lock, c.faults) == (plan.lock, plan.faults)), None)
+    return next(
+        (c for c in CELLS
+         if (c.lock, c.faults, c.options) == (plan.lock, plan.faults, plan.options)),
+        None,
+    )
 
 
 def run_matrix(
     plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str = "lockchaos compare",
     on_run: Progress | None = None, on_cell: Done | None = None, save: Save | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> tuple[Path, MatrixFile]:
     """Run every cell in ``plans`` for seeds 1…``seeds`` into a new directory under ``out``;
     returns the directory (holding ``matrix.json`` and ``runs/``) and the matrix as saved.
+    ``shard`` (K, N) says ``plans`` are shard K of N of a larger plan (``chaos.run.shard``).
 
     Bad input (an unknown lock or fault, a bad duration) is a ``UsageError`` before anything
     runs; a cell whose lock and faults cannot share a topology is marked n/a. ``save`` is
@@ -185,7 +214,8 @@ def run_matrix(
     """
     if not 1 <= seeds <= 100:
         raise UsageError(f"--seeds must be between 1 and 100 (got {seeds})")
-    matrix = Matrix(title, seeds, [CellResult(plan, claim_for(plan)) for plan in plans])
+    matrix = Matrix(title, seeds, [CellResult(plan, claim_for(plan)) for plan in plans],
+                    shard=list(shard) if shard else None)
     for cell in matrix.cells:
         campaign = cell.plan.campaign(1)  # an unknown fault stops everything before any run
         try:

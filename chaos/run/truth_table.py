@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from chaos.checker import Verdict
 
@@ -43,6 +44,41 @@ def _fenced(v: Verdict) -> str | None:
     return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
 
 
+def _reentered(v: Verdict) -> str | None:
+    """Nested acquires granted to their holder (no self-deadlock) and no hard violation. A
+    soft overlap is not counted against reentrancy: it is a lease outlived by a holder the
+    machine stalled, the limit of every lease (``lua`` has it too)."""
+    if v.hard_violations or v.liveness_violations:
+        return (f"expected reentry without hard or liveness violations, found hard="
+                f"{v.hard_violations} liveness={v.liveness_violations}")
+    return None
+
+
+def _hard_but_fenced(v: Verdict) -> str | None:
+    """Fencing does not stop two masters granting the lock (hard), but the resource rejects
+    the holders whose token is behind (stale accesses rejected). Tokens a promoted replica
+    issues again are not behind, so some writes may still be lost: counted, not required."""
+    if not v.hard_violations:
+        return "expected a hard violation (split brain), found none"
+    return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
+
+
+def _ok(v: Verdict) -> str | None:
+    """No violation of any kind and no lost write: the lock did its job."""
+    found = {"hard": v.hard_violations, "soft": v.soft_violations,
+             "liveness": v.liveness_violations, "lost writes": v.lost_writes or 0}
+    problems = [f"{kind} {n}" for kind, n in found.items() if n]
+    return f"expected no violation, found {', '.join(problems)}" if problems else None
+
+
+def _no_liveness(v: Verdict) -> str | None:
+    """A dead holder delays the others by at most its TTL: no deadlock, no hard violation."""
+    if v.hard_violations or v.liveness_violations:
+        return (f"expected no liveness or hard violation, found liveness="
+                f"{v.liveness_violations} hard={v.hard_violations}")
+    return None
+
+
 def _liveness(v: Verdict) -> str | None:
     if v.hard_violations:
         return f"expected a deadlock, not hard violations ({v.hard_violations})"
@@ -58,10 +94,24 @@ class Cell:
     source: str
     stop_on: str | None = None  # the violation kind that settles the cell early
     cause: str = ""  # a word the first hard violation's explanation must contain
+    # Campaign options the claim is about (``clients``, ``ttl_ms``, ``work_ms``, …), as pairs
+    # so the cell stays hashable; every runner (the test, the bench, the demo) passes them on.
+    options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.lock} × {self.faults}"
+        return f"{self.row} × {self.faults or 'no faults'}"
+
+    @property
+    def row(self) -> str:
+        """The lock, with the options that make this claim (``lua (clients=10)``)."""
+        if not self.options:
+            return self.lock
+        return f"{self.lock} ({' '.join(f'{k}={v}' for k, v in self.options)})"
+
+    @property
+    def campaign_options(self) -> dict[str, Any]:
+        return dict(self.options)
 
 
 CELLS: tuple[Cell, ...] = (
@@ -69,7 +119,22 @@ CELLS: tuple[Cell, ...] = (
     Cell(
         "get-then-del", "client-pause-at", "hard", _hard, "004 wrong release 2", "hard", "released"
     ),
-    Cell("getset-timestamp", "slow-work", "hard", _hard, "004 wrong acquire 2", "hard"),
+    # 004 错误示例2 names three flaws; each cell's cause says which one fired. Flaw 3 (no
+    # owner in the value): the slow holder's plain DEL removes the next holder's lock.
+    Cell("getset-timestamp", "slow-work", "hard", _hard, "004 wrong acquire 2, flaw 3", "hard",
+         "released"),
+    # Flaw 1 (each client's clock judges expiry): c2's clock runs 800 ms ahead, so it judges a
+    # live lock expired and takes it. clock-jump moves only the servers' clocks.
+    Cell("getset-timestamp", "client-clock", "hard", _hard, "004 wrong acquire 2, flaw 1",
+         "hard", "clock", options=(("clients", 3),)),
+    # Flaw 2 (a racing GETSET overwrites the winner's expiry): GETSET runs once a lock has
+    # expired by the clients' clocks, which a holder that crashed before its DEL leaves behind.
+    # Every waiter is armed (client=*: whoever reads the expired value first), pauses before its
+    # GETSET, and on waking stamps the new holder's key with an expiry already past.
+    Cell("getset-timestamp",
+         "client-crash:command=DEL:op=release:nth=1,"
+         "client-pause-at:command=GETSET:op=acquire:client=*",
+         "hard", _hard, "004 wrong acquire 2, flaw 2", "hard", "overwrote"),
     Cell(
         "setnx-expire",
         "client-crash:command=*:op=acquire:nth=2",
@@ -95,5 +160,52 @@ CELLS: tuple[Cell, ...] = (
     Cell(
         "redlock", "clock-jump:offset_ms=600", "hard", _hard, "Kleppmann 2016", "hard", "clock-jump"
     ),
-    Cell("redis-py", "slow-work", "soft only", _soft_only, "redis-py Lock"),
+    Cell("redis-py", "slow-work", "soft only", _soft_only, "redis-py Lock",
+         options=(("extend_during_work", False),)),
+    # 000 race 1: EXISTS, then SET, as separate round trips; contention alone breaks it, and a
+    # pause between the check and the SET (shorter than the TTL) makes it certain.
+    Cell("check-then-set", "", "hard", _hard, "000 race 1", "hard", options=(("clients", 10),)),
+    Cell("check-then-set", "client-pause-at:command=SET:op=acquire:duration_ms=100", "hard",
+         _hard, "000 race 1 (pause between check and SET)", "hard"),
+    # 000's uuid, 003's "uuid、线程id": a thread id is not unique across processes.
+    Cell("thread-id", "slow-work", "hard", _hard, "003 (线程id as the token)", "hard",
+         "released"),
+    # 001's int(expire) truncates: the lock claims 1.5 s, Redis grants EX 1; 000's ceil rounds
+    # up, which costs availability, never exclusion.
+    Cell("lua-int-expire", "", "hard", _hard, "001 int(expire)", "hard",
+         options=(("ttl_ms", 1500), ("work_ms", 1200), ("clients", 3))),
+    Cell("lua-ceil", "", "no hard", _no_hard, "000 math.ceil",
+         options=(("ttl_ms", 1500), ("work_ms", 1200), ("clients", 3))),
+    # 002: "acquire_timeout 必須大於 lock_timeout". 004's PHP baseLock retries for 2 s against a
+    # 4 s expiry: after a holder crashes, waiters give up while its key still lives.
+    Cell("php-lock", "client-crash:command=GET:op=release:nth=1", "liveness (gave up)", _liveness,
+         "002 acquire_timeout > lock_timeout; 004 PHP baseLock(4, 2)", "liveness", "gave up",
+         options=(("ttl_ms", 4000), ("clients", 3))),
+    # Cells that must pass: a tester that only ever says "broken" is not trusted.
+    Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
+    Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)"),
+    # At the demos' own time scale (seconds, not 200 ms): on a loaded machine a holder the
+    # scheduler stalls for 2/3 of a 200 ms TTL outlives its lease, which is a lease's limit,
+    # not what these claims are about.
+    Cell("lua-extend", "slow-work", "no violation", _ok, "001 (set_lock_ttl)",
+         options=(("ttl_ms", 1000),)),
+    Cell("lua", "", "no violation", _ok, "001/002 demos",
+         options=(("clients", 10), ("ttl_ms", 2000), ("work_ms", 50))),
+    # 003 可重入性: nested acquires (nest_depth=2) of the reentrant variants succeed; the
+    # plain string lock refuses its own holder.
+    Cell("reentrant", "", "reentered, no hard", _reentered, "003 (hash count)",
+         options=(("nest_depth", 2),)),
+    Cell("reentrant-local", "", "reentered, no hard", _reentered, "003 (ThreadLocal count)",
+         options=(("nest_depth", 2),)),
+    Cell("reentrant-watchdog", "slow-work", "reentered, no hard", _reentered,
+         "003 (Redisson: hash + watchdog)",
+         options=(("nest_depth", 2),)),
+    Cell("lua", "", "liveness (self-deadlock)", _liveness, "003 (a string lock is not reentrant)",
+         "liveness", "refused by its own holder", options=(("nest_depth", 2),)),
+    # What fencing saves and what it does not: a failover still grants the lock twice (hard),
+    # the resource rejects the stale holders, and a token issued again slips through.
+    Cell("fenced", "failover", "hard, stale rejected", _hard_but_fenced,
+         "003 (failover) / Kleppmann 2016"),
+    Cell("redlock", "latency", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
+    Cell("redlock", "server-pause", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
 )

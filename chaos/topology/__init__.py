@@ -20,7 +20,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from chaos.errors import UsageError
-from chaos.topology.base import SHAPES, ClientView, FaultNeeds, Topology, refuse_unsupported
+from chaos.topology import binaries
+from chaos.topology.base import (
+    CLOCK,
+    SHAPES,
+    ClientView,
+    FaultNeeds,
+    Topology,
+    refuse_unsupported,
+)
 from chaos.topology.docker import DockerTopology
 from chaos.topology.external import ExternalTopology, load_config
 from chaos.topology.local import LocalTopology, SentinelTuning
@@ -37,11 +45,16 @@ DEFAULT_NODES = 5
 
 
 def check_provider(
-    provider: str, *, config: Path | None = None, faults: Iterable[FaultNeeds] = ()
+    provider: str,
+    *,
+    config: Path | None = None,
+    faults: Iterable[FaultNeeds] = (),
+    server: str | None = None,
 ) -> None:
     """``UsageError`` (one line) for anything ``open_provider`` would refuse."""
     if provider not in PROVIDERS:
         raise UsageError(f"--provider must be one of {', '.join(PROVIDERS)} (got {provider!r})")
+    check_server(provider, server)
     if provider == "external":
         if config is None:
             raise UsageError(
@@ -52,6 +65,37 @@ def check_provider(
     elif config is not None:
         raise UsageError(f"--provider-config is for --provider external, not {provider}")
     refuse_unsupported(provider, CAPABILITIES, faults)
+    if provider == "local":
+        for name in _clock_faults(faults):
+            binaries.require_clock(name)  # e.g. a PATH redis-server, which links jemalloc
+
+
+def check_server(provider: str, server: str | None) -> None:
+    """``--server`` picks the docker provider's server image (``chaos.topology.images``);
+    the local provider runs its own Redis 7.0 build, the external one what it is given."""
+    # Imported here: ``python -m chaos.topology.images`` must not find it imported already.
+    from chaos.topology.images import DEFAULT_SERVER as LOCAL_SERVER
+    from chaos.topology.images import SERVERS
+
+    if server is None:
+        return
+    if server not in SERVERS:
+        raise UsageError(f"--server must be one of {', '.join(SERVERS)} (got {server!r})")
+    if provider == "local" and server != LOCAL_SERVER:
+        raise UsageError(
+            f"--server {server} needs --provider docker: the local provider runs its own "
+            f"Redis 7.0 build ({LOCAL_SERVER})"
+        )
+    if provider == "external":
+        raise UsageError(
+            "--server is for --provider docker (or local, redis-7.0): the external provider "
+            "runs the servers its --provider-config names"
+        )
+
+
+def _clock_faults(faults: Iterable[FaultNeeds]) -> list[str]:
+    """The faults that run the data nodes under libfaketime."""
+    return [fault.name for fault in faults if CLOCK in fault.provider_needs]
 
 
 def open_provider(
@@ -62,23 +106,35 @@ def open_provider(
     persistence: str = "none",
     config: Path | None = None,
     faults: Iterable[FaultNeeds] = (),
+    server: str | None = None,
 ) -> Topology:
     """A running topology of ``kind`` from ``provider`` (a context manager: teardown is total).
 
     ``nodes`` is the number of standalone masters (default 5; ``external`` uses the first
     ``nodes`` of its file, all of them by default). ``faults`` are the faults the run will
-    inject: one the provider cannot do is refused here, before anything starts.
+    inject: one the provider cannot do is refused here, before anything starts. ``server``
+    (``redis-7.0``, ``redis-8.0``, ``valkey-8.1``; None: the provider's default) is the
+    Redis-compatible server: the docker provider runs its image, the local provider only
+    its Redis 7.0 build, the external provider refuses it.
     """
     faults = list(faults)
-    check_provider(provider, config=config, faults=faults)
+    check_provider(provider, config=config, faults=faults, server=server)
     if provider == "external":
         assert config is not None  # checked
         return ExternalTopology.from_file(
             config, kind=kind, nodes=nodes, persistence=persistence
         )
     if provider == "docker":
-        return DockerTopology(kind, nodes=_or_default(nodes), persistence=persistence)
-    return LocalTopology(kind, nodes=_or_default(nodes), persistence=persistence)
+        return DockerTopology(
+            kind,
+            nodes=_or_default(nodes),
+            persistence=persistence,
+            server=server,
+            clock=bool(_clock_faults(faults)),
+        )
+    # Without a clock fault any redis-server will do (libfaketime only where it can wrap it).
+    clock = True if _clock_faults(faults) else None
+    return LocalTopology(kind, nodes=_or_default(nodes), persistence=persistence, clock=clock)
 
 
 def _or_default(nodes: int | None) -> int:
@@ -103,6 +159,7 @@ __all__ = [
     "Topology",
     "ToxiproxyAPI",
     "check_provider",
+    "check_server",
     "open_provider",
     "start",
 ]

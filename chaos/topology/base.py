@@ -23,8 +23,10 @@ import redis
 from chaos.errors import UsageError
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
-SHAPES = ("standalone", "sentinel")  # what a topology can be: independent masters, or
-# one master with replicas and Sentinels
+# What a topology can be: independent masters; one master with replicas and Sentinels; a
+# Redis Cluster of 3 masters with a replica each.
+SHAPES = ("standalone", "sentinel", "cluster")
+REPLICATED = ("sentinel", "cluster")  # shapes with replicas a master can fail over to
 
 Address = tuple[str, int]
 
@@ -39,8 +41,9 @@ class ClientView:
     """Everything one client process needs to reach the topology; plain data, picklable.
 
     ``nodes`` are this client's proxies to every data node, in node order. ``route`` maps an
-    address the Sentinels report (``host:port``) to this client's proxy for the same node.
-    Passwords (external servers may have them) are never part of the ``repr``.
+    address the Sentinels (or, with ``cluster``, the cluster's MOVED and ASK replies and its
+    slot map) report (``host:port``) to this client's proxy for the same node. Passwords
+    (external servers may have them) are never part of the ``repr``.
     """
 
     client_id: str
@@ -52,6 +55,7 @@ class ClientView:
     password: str | None = field(default=None, repr=False)
     resource_password: str | None = field(default=None, repr=False)
     sentinel_password: str | None = field(default=None, repr=False)
+    cluster: bool = False  # the nodes form a Redis Cluster: clients follow its slot map
 
 
 # Capabilities beyond Toxiproxy (which every provider has).
@@ -133,7 +137,21 @@ class Topology(Protocol):
 
     def client_links(self, client_id: str) -> list[Link]: ...
 
-    def master_index(self) -> int: ...
+    def master_index(self, key: str | None = None) -> int:
+        """The node the topology calls master (with ``cluster``: of ``key``'s slot)."""
+        ...
+
+    def cluster_links(self, node: int) -> list[Link]:
+        """The links through which the rest of the topology (replicas, Sentinels, the cluster
+        bus) reaches ``node``: cutting them isolates it while clients still reach it."""
+        ...
+
+    def elect(self, node: int) -> None:
+        """Have a replica of master ``node`` (cut off by ``cluster_links``) take over. Sentinel
+        does this by itself once the master stops answering it (nothing to do); a Redis Cluster
+        of Redis 7 still hears a master that only its own links reach, so a replica is asked
+        to fail over (``CLUSTER FAILOVER FORCE``: the other masters still vote)."""
+        ...
 
     def describe(self) -> dict[str, Any]: ...
 

@@ -1,9 +1,19 @@
-"""The ``docker`` provider: the topologies of ``compose/docker-compose.yml`` (official
-``redis:7`` and Toxiproxy images), brought up and down with ``docker compose`` and faulted
-through the Docker SDK: ``server-pause`` pauses a container (the cgroup freezer: SIGSTOP's
-equivalent), ``crash-restart`` kills one and starts it again. Data nodes run without
-persistence, so a restarted node comes back empty. The images carry no libfaketime, so
-``clock-jump`` (and the AOF-persistence faults) are refused up front.
+"""The ``docker`` provider: the topologies of ``compose/docker-compose.yml`` (lockchaos's own
+``lockchaos/redis:7.0`` and ``lockchaos/toxiproxy:2.12.0`` images, built offline by
+``scripts/docker-setup.sh``: docs/images.md; ``LOCKCHAOS_REDIS_IMAGE`` and
+``LOCKCHAOS_TOXIPROXY_IMAGE`` choose others, e.g. the official ``redis:7`` and
+``ghcr.io/shopify/toxiproxy:2.12.0`` where a registry is reachable), brought up and down with
+``docker compose`` and faulted through the Docker SDK: ``server-pause`` pauses a container
+(the cgroup freezer: SIGSTOP's equivalent), ``crash-restart`` kills the server in one with
+SIGKILL and starts it again (see ``DockerNode``). Data nodes run without persistence, so a
+restarted node comes back empty. ``clock-jump`` rewrites the libfaketime offset file of
+lockchaos's images in the node's container (``DockerNode.set_clock_offset``); the
+AOF-persistence faults are refused up front. ``server`` (``--server redis-8.0``…) picks the
+image of the Redis-compatible server a run uses (``chaos.topology.images``).
+
+Every container and the network carry ``org.lockchaos.run=<run id>``; a reaper process
+(``reaper_main``) removes them if the runner dies without tearing down (SIGKILL included),
+as ``chaos.topology.reaper`` does for processes.
 
 Every link goes through the Toxiproxy container: clients' own links (created per client
 here, on ports of ``ComposeLayout.client_ports`` that Compose publishes on 127.0.0.1), and
@@ -17,8 +27,15 @@ Host ports are fixed (see ``LAYOUT``), so one docker topology runs at a time on 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import shutil
+import signal
 import subprocess
+import sys
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chaos.errors import UsageError
-from chaos.topology.base import CLUSTER_LINKS, PAUSE, PERSISTENCE, RESTART, refuse
+from chaos.topology.base import CLOCK, CLUSTER_LINKS, PAUSE, PERSISTENCE, RESTART, refuse
 from chaos.topology.node import wait_until
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
@@ -34,6 +51,19 @@ from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
 PROJECT = "lockchaos"
 COMPOSE_TIMEOUT_S = 300  # pulling images on a first run takes a while
+RUN_LABEL = "org.lockchaos.run"  # on every container and the network: the run that owns them
+REAPER_POLL_S = 0.2
+DOWN_FLAG = "/tmp/lockchaos-down"  # while it exists, a data node's server is not restarted
+SERVER_PID = "/tmp/lockchaos-redis.pid"  # written by the shell that supervises the server
+REAPER_MAX_S = 86_400  # a reaper watches one runner for a day at most
+REAPER_SECOND_PASS_S = 5.0
+CLOCK_TIMEOUT_S = 5.0  # a clock offset written in a container answers within this
+# The Compose file's image variables, and lockchaos's own images (docs/images.md) they
+# default to; an image named here is pulled if missing, lockchaos's own never are.
+IMAGE_VARIABLES = {
+    "LOCKCHAOS_REDIS_IMAGE": "lockchaos/redis:7.0",
+    "LOCKCHAOS_TOXIPROXY_IMAGE": "lockchaos/toxiproxy:2.12.0",
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +110,68 @@ def compose_command(compose_file: Path = COMPOSE_FILE) -> list[str]:
     return [docker, "compose", "-f", str(compose_file), "-p", PROJECT]
 
 
+def compose_images(server: str | None = None) -> dict[str, str]:
+    """Variable → image the Compose file will run: ``server``'s image (``redis-8.0`` →
+    ``lockchaos/redis:8.0``) if given, else the environment's, else lockchaos's default."""
+    chosen = {name: os.environ.get(name) or own for name, own in IMAGE_VARIABLES.items()}
+    if server is not None:
+        chosen["LOCKCHAOS_REDIS_IMAGE"] = server_image(server)
+    return chosen
+
+
+def server_image(server: str) -> str:
+    """The image of ``server`` (``UsageError`` naming the choices for an unknown one)."""
+    from chaos.topology import images as own_images  # not at the top: `python -m` runs it
+
+    if server not in own_images.SERVERS:
+        raise UsageError(
+            f"--server must be one of {', '.join(own_images.SERVERS)} (got {server!r})"
+        )
+    return own_images.image_for(server)
+
+
+def own_image(image: str) -> bool:
+    """One of lockchaos's own images (never pulled: built by scripts/docker-setup.sh)."""
+    from chaos.topology import images as own_images
+
+    return image in {recipe.image for recipe in own_images.RECIPES.values()}
+
+
+def check_images(client: Any, chosen: dict[str, str]) -> None:
+    """``UsageError`` naming how to get lockchaos's own images when one is missing (the
+    official ones, named through the variables, are pulled by Compose instead)."""
+    import docker
+
+    for variable, image in chosen.items():
+        if not own_image(image):
+            continue
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise UsageError(
+                f"the docker provider needs the image {image}: build it with "
+                f"scripts/docker-setup.sh (docs/images.md), or set {variable} to an image a "
+                "registry here provides"
+            ) from None
+
+
+def check_faketime(client: Any, image: str) -> None:
+    """``UsageError`` when ``image`` does not run its server under libfaketime (the official
+    ``redis`` images do not): a clock fault would write an offset nothing reads."""
+    import docker
+
+    try:
+        env = client.images.get(image).attrs.get("Config", {}).get("Env") or []
+    except docker.errors.ImageNotFound:
+        env = []  # not here yet (Compose would pull it): not one of lockchaos's
+    if not any(entry.startswith("FAKETIME_TIMESTAMP_FILE=") for entry in env):
+        raise UsageError(
+            f"clock faults need a server image that preloads libfaketime, and {image} does "
+            "not: use lockchaos's own (--server redis-7.0|redis-8.0|valkey-8.1, "
+            "docs/images.md), or drop the clock fault"
+        )
+
+
 def engine() -> Any:
     """A Docker SDK client to a running engine; ``UsageError`` when there is none."""
     import docker  # here, not at the top: the SDK takes 0.2 s to import, and only this needs it
@@ -98,10 +190,18 @@ def engine() -> Any:
 
 @dataclass
 class DockerNode(RemoteNode):
-    """A Redis container; server faults act on the container."""
+    """A Redis container; server faults act on the container.
+
+    ``crash-restart`` kills the redis-server *in* the container (SIGKILL) and the shell that
+    supervises it there (compose/docker-compose.yml, ``x-supervise``) starts it again once
+    ``start`` removes ``DOWN_FLAG``. Killing the container instead would take its network
+    address away for the 0.6 s a restart takes: connections to it would hang rather than be
+    refused, and Toxiproxy would deliver a client's acquire after the client gave up on it
+    (the key taken on the server by an acquire the client saw fail, for a whole TTL)."""
 
     provider: ClassVar[str] = "docker"
     container: Any = field(default=None, repr=False)  # docker.models.containers.Container
+    _clock: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     def pause(self) -> None:
         self.container.pause()
@@ -110,25 +210,86 @@ class DockerNode(RemoteNode):
         self.container.unpause()
 
     def kill(self) -> None:
-        """``docker kill``: SIGKILL, as a power loss would (unpaused first if need be)."""
+        """SIGKILL to the server, as a power loss would (unpaused first if need be); it stays
+        down until ``start``."""
         self.container.reload()
         if self.container.status == "paused":
             self.container.unpause()
-        if self.container.status in ("running", "paused"):
-            self.container.kill()
+        self._exec(f"touch {DOWN_FLAG}; kill -9 $(cat {SERVER_PID}) 2>/dev/null; true")
 
     def wipe(self) -> None:
         """Nothing to delete: nodes keep no RDB or AOF file, so a restart comes back empty."""
 
     def start(self) -> None:
-        self.container.start()
+        self._exec(f"rm -f {DOWN_FLAG}")
+
+    def set_clock_offset(self, seconds: float) -> None:
+        """Move the container's wall clock to true time + ``seconds``: lockchaos's server
+        images preload libfaketime, which reads ``FAKETIME_FILE`` at every clock read. The
+        offset is written (beside the file, then renamed: the server never reads half a
+        file) by a shell that ``docker exec -i`` keeps open in the container, so a jump
+        takes a millisecond or two, not the ~60 ms of a ``docker exec`` each (a clock jump
+        on three nodes one after another would straddle several 50 ms holds). The monotonic
+        clock stays true."""
+        shell = self.clock_shell()
+        assert shell.stdin is not None and shell.stdout is not None
+        try:
+            shell.stdin.write(f"{seconds:+.3f}\n")
+            shell.stdin.flush()
+            ready, _, _ = select.select([shell.stdout], [], [], CLOCK_TIMEOUT_S)
+            answer = shell.stdout.readline().strip() if ready else ""
+        except OSError as exc:
+            answer = str(exc)
+        if answer != "ok":
+            self.close_clock_shell()
+            raise RuntimeError(
+                f"{self.name}: could not move its clock ({answer or 'no answer'} within "
+                f"{CLOCK_TIMEOUT_S:g} s)"
+            )
+
+    def clock_shell(self) -> subprocess.Popen[str]:
+        """The shell that writes this node's clock offsets (started on first use)."""
+        if self._clock is None or self._clock.poll() is not None:
+            from chaos.topology.images import FAKETIME_FILE
+
+            script = (f'f={FAKETIME_FILE}; while read -r offset; do echo "$offset" > "$f.tmp" '
+                      '&& mv -f "$f.tmp" "$f" && echo ok || echo failed; done')  # fmt: skip
+            self._clock = subprocess.Popen(
+                [shutil.which("docker") or "docker", "exec", "-i", self.container.id,
+                 "sh", "-c", script],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True, bufsize=1,
+            )  # fmt: skip
+        return self._clock
+
+    def close_clock_shell(self) -> None:
+        """End the clock shell (closing its stdin ends its loop). Idempotent."""
+        shell, self._clock = self._clock, None
+        if shell is None:
+            return
+        with contextlib.suppress(OSError):
+            if shell.stdin is not None:
+                shell.stdin.close()
+        try:
+            shell.wait(timeout=CLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            shell.kill()
+            shell.wait(timeout=CLOCK_TIMEOUT_S)
+        if shell.stdout is not None:
+            shell.stdout.close()
+
+    def _exec(self, script: str) -> None:
+        done = self.container.exec_run(["sh", "-c", script])
+        if done.exit_code != 0:
+            output = done.output.decode(errors="replace").strip()[:200]
+            raise RuntimeError(f"{self.name}: `{script}` failed in its container: {output}")
 
 
 class DockerTopology(RemoteTopology):
     """The Compose project, up. ``close()`` takes it down, volumes included."""
 
     provider = "docker"
-    capabilities = frozenset({PAUSE, RESTART, CLUSTER_LINKS})
+    capabilities = frozenset({PAUSE, RESTART, CLOCK, CLUSTER_LINKS})
 
     def __init__(
         self,
@@ -137,7 +298,12 @@ class DockerTopology(RemoteTopology):
         nodes: int = 5,
         persistence: str = "none",
         compose_file: Path = COMPOSE_FILE,
+        server: str | None = None,
+        clock: bool = False,
     ) -> None:
+        """``server``: the Redis-compatible server (``redis-7.0``, ``redis-8.0``,
+        ``valkey-8.1``; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
+        fault will run, so the server image must preload libfaketime (lockchaos's do)."""
         super().__init__(kind)
         if persistence != "none":
             raise refuse(self.provider, PERSISTENCE)
@@ -148,15 +314,31 @@ class DockerTopology(RemoteTopology):
             )
         data = data[:nodes] if kind == "standalone" else data
         self._compose = compose_command(compose_file)
+        images = compose_images(server)
+        self.server = server
         self.engine = engine()
+        check_images(self.engine, images)
+        if clock:
+            check_faketime(self.engine, images["LOCKCHAOS_REDIS_IMAGE"])
+        self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        own = all(own_image(image) for image in images.values())
+        self._env = {
+            **os.environ,
+            **images,
+            "LOCKCHAOS_RUN": self.run_id,
+            "LOCKCHAOS_PULL_POLICY": "never" if own else "missing",
+        }
         self._ports: Iterator[int] = iter(LAYOUT.client_ports)
         self._closed = False
+        self.images: dict[str, str] = {}  # image → its id, once up (campaign.json records it)
+        self._reaper = start_reaper(self.run_id)
         services = [LAYOUT.toxiproxy, LAYOUT.resource[0], *(name for name, _ in data)]
         if kind == "sentinel":
             services += [name for name, _ in LAYOUT.sentinels]
         try:
             self._down()  # what a killed earlier run left (its links would clash with ours)
             self._compose_run("up", "--detach", "--wait", *services)
+            self.images = {image: self.engine.images.get(image).id for image in images.values()}
             self.toxiproxy = ToxiproxyAPI(LAYOUT.api_port)
             self.toxiproxy.wait_ready()
             self.resource = RemoteServer("resource", "127.0.0.1", LAYOUT.resource[1])
@@ -165,8 +347,11 @@ class DockerTopology(RemoteTopology):
                 DockerNode(f"n{i}", "127.0.0.1", port, container=self._container(service))
                 for i, (service, port) in enumerate(data)
             ]
-            for server in [self.resource, *self.nodes]:
-                server.wait_ready()
+            for endpoint in [self.resource, *self.nodes]:
+                endpoint.wait_ready()
+            if clock:  # a clock fault will run: its shells are open before the first jump
+                for node in self.nodes:
+                    node.set_clock_offset(0.0)
             if kind == "sentinel":
                 self._wire_sentinels()
         except BaseException:
@@ -183,6 +368,10 @@ class DockerTopology(RemoteTopology):
         for replica in self.nodes[1:]:
             wait_until(partial(_synced, replica), f"{replica.name} to sync with its master")
         wait_until(self._sentinels_name_n0, "the Sentinels to name n0 the master")
+        # A Sentinel that has not heard of its peers yet (hello messages every 2 s) cannot
+        # win the vote a failover needs: a failover right after start would never happen.
+        for sentinel in self.sentinels:
+            wait_until(partial(_knows_all, sentinel), f"{sentinel.name} to see the cluster")
 
     def _sentinels_name_n0(self) -> bool:
         try:
@@ -192,7 +381,11 @@ class DockerTopology(RemoteTopology):
 
     def _compose_run(self, *args: str) -> None:
         done = subprocess.run(
-            [*self._compose, *args], capture_output=True, text=True, timeout=COMPOSE_TIMEOUT_S
+            [*self._compose, *args],
+            capture_output=True,
+            text=True,
+            timeout=COMPOSE_TIMEOUT_S,
+            env=self._env,
         )
         if done.returncode != 0:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
@@ -222,19 +415,116 @@ class DockerTopology(RemoteTopology):
         )
 
     def _reported(self, node: int) -> str:
+        if self.kind != "sentinel":  # no Sentinel reports standalone nodes: their own names
+            return f"{self._services[node]}:{LAYOUT.redis_port}"
         return f"{LAYOUT.toxiproxy}:{LAYOUT.internal_ports[node]}"
 
     def close(self) -> None:
-        """``docker compose down``: containers, network and volumes go. Idempotent."""
+        """``docker compose down``: containers, network and volumes go; then the reaper,
+        with nothing left to do, is dismissed. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._down()
+        try:
+            for node in getattr(self, "nodes", []):
+                node.close_clock_shell()
+            self._down()
+        finally:
+            reap(self.run_id, self.engine)  # whatever `down` left (it never should)
+            dismiss_reaper(self._reaper)
 
     def _down(self) -> None:
-        self._compose_run("down", "--volumes", "--remove-orphans", "--timeout", "1")
+        # --profile sentinel: `down` must see the sentinel shape's services too
+        self._compose_run(
+            "--profile", "sentinel", "down", "--volumes", "--remove-orphans", "--timeout", "1"
+        )
+
+
+def _knows_all(sentinel: RemoteServer) -> bool:
+    """The Sentinel sees an up master, every replica connected and every peer."""
+    name = LAYOUT.master_name
+    with sentinel.client(decode_responses=True) as conn:
+        master = _pairs(conn.execute_command("SENTINEL", "MASTER", name))
+        replicas = conn.execute_command("SENTINEL", "REPLICAS", name)
+        peers = conn.execute_command("SENTINEL", "SENTINELS", name)
+    connected = [r for r in replicas if "disconnected" not in _pairs(r).get("flags", "")]
+    return (
+        "master" in master.get("flags", "")
+        and "down" not in master.get("flags", "")
+        and len(connected) == len(LAYOUT.replicated) - 1
+        and len(peers) == len(LAYOUT.sentinels) - 1
+    )
+
+
+def _pairs(flat: Any) -> dict[str, str]:
+    """Sentinel replies are flat [key, value, …] lists (or already dicts)."""
+    if isinstance(flat, dict):
+        return flat
+    return dict(zip(flat[::2], flat[1::2], strict=False))
 
 
 def _synced(replica: RemoteServer) -> bool:
     with replica.client(decode_responses=True) as conn:
         return bool(conn.info("replication").get("master_link_status") == "up")
+
+
+# -- the reaper: containers never outlive the runner ----------------------------------------
+
+
+def start_reaper(run_id: str) -> subprocess.Popen[bytes]:
+    """A process that removes ``run_id``'s containers and network once this process is gone
+    (in its own session: a Ctrl-C at the terminal does not reach it)."""
+    code = "import sys; from chaos.topology.docker import reaper_main; sys.exit(reaper_main())"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(os.getpid()), run_id],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def dismiss_reaper(reaper: subprocess.Popen[bytes]) -> None:
+    if reaper.poll() is None:
+        reaper.send_signal(signal.SIGUSR1)
+        try:
+            reaper.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait(timeout=10)
+
+
+def reap(run_id: str, client: Any = None) -> None:
+    """Remove every container (with its anonymous volumes) and network labelled ``run_id``."""
+    import docker
+
+    client = client or docker.from_env(timeout=60)
+    selector = {"label": f"{RUN_LABEL}={run_id}"}
+    for container in client.containers.list(all=True, filters=selector):
+        with contextlib.suppress(docker.errors.NotFound):
+            container.remove(force=True, v=True)
+    for network in client.networks.list(filters=selector):
+        with contextlib.suppress(docker.errors.NotFound):
+            network.remove()
+
+
+def reaper_main() -> int:
+    """``python -c … PARENT_PID RUN_ID`` (see ``start_reaper``): wait for the parent to go,
+    then ``reap``; twice, a few seconds apart, for a ``docker compose up`` the dead runner
+    had under way. SIGUSR1 dismisses it: the runner tore down itself."""
+    parent, run_id = int(sys.argv[1]), sys.argv[2]
+    dismissed = False
+
+    def dismiss(*_: object) -> None:
+        nonlocal dismissed
+        dismissed = True
+
+    signal.signal(signal.SIGUSR1, dismiss)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deadline = time.monotonic() + REAPER_MAX_S
+    while not dismissed and time.monotonic() < deadline:
+        if os.getppid() != parent:
+            reap(run_id)
+            time.sleep(REAPER_SECOND_PASS_S)
+            reap(run_id)
+            return 0
+        time.sleep(REAPER_POLL_S)
+    return 0

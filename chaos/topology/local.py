@@ -29,7 +29,14 @@ from typing import Any
 
 from chaos.errors import UsageError
 from chaos.topology import binaries
-from chaos.topology.base import ALL_CAPABILITIES, ClientView, ClosedOnExit, host_port
+from chaos.topology.base import ALL_CAPABILITIES, CLOCK, SHAPES, ClientView, ClosedOnExit, host_port
+from chaos.topology.cluster import (
+    CLUSTER_MASTERS,
+    DEFAULT_KEY,
+    cluster_master,
+    elect_replica,
+    form_cluster,
+)
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
@@ -49,7 +56,13 @@ class SentinelTuning:
 
 
 class LocalTopology(ClosedOnExit):
-    """A running topology. Use as a context manager, or call ``close()``: teardown is total."""
+    """A running topology. Use as a context manager, or call ``close()``: teardown is total.
+
+    ``clock``: run the data nodes under libfaketime so their clocks can be jumped — True
+    (required: ``UsageError`` when the redis-server found is not the MALLOC=libc build),
+    False (never), None (whenever the binaries allow). Without it the topology lacks the
+    ``clock`` capability.
+    """
 
     provider = "local"
     capabilities = ALL_CAPABILITIES  # real processes: every fault applies
@@ -61,26 +74,33 @@ class LocalTopology(ClosedOnExit):
         nodes: int = 5,
         tuning: SentinelTuning | None = None,
         persistence: str = "none",
+        clock: bool | None = None,
     ) -> None:
-        if kind not in ("standalone", "sentinel"):
-            raise UsageError(f"unknown topology {kind!r}: choose standalone or sentinel")
+        if kind not in SHAPES:
+            raise UsageError(f"unknown topology {kind!r}: choose {', '.join(SHAPES)}")
         if kind == "standalone":
             check_node_count(nodes)
         self.kind = kind
         self.tuning = tuning or SentinelTuning()
         for program in ("redis-server", "redis-sentinel", "toxiproxy-server"):
             binaries.find(program)  # fail fast, with one clear line, before starting anything
-        binaries.libfaketime()
+        if clock:
+            binaries.require_clock("a clock fault")
+        self.clock = binaries.clock_problem() is None if clock is None else clock
+        self.capabilities = ALL_CAPABILITIES if self.clock else ALL_CAPABILITIES - {CLOCK}
         self.run_dir = Path(tempfile.mkdtemp(prefix="lockchaos-"))
         self.supervisor = Supervisor(self.run_dir)
         self.nodes: list[RedisNode] = []
         self.sentinels: list[SentinelNode] = []
         self.internal: list[Link] = []
+        self.bus: list[Link] = []  # cluster: each node's bus, as the other nodes reach it
         self._client_links: dict[str, list[Link]] = {}
         self._closed = False
         try:
-            data_nodes = nodes if kind == "standalone" else 1 + REPLICAS
-            self._start(data_nodes, persistence)
+            if kind == "cluster":
+                self._start_cluster(persistence)
+            else:
+                self._start(nodes if kind == "standalone" else 1 + REPLICAS, persistence)
         except BaseException:
             self.close()
             raise
@@ -123,6 +143,38 @@ class LocalTopology(ClosedOnExit):
                 wait_until(partial(_synced, replica), f"{replica.name} to sync with its master")
             self._start_sentinels(sentinel_ports, internal_ports)
 
+    def _start_cluster(self, persistence: str) -> None:
+        """``CLUSTER_MASTERS`` masters with a replica each. Every node announces proxies
+        (``int-nI`` for its port, ``bus-nI`` for its bus) as its address, so replication, the
+        cluster bus and the slot map clients are given all go through links a fault can cut;
+        clients get their own links and translate the announced addresses (``route``)."""
+        count = 2 * CLUSTER_MASTERS
+        ports = free_ports(2 + 4 * count)
+        api_port, resource_port = ports[0], ports[1]
+        node_ports, bus_ports, internal_ports, internal_bus_ports = (
+            ports[2 + k * count : 2 + (k + 1) * count] for k in range(4)
+        )
+        self.supervisor.spawn(
+            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
+            log=self.run_dir / "toxiproxy.log",
+        )
+        self.resource = self._node("resource", resource_port, persistence="none")
+        self.resource.start()
+        self.toxiproxy = ToxiproxyAPI(api_port)
+        self.toxiproxy.wait_ready()
+        for i in range(count):
+            self.internal.append(
+                self.toxiproxy.create(f"int-n{i}", internal_ports[i], node_ports[i])
+            )
+            self.bus.append(self.toxiproxy.create(f"bus-n{i}", internal_bus_ports[i], bus_ports[i]))
+            node = self._node(f"n{i}", node_ports[i], persistence=persistence)
+            node.cluster = (bus_ports[i], internal_ports[i], internal_bus_ports[i])
+            node.start()
+            self.nodes.append(node)
+        for node in [self.resource, *self.nodes]:
+            node.wait_ready()
+        form_cluster(self.nodes, internal_ports, internal_bus_ports)
+
     def _node(self, name: str, port: int, *, persistence: str) -> RedisNode:
         return RedisNode(
             name=name,
@@ -130,6 +182,7 @@ class LocalTopology(ClosedOnExit):
             directory=self.run_dir / name,
             supervisor=self.supervisor,
             persistence=persistence,
+            faketime=self.clock,
         )
 
     def _start_sentinels(self, ports: list[int], internal_ports: list[int]) -> None:
@@ -187,6 +240,7 @@ class LocalTopology(ClosedOnExit):
             sentinels=tuple(s.address for s in self.sentinels),
             master_name=MASTER_NAME if self.sentinels else None,
             route=route,
+            cluster=self.kind == "cluster",
         )
 
     def client_links(self, client_id: str) -> list[Link]:
@@ -197,8 +251,18 @@ class LocalTopology(ClosedOnExit):
     def clients(self) -> list[str]:
         return list(self._client_links)
 
-    def master_index(self) -> int:
-        """Index of the node the Sentinels currently call master (always 0 when standalone)."""
+    def cluster_links(self, node: int) -> list[Link]:
+        return [self.internal[node], *self.bus[node : node + 1]]
+
+    def elect(self, node: int) -> None:
+        if self.kind == "cluster":
+            elect_replica(self.nodes, node)
+
+    def master_index(self, key: str | None = None) -> int:
+        """Index of the node the Sentinels currently call master (always 0 when standalone);
+        in a cluster, the master of ``key``'s slot as most nodes see it."""
+        if self.kind == "cluster":
+            return cluster_master(self.nodes, self.internal, key or DEFAULT_KEY)
         if not self.sentinels:
             return 0
         for sentinel in self.sentinels:
@@ -217,7 +281,10 @@ class LocalTopology(ClosedOnExit):
         master = self.master_index()
         for i, node in enumerate(self.nodes):
             entry: dict[str, Any] = {"name": node.name, "direct": host_port(node.address)}
-            if self.internal:
+            if self.kind == "cluster":
+                entry["internal"] = host_port(self.internal[i].address)
+                entry["role"] = node.info("replication").get("role", "?")
+            elif self.internal:
                 entry["internal"] = host_port(self.internal[i].address)
                 entry["role"] = "master" if i == master else "replica"
             else:

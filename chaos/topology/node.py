@@ -4,7 +4,8 @@ A ``RedisNode`` runs under libfaketime (``FAKETIME_TIMESTAMP_FILE`` + ``FAKETIME
 ``FAKETIME_DONT_FAKE_MONOTONIC``), so its wall clock can be jumped by rewriting one file while
 its monotonic clock stays true: Redis key expiry follows the wall clock, which is exactly the
 fault Kleppmann describes for Redlock. Sentinels never run under libfaketime: a clock jump
-puts a Sentinel into TILT mode.
+puts a Sentinel into TILT mode. A node started with ``faketime=False`` (a topology without
+clock faults, on a redis-server libfaketime cannot wrap) runs on the true clock.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from chaos.topology.base import ServerNode
 
 READY_TIMEOUT_S = 15.0
+CLUSTER_CONFIG = "nodes.conf"
+CLUSTER_NODE_TIMEOUT_MS = 1000  # how long the cluster takes to call a cut-off master failed
 POLL_S = 0.002
 
 
@@ -138,8 +141,12 @@ class RedisNode(_Server):
 
     replicaof: int | None = None  # port (usually a proxy) of the master to replicate
     announce_port: int | None = None  # the port others (Sentinels) see it on
+    # Cluster mode: (bus port, announced port, announced bus port). The announced ones are
+    # proxies, so the rest of the cluster (and the slot map clients get) goes through them.
+    cluster: tuple[int, int, int] | None = None
     persistence: str = "none"
     clock_offset_s: float = 0.0
+    faketime: bool = True  # under libfaketime (its clock can be jumped)
 
     @property
     def clock_file(self) -> Path:
@@ -169,17 +176,33 @@ class RedisNode(_Server):
             args += ["--replica-announce-port", str(self.announce_port)]
         if self.replicaof is not None:
             args += ["--replicaof", "127.0.0.1", str(self.replicaof)]
+        if self.cluster is not None:
+            bus, announced, announced_bus = self.cluster
+            args += [
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", CLUSTER_CONFIG,
+                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                "--cluster-port", str(bus),
+                "--cluster-announce-ip", "127.0.0.1",
+                "--cluster-announce-port", str(announced),
+                "--cluster-announce-bus-port", str(announced_bus),
+                # a replica may take over however long it has been cut off (the fault's point)
+                "--cluster-replica-validity-factor", "0",
+                "--cluster-require-full-coverage", "no",
+            ]  # fmt: skip
         return args
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._write_clock(self.clock_offset_s)
-        env = {
-            "LD_PRELOAD": binaries.libfaketime(),
-            "FAKETIME_TIMESTAMP_FILE": str(self.clock_file),
-            "FAKETIME_NO_CACHE": "1",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        }
+        env: dict[str, str] = {}
+        if self.faketime:
+            env = {
+                "LD_PRELOAD": binaries.libfaketime(),
+                "FAKETIME_TIMESTAMP_FILE": str(self.clock_file),
+                "FAKETIME_NO_CACHE": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            }
         self.process = self.supervisor.spawn(self.argv(), log=self.log, env=env)
 
     def restart(self, *, empty: bool = True) -> None:
@@ -189,13 +212,19 @@ class RedisNode(_Server):
     def wipe(self) -> None:
         """Delete the node's data files (not its clock file or log)."""
         for path in self.directory.iterdir():
-            if path.name not in {"faketime", "server.log"}:
+            if path.name not in {"faketime", "server.log", CLUSTER_CONFIG}:  # a cluster node
+                # restarts empty but still a member, as after a power loss with its config
                 _remove(path)
 
     def set_clock_offset(self, seconds: float) -> None:
         """Move this node's wall clock to true time + ``seconds`` (negative: into the past).
 
         Takes effect on the node's next clock read; the monotonic clock is untouched."""
+        if not self.faketime:
+            raise UsageError(
+                f"{self.name} runs without libfaketime (no clock fault was asked for when the "
+                "topology started): its clock cannot be moved"
+            )
         self._write_clock(seconds)
         self.clock_offset_s = seconds
 

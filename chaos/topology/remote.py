@@ -36,6 +36,8 @@ from chaos.topology.base import (
 from chaos.topology.node import READY_TIMEOUT_S, direct_client, wait_until
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
+REMOTE_SHAPES = ("standalone", "sentinel")  # a Redis Cluster runs only on the local provider
+
 
 @dataclass
 class RemoteServer:
@@ -113,8 +115,12 @@ class RemoteTopology(ClosedOnExit, ABC):
     master_name: str | None
 
     def __init__(self, kind: str) -> None:
-        if kind not in SHAPES:
-            raise UsageError(f"unknown topology {kind!r}: choose standalone or sentinel")
+        if kind not in REMOTE_SHAPES:
+            raise UsageError(
+                f"the {self.provider} provider runs standalone or sentinel topologies, not "
+                f"{kind!r}" + (": --topology cluster runs on --provider local"
+                               if kind in SHAPES else "")
+            )
         self.kind = kind
         self.internal: list[Link] = []
         self.sentinels = []
@@ -153,7 +159,13 @@ class RemoteTopology(ClosedOnExit, ABC):
         """The proxies of one client, one per node (``client_view`` must have been called)."""
         return list(self._client_links[client_id])
 
-    def master_index(self) -> int:
+    def cluster_links(self, node: int) -> list[Link]:
+        return [self.internal[node]]
+
+    def elect(self, node: int) -> None:
+        """Sentinel elects by itself (these providers run no cluster)."""
+
+    def master_index(self, key: str | None = None) -> int:
         """Index of the node the Sentinels call master (always 0 without Sentinels)."""
         if not self.sentinels:
             return 0

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 import redis
 
 ACTIONS = ("pause", "sleep", "crash")
+# Commands that write a lock's key: what an acquire sent with them says which nodes, keys and
+# values the new holder counted on (``Injector.written``), whatever the lock calls its key.
+WRITES = frozenset({"SET", "SETNX", "GETSET", "SETEX", "PSETEX", "HSET", "HSETNX", "HINCRBY",
+                    "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL"})
+Written = dict[str, tuple[list[str], list[str]]]  # "host:port" -> (keys, values)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Injector:
         self.current_op: str | None = None
         self._sent_in_op = 0
         self.on_fire: Callable[[PausePoint], None] = lambda point: None
+        self.written: Written = {}  # by the current (or last) acquire, per node address
 
     def arm(self, point: PausePoint) -> None:
         with self._lock:
@@ -85,6 +91,21 @@ class Injector:
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
         self.current_op, self._sent_in_op = op, 0
+        if op == "acquire":
+            self.written = {}
+
+    def note_write(self, address: str, command: str, args: tuple[object, ...]) -> None:
+        """Remember the keys and values a write command of an acquire carried to ``address``
+        (EVAL's keys are its KEYS, every other argument a possible value)."""
+        words = [_text(arg) for arg in args]
+        if command.startswith(("EVAL", "FCALL")):
+            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 0
+            keys, values = words[2 : 2 + count], words[2 + count :]
+        else:
+            keys, values = words[:1], words[1:]
+        known_keys, known_values = self.written.setdefault(address, ([], []))
+        known_keys += [key for key in keys if key not in known_keys]
+        known_values += [value for value in values if value not in known_values]
 
     def end(self) -> None:
         self.current_op = None
@@ -101,14 +122,26 @@ class Injector:
             self._armed.remove(point)  # one shot
         self.on_fire(point)
         if point.action == "pause":
-            os.kill(os.getpid(), signal.SIGSTOP)
+            _signal_self(signal.SIGSTOP)
         elif point.action == "sleep":
             time.sleep(point.duration_ms / 1000)
         else:
-            os.kill(os.getpid(), signal.SIGKILL)
+            _signal_self(signal.SIGKILL)
+
+
+def _signal_self(sig: int) -> None:
+    """This process, and its process group when it leads one (a client with a lock driver)."""
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), sig)
+    else:
+        os.kill(os.getpid(), sig)
 
 
 injector = Injector()
+
+
+def _text(arg: object) -> str:
+    return arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
 
 
 def _command_name(args: tuple[object, ...]) -> str:
@@ -137,5 +170,8 @@ class InjectingConnection(redis.Connection):
 
     def send_command(self, *args: object, **kwargs: object) -> None:
         if not self._handshaking:
-            injector.before_command(_command_name(args))
+            command = _command_name(args)
+            injector.before_command(command)
+            if injector.current_op == "acquire" and command in WRITES:
+                injector.note_write(f"{self.host}:{self.port}", command, args[1:])
         super().send_command(*args, **kwargs)

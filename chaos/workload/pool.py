@@ -23,11 +23,19 @@ from typing import Any
 from chaos import history as h
 from chaos.locks import load
 from chaos.topology.base import Topology
-from chaos.workload.inject import PausePoint
-from chaos.workload.worker import Worker, WorkerSpec, WorkloadConfig, worker_main
+from chaos.workload import clocks
+from chaos.workload.inject import PausePoint, Written
+from chaos.workload.worker import (
+    UNUSABLE_LOCK_EXIT,
+    Worker,
+    WorkerSpec,
+    WorkloadConfig,
+    worker_main,
+)
 
 _ctx = mp.get_context("fork")  # milliseconds per worker, against ~0.3 s for spawn
 MONITOR_TICK_S = 0.05
+WRITTEN_WAIT_S = 0.2  # for the monitor to read a fresh holder's "wrote" report
 STOP_GRACE_S = 5.0
 
 
@@ -40,6 +48,8 @@ class WorkerHandle:
     done: bool = False
     completed: int = 0
     paused: bool = False
+    written: Written = field(default_factory=dict)  # what its last acquire wrote, per node
+    written_for: int = 0  # the ``holding`` time of the acquire ``written`` belongs to
 
     @property
     def pid(self) -> int:
@@ -101,15 +111,22 @@ class WorkerPool:
             seed=self.seed,
             deadline_ns=self.deadline_ns,
         )
-        ours, theirs = _ctx.Pipe()
-        holding: Synchronized[int] = _ctx.Value("q", 0)
-        process = _ctx.Process(
+        clocks_dir = self.config.client_clocks  # a fakeable wall clock needs an exec
+        ctx = _ctx if clocks_dir is None else clocks.SPAWN
+        ours, theirs = ctx.Pipe()
+        holding: Synchronized[int] = ctx.Value("q", 0)
+        process = ctx.Process(
             target=worker_main,
             args=(spec, theirs, holding, self.worker_class),
             name=f"lockchaos-{cid}",
             daemon=True,
         )
-        process.start()
+        if clocks_dir is None:
+            process.start()
+        else:
+            clocks.start(process, clocks_dir, cid)
+        with contextlib.suppress(OSError):  # as the worker does itself: whoever runs first
+            os.setpgid(process.pid or 0, process.pid or 0)
         theirs.close()
         handle = WorkerHandle(spec, process, ours, holding)
         with self._lock:
@@ -156,6 +173,20 @@ class WorkerPool:
             self._monitor.join(timeout=2)
 
     # -- steering (used by the nemesis and the explorer) -------------------------------------
+
+    def written(self, cid: str, timeout_s: float = WRITTEN_WAIT_S) -> Written:
+        """What ``cid``'s current grant rests on: per node address (as the client reaches
+        it), the keys and values its acquire wrote. Empty when it holds nothing or its lock
+        talks to Redis through something lockchaos cannot see (a driver in another
+        language). The worker reports it just before it counts as holding, so the report is
+        at most one pipe read behind."""
+        w = self.workers[cid]
+        deadline = time.monotonic() + timeout_s
+        while w.holding.value and w.written_for != w.holding.value:
+            if time.monotonic() >= deadline:
+                return {}
+            time.sleep(0.002)
+        return dict(w.written) if w.holding.value else {}
 
     def holders(self, acquired_within_ms: float | None = None) -> list[str]:
         """Clients that believe they hold the lock right now (and, if asked, acquired it less
@@ -209,8 +240,12 @@ class WorkerPool:
 
     @staticmethod
     def _signal(w: WorkerHandle, sig: int) -> None:
+        """Signal the worker's process group: the worker and any lock driver it started."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(w.pid, sig)
+            try:
+                os.killpg(w.pid, sig)
+            except (ProcessLookupError, PermissionError):  # not (yet) a group leader
+                os.kill(w.pid, sig)
 
     def _resume_later(self, w: WorkerHandle, duration_ms: float) -> None:
         with self._lock:
@@ -246,6 +281,8 @@ class WorkerPool:
         if kind == "paused":
             w.paused = True
             self._resume_later(w, args[0])
+        elif kind == "wrote":
+            w.written_for, w.written = args[0], args[1]
         elif kind == "done":
             w.done, w.completed = True, args[0]
 
@@ -253,10 +290,13 @@ class WorkerPool:
         """A worker exited without saying done: it crashed (an armed crash point or a bug)."""
         w.done = True
         w.process.join(timeout=1)
-        if w.process.exitcode != -signal.SIGKILL:
+        if w.process.exitcode not in (-signal.SIGKILL, UNUSABLE_LOCK_EXIT):  # that one wrote
+            # a lock-unusable event itself: it never ran, so it did not crash
             self.history.log(
                 h.INFO, w.spec.client_id, h.CRASH, value={"exitcode": w.process.exitcode}
             )
+        if w.process.exitcode == UNUSABLE_LOCK_EXIT:
+            return  # it said why in the history; a fresh process would fail the same way
         if self.replace_crashed and not self._stopping.is_set() and h.now() < self.deadline_ns:
             self._spawn(w.spec.client_id, w.spec.incarnation + 1)
 

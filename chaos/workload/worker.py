@@ -10,11 +10,14 @@ effect (an indeterminate outcome never crashes the worker).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -24,13 +27,21 @@ from typing import Any
 import redis
 
 from chaos import history as h
+from chaos.errors import UsageError
 from chaos.locks import build_context, can_extend, check_client, load
-from chaos.locks.contract import Lease, LockClient
+from chaos.locks.contract import (
+    GAVE_UP,
+    INDETERMINATE_ERRORS,
+    Lease,
+    LockClient,
+    is_lock_bug,
+)
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
 from chaos.workload.inject import InjectingConnection, PausePoint, injector
 from chaos.workload.resource import Resource, StaleToken
 
+UNUSABLE_LOCK_EXIT = 3  # the lock could not start in this client: the pool does not replace it
 _INDETERMINATE = object()
 _STALE = object()
 
@@ -53,6 +64,12 @@ class WorkloadConfig:
     # The holder calls extend() every TTL/3 of its work (seed 001's usage); only locks with
     # extend() can, and only runs that ask for it do (it hides the expiry race otherwise).
     extend_during_work: bool = False
+    # A directory of per-client clock files: every client then runs under libfaketime and the
+    # client-clock fault can move its wall clock (chaos/workload/clocks.py); None: real clocks.
+    client_clocks: str | None = None
+    # Acquires per critical section: 2 or more re-acquire while holding (seed 003's
+    # reentrancy), each nested invoke marked value {"depth": d}; releases unwind innermost first.
+    nest_depth: int = 1
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,7 @@ class Worker:
         self.rng = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}")
         self.stopping = threading.Event()
         self._slow_work: list[float] = []  # work times (ms) for the next critical sections
+        self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
         context = build_context(
             spec.view,
@@ -152,21 +170,35 @@ class Worker:
             self.history.log(h.FAIL, self.cid, f, error=h.STALE_TOKEN, **invoke)
             return invoked, _STALE
         except Exception as exc:  # any failure of the lock under test is an outcome
-            self.history.log(h.INFO, self.cid, f, error=f"{type(exc).__name__}: {exc}", **invoke)
+            self.history.log(h.INFO, self.cid, f, error=_error(exc), **invoke, **self._bug(f, exc))
             return invoked, _INDETERMINATE
         finally:
             injector.end()
+
+    def _bug(self, f: str, exc: Exception) -> dict[str, Any]:
+        """The history fields of a lock bug (``bug``, and the first ``traceback`` of each of
+        this process's operations); nothing for a Redis/connection error or the resource's."""
+        if f not in (h.ACQUIRE, h.RELEASE, h.EXTEND) or not is_lock_bug(exc):
+            return {}
+        if f in self._traced:
+            return {"bug": True}
+        self._traced.add(f)
+        return {"bug": True, "traceback": _traceback(exc)}
 
     def _deadline(self, invoked: h.Event, lease: Lease) -> int:
         validity = self.config.ttl_ms if lease.validity_ms is None else lease.validity_ms
         return invoked.t + int(validity * 1e6)
 
-    def acquire(self) -> Lease | None:
-        invoked, lease = self._call(h.ACQUIRE, self.lock.acquire)
+    def acquire(self, depth: int = 1) -> Lease | None:
+        """One acquire; ``depth`` > 1 is a nested one, made while this client holds the lock
+        (the history marks it: a refusal then is the lock refusing its own holder)."""
+        nested: dict[str, Any] = {"value": {"depth": depth}} if depth > 1 else {}
+        invoked, lease = self._call(h.ACQUIRE, self.lock.acquire, **nested)
         if lease is _INDETERMINATE:
             return None
         if not lease:
-            self.history.log(h.FAIL, self.cid, h.ACQUIRE)
+            gave_up = {"error": h.GAVE_UP} if lease is GAVE_UP else {}
+            self.history.log(h.FAIL, self.cid, h.ACQUIRE, **nested, **gave_up)
             return None
         acquired = self.history.log(
             h.OK,
@@ -176,6 +208,9 @@ class Worker:
             valid_until=self._deadline(invoked, lease),
             fence=lease.fence,
         )
+        # Which nodes, keys and values this grant rests on, before it counts as held: what
+        # faults aimed at "the nodes the holder counted on" target (WorkerPool.written).
+        self.control.send(("wrote", acquired.t, injector.written))
         self.holding.value = acquired.t
         return lease
 
@@ -236,6 +271,18 @@ class Worker:
                 lease = self.extend(lease)
         return lease
 
+    def nest(self) -> list[Lease]:
+        """Acquire again while holding, down to ``nest_depth`` (seed 003: a reentrant lock
+        lets its holder in; ThreadLocal counts, Redisson counts in the hash). Stops at the
+        first refusal: a lock that is not reentrant refuses its own holder."""
+        inner: list[Lease] = []
+        for depth in range(2, self.config.nest_depth + 1):
+            lease = self.acquire(depth)
+            if lease is None:
+                break
+            inner.append(lease)
+        return inner
+
     # -- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -251,8 +298,11 @@ class Worker:
                 time.sleep(retry / 1000)
                 continue
             op_id = f"{self.cid}:{self.spec.incarnation}:{i}"
-            lease = self.critical_section(lease, op_id)
-            self.release(lease)
+            leases = [lease, *self.nest()]
+            if len(leases) == self.config.nest_depth:  # the work runs innermost
+                leases[-1] = self.critical_section(leases[-1], op_id)
+            for held in reversed(leases):
+                self.release(held)
             completed += 1
         self.stopping.set()
         listener.join(timeout=1)
@@ -267,9 +317,50 @@ def worker_main(
 ) -> None:
     """Process entry point (forked by the pool); ``worker_class`` decides what ``run`` does."""
     die_with_parent(signal.SIGKILL)
+    # Its own process group: a lock driver (chaos/locks/driver.py) started by this client is
+    # stopped, continued and killed with it (the pool signals the group).
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = worker_class(spec, control, holding)
+    try:
+        worker = worker_class(spec, control, holding)
+    except INDETERMINATE_ERRORS as exc:  # a fault while it connected: a fresh one may do better
+        _record_start_failure(spec, h.CRASH, exc)
+        os._exit(1)
+    except Exception as exc:  # the lock cannot start here (its factory raised, a driver that
+        # fails its hello, …): the history says why, once, instead of a traceback on stderr
+        # from every replacement; the pool does not replace this client.
+        _record_start_failure(spec, h.LOCK_UNUSABLE, exc)
+        os._exit(UNUSABLE_LOCK_EXIT)
     completed = worker.run()
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent
+
+
+def _error(exc: BaseException) -> str:
+    """An exception as the history's ``error``: ``Type: message`` (a ``UsageError`` is already
+    a sentence)."""
+    return str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
+
+
+def _traceback(exc: BaseException) -> str:
+    """The exception's traceback from the lock's own code on: the harness's frames (this
+    module's, above the lock's) say nothing about the bug."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _record_start_failure(spec: WorkerSpec, f: str, exc: BaseException) -> None:
+    """Record in the history why this client process could not start its lock (``f`` is
+    ``crash`` or ``lock-unusable``); stderr as a last resort when the history cannot be
+    written."""
+    trace = None if isinstance(exc, UsageError) else _traceback(exc)
+    try:
+        with h.HistoryWriter(spec.history_path) as history:
+            history.log(h.INFO, spec.client_id, f, error=_error(exc), traceback=trace,
+                        value={"at": "start"})
+    except OSError:
+        print(f"lockchaos: {spec.client_id}: {_error(exc)}", file=sys.stderr, flush=True)

@@ -1,0 +1,165 @@
+"""``lockchaos doctor``: what lockchaos found, where, and which faults that allows.
+
+Exit 0 when the basics every local run needs (redis-server, redis-sentinel, toxiproxy-server)
+are there, 1 when one is missing. Docker is only reported, never required.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chaos.nemesis import FAULTS
+from chaos.topology import binaries
+from chaos.topology.base import ABILITIES, CLOCK, PERSISTENCE
+from chaos.topology.docker import DockerTopology
+from chaos.topology.external import ExternalTopology
+
+DOCKER_TIMEOUT_S = 10
+
+
+def _program(program: str) -> dict[str, Any] | None:
+    found = binaries.locate(program)
+    if found is None:
+        return None
+    entry: dict[str, Any] = {
+        "path": found.path,
+        "source": found.source,
+        "version": binaries.version_line(found.path),
+    }
+    if program.startswith("redis-"):
+        entry["malloc"] = binaries.redis_malloc(found.path)
+        entry["libc_build"] = binaries.is_libc_build(found.path)
+    return entry
+
+
+def _docker_output(*args: str) -> str | None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return None
+    try:
+        out = subprocess.run(
+            [docker, *args], capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _fault_needs(name: str) -> set[str]:
+    fault = FAULTS[name]
+    needs = set(fault.provider_needs)
+    if fault.persistence != "none":
+        needs.add(PERSISTENCE)
+    return needs
+
+
+def diagnose() -> dict[str, Any]:
+    """Everything ``doctor`` reports, as plain JSON-able data."""
+    programs = {program: _program(program) for program in binaries.PROGRAMS}
+    missing = [program for program in binaries.BASICS if programs[program] is None]
+    clock_problem = binaries.clock_problem()
+    engine = _docker_output("info", "--format", "{{.ServerVersion}}")
+    compose = _docker_output("compose", "version", "--short")
+    local_ok = not missing
+    docker_ok = engine is not None and compose is not None
+    external_ok = programs["toxiproxy-server"] is not None
+
+    faults: dict[str, dict[str, Any]] = {}
+    for name in FAULTS:
+        needs = _fault_needs(name)
+        providers = []
+        if local_ok and (CLOCK not in needs or clock_problem is None):
+            providers.append("local")
+        if docker_ok and needs <= DockerTopology.capabilities:
+            providers.append("docker")
+        if external_ok and needs <= ExternalTopology.capabilities:
+            providers.append("external")
+        why = None
+        if "local" not in providers:
+            if missing:
+                why = f"{', '.join(missing)} not found"
+            else:
+                why = "needs redis-server built with MALLOC=libc, and libfaketime"
+        faults[name] = {
+            "providers": providers,
+            "needs": sorted(ABILITIES[n] for n in needs),
+            "local_unavailable": why,
+        }
+    return {
+        "ok": local_ok,
+        "missing": missing,
+        "caches": [
+            {"source": source, "path": str(path), "exists": path.is_dir()}
+            for source, path in binaries.caches()
+        ],
+        "in_checkout": binaries.IN_CHECKOUT,
+        "programs": programs,
+        "libfaketime": binaries.locate_libfaketime(),
+        "clock_faults": clock_problem is None,
+        "clock_problem": clock_problem,
+        "docker": {"engine": engine, "compose": compose},
+        "faults": faults,
+        "fix": None if local_ok and clock_problem is None else binaries.setup_hint(),
+    }
+
+
+def doctor(json_output: bool = typer.Option(False, "--json", help="print JSON only")) -> None:
+    """Show which programs lockchaos found, where, and which faults they allow; exit 0 when
+    the basics (redis-server, redis-sentinel, toxiproxy-server) are there, else 1."""
+    report = diagnose()
+    if json_output:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    raise typer.Exit(0 if report["ok"] else 1)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    console = Console(highlight=False)
+    searched = ", ".join(
+        f"{c['path']} ({c['source']}{'' if c['exists'] else ', empty'})" for c in report["caches"]
+    )
+    console.print(f"caches searched: {searched}, then PATH")
+    table = Table(title="programs")
+    for column in ("program", "found at", "from", "version"):
+        table.add_column(column, overflow="fold")
+    for program, entry in report["programs"].items():
+        if entry is None:
+            table.add_row(program, "[red]missing[/red]", "", "")
+            continue
+        version = entry["version"]
+        if program.startswith("redis-"):
+            build = "MALLOC=libc" if entry["libc_build"] else f"malloc={entry['malloc']}"
+            version = f"{version.split(' sha=')[0]} ({build})"
+        table.add_row(program, entry["path"], entry["source"], version)
+    table.add_row("libfaketime", report["libfaketime"] or "[red]missing[/red]", "", "")
+    docker = report["docker"]
+    table.add_row("docker engine", docker["engine"] or "not answering", "", "(docker provider)")
+    table.add_row("docker compose", docker["compose"] or "not found", "", "(docker provider)")
+    console.print(table)
+
+    faults = Table(title="faults possible here (--provider)")
+    reasons = any(entry["local_unavailable"] for entry in report["faults"].values())
+    for column in ("fault", "providers", *(["why not local"] if reasons else [])):
+        faults.add_column(column, overflow="fold")
+    for name, entry in report["faults"].items():
+        providers = ", ".join(entry["providers"]) or "none"
+        faults.add_row(name, providers, *([entry["local_unavailable"]] if reasons else []))
+    console.print(faults)
+    if report["missing"]:
+        console.print(f"missing: {', '.join(report['missing'])}: {report['fix']}")
+    elif not report["clock_faults"]:
+        clock = sorted(n for n, e in report["faults"].items() if "local" not in e["providers"])
+        console.print(
+            f"every run works except {', '.join(clock)}: {report['clock_problem']} — "
+            f"{report['fix']} for the MALLOC=libc build"
+        )
+    else:
+        console.print("ready: every fault can run on the local provider")

@@ -1,0 +1,120 @@
+"""A Redis Cluster of local nodes: forming it, and asking it who the master of a key is.
+
+The cluster is formed by hand rather than with ``redis-cli --cluster create``, so the nodes
+meet each other at their *announced* addresses (the ``int-nI``/``bus-nI`` proxies) from the
+start: every byte of replication and cluster bus traffic then crosses a link a fault can cut.
+Masters are nodes 0…``CLUSTER_MASTERS``−1, each with its slots; node ``CLUSTER_MASTERS`` + i
+replicates master i.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from functools import partial
+
+import redis
+from redis.crc import key_slot
+
+from chaos.topology.node import RedisNode, wait_until
+from chaos.topology.toxiproxy import Link
+
+CLUSTER_MASTERS = 3
+SLOTS = 16384
+DEFAULT_KEY = "lockchaos:lock"  # the workload's lock key (``WorkloadConfig.lock_name``)
+FORM_TIMEOUT_S = 30.0
+
+
+def form_cluster(nodes: Sequence[RedisNode], ports: Sequence[int], bus_ports: Sequence[int]
+                 ) -> None:
+    """Meet, assign slots, attach replicas, and wait until every node says ``ok`` and every
+    replica is in sync. ``ports``/``bus_ports`` are the addresses the nodes announce."""
+    masters = len(nodes) // 2
+    with nodes[0].client(decode_responses=True) as first:
+        for port, bus in zip(ports[1:], bus_ports[1:], strict=True):
+            first.execute_command("CLUSTER", "MEET", "127.0.0.1", port, bus)
+    share = SLOTS // masters
+    for i in range(masters):
+        last = SLOTS - 1 if i == masters - 1 else (i + 1) * share - 1
+        with nodes[i].client() as conn:
+            conn.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)
+    wait_until(lambda: all(_knows(node, len(nodes)) for node in nodes),
+               "the cluster's nodes to meet", FORM_TIMEOUT_S)
+    for i in range(masters, len(nodes)):
+        master_id = _node_id(nodes[i - masters])
+        wait_until(partial(_replicate, nodes[i], master_id),
+                   f"{nodes[i].name} to become a replica", FORM_TIMEOUT_S)
+    wait_until(lambda: all(_ready(node) for node in nodes), "the cluster to be ok",
+               FORM_TIMEOUT_S)
+
+
+def cluster_master(nodes: Sequence[RedisNode], announced: Sequence[Link], key: str) -> int:
+    """The index of the master of ``key``'s slot as most reachable nodes see it (an isolated
+    old master still believes it is one: the majority decides)."""
+    slot = key_slot(key.encode())
+    by_port = {link.listen_port: i for i, link in enumerate(announced)}
+    votes: Counter[int] = Counter()
+    for node in nodes:
+        try:
+            with node.client(socket_timeout=0.5, decode_responses=True) as conn:
+                ranges = conn.execute_command("CLUSTER", "SLOTS")
+        except (redis.RedisError, OSError):
+            continue
+        for first, last, master, *_ in ranges:
+            if int(first) <= slot <= int(last) and int(master[1]) in by_port:
+                votes[by_port[int(master[1])]] += 1
+    if not votes:
+        raise RuntimeError(f"no cluster node named a master for slot {slot}")
+    return votes.most_common(1)[0][0]
+
+
+def elect_replica(nodes: Sequence[RedisNode], master: int) -> None:
+    """Ask a replica of ``nodes[master]`` to take over (``CLUSTER FAILOVER FORCE``: no
+    handshake with its master, which is cut off, but the other masters vote as in a real
+    failover). The replica of master i is node ``CLUSTER_MASTERS`` + i until a failover moves
+    roles around, so every replica naming ``master``'s id is asked until one accepts."""
+    master_id = _node_id(nodes[master])
+    for node in nodes:
+        if node is nodes[master]:
+            continue
+        try:
+            with node.client(decode_responses=True) as conn:
+                if conn.info("replication").get("role") != "slave":
+                    continue
+                mine = str(conn.execute_command("CLUSTER", "MYID"))
+                rows = str(conn.execute_command("CLUSTER", "NODES")).splitlines()
+                me = next((r.split() for r in rows if r.startswith(mine)), [])
+                if len(me) > 3 and me[3] == master_id:
+                    conn.execute_command("CLUSTER", "FAILOVER", "FORCE")
+                    return
+        except (redis.RedisError, OSError):
+            continue
+    raise RuntimeError(f"no replica of {nodes[master].name} could be asked to take over")
+
+
+def _knows(node: RedisNode, count: int) -> bool:
+    with node.client(decode_responses=True) as conn:
+        lines = conn.execute_command("CLUSTER", "NODES")
+    known = [line for line in str(lines).splitlines() if line.strip()]
+    return len(known) == count and not any("handshake" in line for line in known)
+
+
+def _node_id(node: RedisNode) -> str:
+    with node.client(decode_responses=True) as conn:
+        return str(conn.execute_command("CLUSTER", "MYID"))
+
+
+def _replicate(node: RedisNode, master_id: str) -> bool:
+    with node.client(decode_responses=True) as conn:
+        conn.execute_command("CLUSTER", "REPLICATE", master_id)
+    return True
+
+
+def _ready(node: RedisNode) -> bool:
+    with node.client(decode_responses=True) as conn:
+        state = conn.execute_command("CLUSTER", "INFO")
+        replication = conn.info("replication")
+    ok = "cluster_state:ok" in str(state)
+    if replication.get("role") == "slave":
+        return ok and replication.get("master_link_status") == "up"
+    return ok

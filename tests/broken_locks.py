@@ -1,0 +1,52 @@
+"""Locks with the bugs real adapters ship with, for the tests of inconclusive runs and of bugs
+in the lock (issue 12): each must be reported, never pass as "this lock survived".
+
+* ``missing_dependency`` — the factory imports a module that is not installed (the import is
+  inside the factory, so ``--lock`` loads fine and every client process fails);
+* ``acquire_raises`` — acquire() always raises ``RuntimeError("boom")``: never acquired;
+* ``release_raises`` — a working SET NX PX lock whose release() always raises ``ValueError``:
+  every lease runs out by its TTL instead of being released.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from chaos.locks.contract import Lease, LockContext
+
+
+class _SetNx:
+    def __init__(self, ctx: LockContext) -> None:
+        self.ctx = ctx
+
+    def acquire(self) -> Lease | None:
+        token = self.ctx.new_token()
+        if self.ctx.primary.set(self.ctx.lock_name, token, nx=True, px=self.ctx.ttl_ms):
+            return Lease(token=token, validity_ms=self.ctx.ttl_ms)
+        return None
+
+
+class _AcquireRaises(_SetNx):
+    def acquire(self) -> Lease | None:
+        raise RuntimeError("boom")
+
+    def release(self, lease: Lease) -> bool:
+        return True
+
+
+class _ReleaseRaises(_SetNx):
+    def release(self, lease: Lease) -> bool:
+        raise ValueError(f"cannot release {lease.token}: not a lease of mine")
+
+
+def missing_dependency(ctx: LockContext) -> _SetNx:
+    importlib.import_module("lockchaos_no_such_module_mmh3")  # as `import mmh3` would
+    return _SetNx(ctx)
+
+
+def acquire_raises(ctx: LockContext) -> _AcquireRaises:
+    return _AcquireRaises(ctx)
+
+
+def release_raises(ctx: LockContext) -> _ReleaseRaises:
+    return _ReleaseRaises(ctx)
