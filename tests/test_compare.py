@@ -13,9 +13,10 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
+from chaos.locks.driver import INFOS as DRIVER_INFOS
 from chaos.report.matrix import load_matrix
 from chaos.run.compare import claim_for, plan_matrix
-from chaos.run.truth_table import CELLS
+from chaos.run.truth_table import CELLS, DRIVER_CELLS
 
 
 def test_two_locks_by_two_faults_match_the_truth_table(
@@ -39,7 +40,7 @@ def test_two_locks_by_two_faults_match_the_truth_table(
 
     judged = 0
     for cell in CELLS:
-        if (cell.lock, cell.faults) in cells:
+        if (cell.lock, cell.faults) in cells and not cell.options:  # the plain cells
             result = cells[cell.lock, cell.faults]
             (run,) = result.runs
             verdict = msgspec.json.decode((directory / run.run_dir / "verdict.json").read_bytes(),
@@ -94,9 +95,14 @@ def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
 
 
 def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
-    plans = demo_plans(10.0, 5.0)
+    python_only = demo_plans(10.0, 5.0)
+    assert {plan.lock for plan in python_only} == set(locks.BUNDLED) - set(DRIVER_INFOS)
+    plans = demo_plans(10.0, 5.0, drivers=True)
     assert {plan.lock for plan in plans} == set(locks.BUNDLED)
-    assert {(c.lock, c.faults) for c in CELLS} <= {(p.lock, p.faults) for p in plans}
+    cells = [*CELLS, *DRIVER_CELLS]
+    assert {(c.lock, c.faults, c.options) for c in cells} <= {
+        (p.lock, p.faults, p.options) for p in plans
+    }
     for plan in plans:
         claim = claim_for(plan)
         assert plan.stop_on == ((claim.stop_on if claim else None) or "hard")

@@ -367,10 +367,12 @@ def test_compare_servers_are_a_dimension_of_the_plan() -> None:
                  "--servers", "redis-8.0"]) == 2
 
 
-@pytest.mark.skipif(ENGINE, reason="a Docker engine answers here")
 def test_without_an_engine_the_docker_provider_is_one_line_and_exit_2(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """An engine that does not answer (here: DOCKER_HOST naming a socket nobody listens on,
+    which is what the docker CLI and SDK see on a machine without one)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
     assert main(["up", "--provider", "docker", "--hold", "1"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("lockchaos: the docker provider needs ")
@@ -437,9 +439,11 @@ def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     """Kleppmann's scenario in containers: libfaketime in lockchaos's images, the offset file
     rewritten in the nodes the holder counted on (standalone, 5 nodes, on valkey-8.1 here);
     campaign.json and report.html name the images the run used, with their ids."""
-    campaign = Campaign(lock="redlock", faults=[("clock-jump", {"offset_ms": 600})],
-                        provider="docker", server="valkey-8.1", duration_s=8,
-                        stop_on_first=True)
+    # A holder works 150 ms of its 400 ms lease: wide enough for the jump (a write into three
+    # containers) to land inside it even on a loaded machine.
+    campaign = Campaign(lock="redlock", faults=[("clock-jump", {"offset_ms": 1200})],
+                        provider="docker", server="valkey-8.1", duration_s=15, ttl_ms=400,
+                        work_ms=150, stop_on_first=True)
     outcome = run_campaign(campaign, docker_out)
     assert outcome.nemesis_errors == []
     assert outcome.verdict.hard_violations > 0
@@ -452,6 +456,18 @@ def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     page = (outcome.run_dir / "report.html").read_text()
     short = recorded["images"][valkey].removeprefix("sha256:")[:12]
     assert f"{valkey} ({short})" in page and "--server valkey-8.1" in page
+
+
+@needs_engine
+def test_docker_client_clock_breaks_getset_timestamp(docker_out: Path) -> None:
+    """client-clock moves a client's clock (a process here, under libfaketime): it needs
+    nothing of the provider, and breaks the GETSET-timestamp lock against containers too."""
+    campaign = Campaign(lock="getset-timestamp", faults=[("client-clock", {})],
+                        provider="docker", server="redis-8.0", clients=3, duration_s=8,
+                        stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
 
 
 @needs_engine

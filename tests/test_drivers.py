@@ -27,52 +27,15 @@ from chaos.locks import driver
 from chaos.locks.context import build_context
 from chaos.locks.contract import Lease, LockContext
 from chaos.run.campaign import Campaign, run_campaign
-from chaos.run.truth_table import Cell, _hard, _liveness, _no_hard, _soft_only
+from chaos.run.truth_table import DRIVER_CELLS, Cell
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
 from chaos.workload import WorkerPool, WorkloadConfig
 
-# -- the truth-table cells of the bundled drivers -----------------------------------------------
+# -- the truth-table cells of the bundled drivers (chaos.run.truth_table.DRIVER_CELLS) ------
 
-CELLS: tuple[Cell, ...] = (
-    Cell(
-        "jedis-del-release", "slow-work", "hard", _hard, "004 wrong release 1", "hard", "released"
-    ),
-    Cell(
-        "jedis-get-then-del", "client-pause-at", "hard", _hard, "004 wrong release 2", "hard",
-        "released",
-    ),
-    Cell("jedis-getset-timestamp", "slow-work", "hard", _hard, "004 wrong acquire 2", "hard"),
-    # The client-clock fault starts its clients under libfaketime (3-5 s more for five JVMs).
-    Cell(
-        "jedis-getset-timestamp", "client-clock", "hard", _hard, "004 wrong acquire 2 (clocks)",
-        "hard",
-    ),
-    Cell(
-        "jedis-setnx-expire", "client-crash:command=*:op=acquire:nth=2", "liveness", _liveness,
-        "004 wrong acquire 1", "liveness", "crash",
-    ),
-    Cell("jedis-lua", "latency,partition", "no hard", _no_hard, "003/004"),
-    Cell("redisson", "client-pause", "soft, no hard", _soft_only, "003 (watchdog)"),
-    Cell("redisson", "failover", "hard", _hard, "003 (failover)", "hard", "failover"),
-    Cell(
-        "redsync", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
-        "003 / Redis docs",
-    ),
-    Cell("redsync", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart"),
-    Cell(
-        "node-redlock", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
-        "003 / Redis docs",
-    ),
-    # A node restart must land inside the holder's critical section; with five Node.js
-    # drivers and five redis-servers on two cores it takes 60-160 ms, longer than the default
-    # 50 ms of work: this cell works three times as long (and its TTL covers that).
-    Cell(
-        "node-redlock", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart",
-        options=(("work_ms", 150), ("ttl_ms", 400)),
-    ),
-)  # fmt: skip
+CELLS = DRIVER_CELLS
 
 DURATION_S = 10.0  # hard cells stop at the first violation (JVMs start within it)
 QUIET_DURATION_S = 6.0

@@ -17,7 +17,7 @@ import pytest
 from chaos import history as h
 from chaos.checker import check_file
 from chaos.nemesis.faults import FAULTS, Fault, Heal, Target, register, wait_for_holder
-from chaos.run.campaign import Campaign, run_campaign
+from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.workload.harness import RunEnv
 
 
@@ -48,14 +48,19 @@ def wipe_keys() -> Iterator[str]:
         del FAULTS[WipeKeys.name]
 
 
+def _wipe_while_held(fault: str, out: Path) -> Outcome:
+    """lua under the fault, holders working long enough for it to land while they hold."""
+    campaign = Campaign(
+        lock="lua", faults=[(fault, {})], clients=3, duration_s=3.0, ttl_ms=500, work_ms=300,
+        stop_on_first=True,
+    )
+    return run_campaign(campaign, out)
+
+
 def test_a_fault_defined_in_a_test_is_explained_by_its_declared_effect(
     wipe_keys: str, tmp_path: Path
 ) -> None:
-    campaign = Campaign(
-        lock="lua", faults=[(wipe_keys, {})], clients=3, duration_s=3.0, ttl_ms=500,
-        work_ms=300, stop_on_first=True,
-    )  # fmt: skip
-    outcome = run_campaign(campaign, tmp_path)
+    outcome = _wipe_while_held(wipe_keys, tmp_path)
     started = [
         e for e in h.read_history(outcome.run_dir / "history.jsonl")
         if e.process == h.NEMESIS and e.f == h.START
@@ -72,11 +77,7 @@ def test_the_same_history_without_the_effect_is_not_blamed_on_the_fault(
     wipe_keys: str, tmp_path: Path
 ) -> None:
     """The explanation comes from the declared effect, not from the fault's name."""
-    campaign = Campaign(
-        lock="lua", faults=[(wipe_keys, {})], clients=3, duration_s=3.0, ttl_ms=500,
-        work_ms=300, stop_on_first=True,
-    )  # fmt: skip
-    history = run_campaign(campaign, tmp_path).run_dir / "history.jsonl"
+    history = _wipe_while_held(wipe_keys, tmp_path).run_dir / "history.jsonl"
     events = h.read_history(history)
     for event in events:
         if event.process == h.NEMESIS and event.f == h.START:

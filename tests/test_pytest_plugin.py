@@ -76,7 +76,7 @@ def test_a_fault_the_provider_cannot_do_is_refused_before_anything_starts(
         """
         import pytest
 
-        @pytest.mark.lockchaos(lock="redlock", faults="clock-jump")
+        @pytest.mark.lockchaos(lock="lua", faults="crash-restart-aof")
         def test_it(lockchaos_topology):
             raise AssertionError("never reached")
         """
@@ -85,8 +85,9 @@ def test_a_fault_the_provider_cannot_do_is_refused_before_anything_starts(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*lockchaos: clock-jump needs a provider that can jump server clocks, which the "
-            "docker provider cannot: drop clock-jump or use --provider local*"
+            "*lockchaos: crash-restart-aof needs a provider that can start servers with "
+            "appendfsync-always persistence, which the docker provider cannot: drop "
+            "crash-restart-aof or use --provider local*"
         ]
     )
 

@@ -3,12 +3,12 @@ how long it was on — so a fault that was asked for but never met the lock is v
 silently counted as survived.
 
 A firing *hit a holder* when, while it was on, its target client held the lock or reached a
-pause point. A firing that is over as soon as it starts (it *arms* the client's next
-operation: a slow critical section, a crash between two round trips) hits when its target
-held the lock then or acquires it later in the run. A fault aimed at no client (a server
-fault) hits when any client held the lock while it was on (within one TTL of an instant one).
-Everything comes from the history: start/stop events, holds, pause points. No fault is known
-by name.
+pause point. A firing that is over as soon as it starts (within ``ARMED_NS``: it *arms* the
+client's next operation — a slow critical section, a crash between two round trips) hits
+when its target held the lock then or acquires it later in the run. A fault aimed at no
+client (a server fault) hits when any client held the lock while it was on (within one TTL of
+an instant one). Everything comes from the history: start/stop events, holds, pause points.
+No fault is known by name.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import msgspec
 
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.timeline import FaultSpan, Timeline
+
+ARMED_NS = 1_000_000  # a firing over within a millisecond armed its target's next operation
 
 
 class FaultCoverage(msgspec.Struct, kw_only=True):
@@ -41,7 +43,7 @@ def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
         stop = timeline.end if fault.stop >= NEVER else fault.stop
         entry.fired += 1
         entry.active_s = round(entry.active_s + max(stop - fault.start, 0) / 1e9, 6)
-        armed = stop <= fault.start and bool(_clients(fault.target))
+        armed = stop - fault.start < ARMED_NS and bool(_clients(fault.target))
         until = timeline.end if armed else max(stop, fault.start + ttl)
         entry.hit_holder += _hit(fault, until, timeline, by_process)
     return result

@@ -161,8 +161,9 @@ def _clock_moved(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
 
 
 def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
-    """A third client's acquire that was already under way when ``a`` acquired, failed after
-    it and before ``b`` acquired, and was invoked more than a TTL before ``b`` acquired: a lock
+    """Another client's acquire (``b``'s own earlier one, too) that was already under way when
+    ``a`` acquired, failed after it and before ``b`` acquired, and was invoked more than a TTL
+    before ``b`` acquired: a lock
     whose acquire writes before it knows it won (004's ``getSet``) can have overwritten ``a``'s
     value with an expiry stamped at that old invoke — already past when ``b`` read it.
     Acquires that never write (``SET NX``) cannot do this, and for them the faster ones this
@@ -173,7 +174,7 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
     for failed, invoked, p in zip(
         timeline.failed_at, timeline.failed_invoked, timeline.failed_by, strict=True
     ):
-        if (p not in (a.process, b.process) and invoked < a.start < failed <= b.start
+        if (p != a.process and invoked < a.start < failed <= b.start
                 and invoked + ttl <= b.start):
             paused = timeline.pauses_of(p, invoked, failed)
             stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""

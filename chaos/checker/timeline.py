@@ -37,13 +37,13 @@ class FaultSpan(msgspec.Struct, gc=False):
     stop: int = NEVER
 
     def hits(self, process: str) -> bool:
-        """Whether the fault was aimed at this client (targets are a name, a list of names, or
-        ``{"client": name, "nodes": [...]}``)."""
+        """Whether the fault was aimed at this client (targets are a name, ``*`` for every
+        client, a list of names, or ``{"client": name, "nodes": [...]}``)."""
         target = self.target
         if isinstance(target, dict):
             target = target.get("client")
         if isinstance(target, str):
-            return target == process
+            return target in (process, "*")
         return isinstance(target, list) and process in target
 
     @property

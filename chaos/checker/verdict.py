@@ -42,9 +42,10 @@ class Violation(msgspec.Struct, kw_only=True):
     ``cause`` (overlaps) is ``foreign-release``, ``in-flight-release``, ``lease-expired``,
     ``overwrote``, ``unexplained`` or the name of the fault blamed (one that loses keys, moves
     a client's clock or splits the master); (liveness) ``self-deadlock`` or ``gave-up`` for
-    the findings of docs/history-format.md's "Liveness", else none. ``expires_s`` is each holder's lease
-    deadline in effect when the overlap began (None: no deadline). ``both_valid_*`` bound the
-    first stretch in which both leases were valid (hard violations only).
+    the findings of docs/history-format.md's "Liveness", else none. ``expires_s`` is each
+    holder's lease deadline in effect when the overlap began (None: no deadline).
+    ``both_valid_*`` bound the first stretch in which both leases were valid (hard violations
+    only).
     """
 
     kind: str

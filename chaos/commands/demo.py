@@ -15,7 +15,7 @@ import typer
 
 from chaos.commands.compare import SHARD, run_and_show
 from chaos.run.compare import CellPlan
-from chaos.run.truth_table import CELLS
+from chaos.run.truth_table import CELLS, DRIVER_CELLS
 
 # Bundled locks the truth table makes no claim about, and the fault that shows their flaw.
 UNCLAIMED = {
@@ -25,14 +25,16 @@ UNCLAIMED = {
 }
 
 
-def demo_plans(duration_s: float, quiet_s: float) -> list[CellPlan]:
-    """The truth table's cells, then one for each unclaimed bundled lock (in that order)."""
+def demo_plans(duration_s: float, quiet_s: float, *, drivers: bool = False) -> list[CellPlan]:
+    """The truth table's cells (with ``drivers``, the drivers' too), then one for each
+    unclaimed bundled lock (in that order)."""
+    cells = [*CELLS, *(DRIVER_CELLS if drivers else ())]
     plans = [
         CellPlan(cell.lock, cell.faults, duration_s if cell.stop_on else quiet_s,
                  cell.stop_on or "hard", options=cell.options)
-        for cell in CELLS
+        for cell in cells
     ]
-    claimed = {cell.lock for cell in CELLS}
+    claimed = {cell.lock for cell in cells}
     plans += [CellPlan(lock, faults, quiet_s)
               for lock, faults in UNCLAIMED.items() if lock not in claimed]
     return plans
@@ -46,9 +48,14 @@ def demo(
         5.0, "--quiet-duration", help="seconds for cells expected to show no hard violation"
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="the demo's directory goes here"),
+    drivers: bool = typer.Option(
+        False, "--drivers",
+        help="also the locks in Java, Go and Node (their JVMs add a minute or so)",
+    ),
     shard: str | None = SHARD,
 ) -> None:
     """Run every bundled lock against the faults that break it, side by side."""
-    run_and_show(demo_plans(duration, quiet_duration), seeds=1, out=out / "demo",
+    run_and_show(demo_plans(duration, quiet_duration, drivers=drivers), seeds=1,
+                 out=out / "demo",
                  title="lockchaos demo: the bundled locks against the faults that matter",
                  shard=shard)

@@ -11,10 +11,10 @@ import msgspec
 
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.verdict import reaches
-from chaos.errors import UsageError
 from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.matrix import INDEX
 from chaos.report.page import render
+from chaos.report.records import load_record, save_record
 
 AUDIT = "audit.json"
 
@@ -57,15 +57,12 @@ class AuditFile(msgspec.Struct, kw_only=True):
 
 
 def save_audit(directory: Path, audit: AuditFile) -> None:
-    (directory / AUDIT).write_bytes(msgspec.json.format(msgspec.json.encode(audit), indent=2)
-                                    + b"\n")
+    save_record(directory / AUDIT, audit)
 
 
 def load_audit(path: Path) -> AuditFile:
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=AuditFile)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise UsageError(f"{path}: not a lockchaos audit ({exc})") from None
+    """``audit.json`` read back; ``UsageError`` (one line) when it is not one."""
+    return load_record(path, AuditFile, "audit")
 
 
 def write_audit_reports(directory: Path, audit: AuditFile) -> Path:

@@ -17,9 +17,9 @@ import msgspec
 
 from chaos.checker import Verdict
 from chaos.checker.verdict import reaches
-from chaos.errors import UsageError
 from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.page import render
+from chaos.report.records import load_record, save_record
 
 INDEX = "index.html"
 MATRIX = "matrix.json"
@@ -135,17 +135,12 @@ class MatrixFile(msgspec.Struct, kw_only=True):
 
 def save_matrix(directory: Path, matrix: MatrixFile) -> Path:
     """Write ``matrix.json`` into ``directory`` (indented: people read it too)."""
-    path = directory / MATRIX
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(matrix), indent=2) + b"\n")
-    return path
+    return save_record(directory / MATRIX, matrix)
 
 
 def load_matrix(path: Path) -> MatrixFile:
     """``matrix.json`` read back; ``UsageError`` (one line) when it is not one."""
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=MatrixFile)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise UsageError(f"{path}: not a lockchaos matrix ({exc})") from None
+    return load_record(path, MatrixFile, "matrix")
 
 
 def write_compare_reports(directory: Path, matrix: MatrixFile) -> Path:

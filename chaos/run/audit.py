@@ -92,7 +92,8 @@ class AuditPlan:
         added = [entry[1:] for entry in entries if entry.startswith("+")]
         replacing = [entry for entry in entries if not entry.startswith("+")]
         base = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
-        chosen = parse_faults(",".join([base, *added]))
+        # The added ones first: what the user asked for by name is tried soonest.
+        chosen = parse_faults(",".join([*added, base]))
         seen: dict[str, tuple[str, dict[str, Any]]] = {}
         for name, overrides in chosen:
             seen.setdefault(name, (name, overrides))

@@ -31,7 +31,7 @@ from chaos.report.matrix import (
     save_matrix,
 )
 from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
-from chaos.run.truth_table import CELLS, Cell
+from chaos.run.truth_table import CELLS, DRIVER_CELLS, Cell
 
 RUNS = "runs"
 MAX_CELLS = 400  # a comparison is for reading side by side, not for sweeping
@@ -193,7 +193,7 @@ Save = Callable[[Path, MatrixFile], object]  # write pages from the matrix so fa
 def claim_for(plan: CellPlan) -> Cell | None:
     """The truth table's claim about exactly this lock and these faults, if any."""
     return next(
-        (c for c in CELLS
+        (c for c in (*CELLS, *DRIVER_CELLS)
          if (c.lock, c.faults, c.options) == (plan.lock, plan.faults, plan.options)),
         None,
     )

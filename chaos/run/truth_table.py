@@ -130,11 +130,14 @@ CELLS: tuple[Cell, ...] = (
     # Flaw 2 (a racing GETSET overwrites the winner's expiry): GETSET runs once a lock has
     # expired by the clients' clocks, which a holder that crashed before its DEL leaves behind.
     # Every waiter is armed (client=*: whoever reads the expired value first), pauses before its
-    # GETSET, and on waking stamps the new holder's key with an expiry already past.
+    # GETSET, and on waking stamps the new holder's key with an expiry already past. Holders
+    # work 120 ms, not 50: the pool resumes paused clients on its 50 ms tick, which a 50 ms
+    # critical section would align with the holder's own DEL (wiping the stale stamp at once).
     Cell("getset-timestamp",
          "client-crash:command=DEL:op=release:nth=1,"
          "client-pause-at:command=GETSET:op=acquire:client=*",
-         "hard", _hard, "004 wrong acquire 2, flaw 2", "hard", "overwrote"),
+         "hard", _hard, "004 wrong acquire 2, flaw 2", "hard", "overwrote",
+         options=(("work_ms", 120),)),
     Cell(
         "setnx-expire",
         "client-crash:command=*:op=acquire:nth=2",
@@ -147,6 +150,9 @@ CELLS: tuple[Cell, ...] = (
     Cell("lua", "slow-work", "soft only, lost writes", _soft_only_with_lost_writes, "000/002/004"),
     Cell("lua", "latency,partition,reset,server-pause", "no hard", _no_hard, "000/002/004"),
     Cell("lua", "failover", "hard", _hard, "003 (failover)", "hard", "failover"),
+    # 003's "集群": the same loss on a Redis Cluster, its replica taking over by the cluster's vote
+    Cell("lua", "failover", "hard", _hard, "003 (Redis Cluster failover)", "hard", "failover",
+         options=(("topology", "cluster"),)),
     Cell("fenced", "client-pause", "soft, 0 lost, stale rejected", _fenced, "Kleppmann 2016"),
     Cell("watchdog", "client-pause", "soft, no hard", _soft_only, "003 (watchdog)"),
     Cell(
@@ -209,3 +215,50 @@ CELLS: tuple[Cell, ...] = (
     Cell("redlock", "latency", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
     Cell("redlock", "server-pause", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
 )
+
+
+# The same claims about the bundled drivers in other languages (chaos.locks.driver): seed 004's
+# Java as written (Jedis), Redisson's RLock, go-redsync and node-redlock. They run in
+# tests/test_drivers.py (their JVMs and Node processes need longer quiet runs) and in
+# ``lockchaos demo --drivers``.
+DRIVER_CELLS: tuple[Cell, ...] = (
+    Cell(
+        "jedis-del-release", "slow-work", "hard", _hard, "004 wrong release 1", "hard", "released"
+    ),
+    Cell(
+        "jedis-get-then-del", "client-pause-at", "hard", _hard, "004 wrong release 2", "hard",
+        "released",
+    ),
+    Cell("jedis-getset-timestamp", "slow-work", "hard", _hard, "004 wrong acquire 2", "hard"),
+    # The client-clock fault starts its clients under libfaketime (3-5 s more for five JVMs).
+    Cell(
+        "jedis-getset-timestamp", "client-clock", "hard", _hard, "004 wrong acquire 2 (clocks)",
+        "hard",
+    ),
+    Cell(
+        "jedis-setnx-expire", "client-crash:command=*:op=acquire:nth=2", "liveness", _liveness,
+        "004 wrong acquire 1", "liveness", "crash",
+    ),
+    Cell("jedis-lua", "latency,partition", "no hard", _no_hard, "003/004"),
+    Cell("redisson", "client-pause", "soft, no hard", _soft_only, "003 (watchdog)"),
+    Cell("redisson", "failover", "hard", _hard, "003 (failover)", "hard", "failover"),
+    # With a lease time Redisson runs no watchdog: a critical section longer than the lease
+    # outlives it (soft), as 003 warns of leaseTime locks.
+    Cell("redisson-lease", "slow-work", "soft only", _soft_only, "003 (lease time, no watchdog)"),
+    Cell(
+        "redsync", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
+        "003 / Redis docs",
+    ),
+    Cell("redsync", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart"),
+    Cell(
+        "node-redlock", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
+        "003 / Redis docs",
+    ),
+    # A node restart must land inside the holder's critical section; with five Node.js
+    # drivers and five redis-servers on two cores it takes 60-160 ms, longer than the default
+    # 50 ms of work: this cell works three times as long (and its TTL covers that).
+    Cell(
+        "node-redlock", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart",
+        options=(("work_ms", 150), ("ttl_ms", 400)),
+    ),
+)  # fmt: skip

@@ -207,7 +207,11 @@ class DockerNode(RemoteNode):
         self.container.pause()
 
     def resume(self) -> None:
-        self.container.unpause()
+        """Unpause, if paused: idempotent, as SIGCONT is (``explore`` resumes every node
+        before each program)."""
+        self.container.reload()
+        if self.container.status == "paused":
+            self.container.unpause()
 
     def kill(self) -> None:
         """SIGKILL to the server, as a power loss would (unpaused first if need be); it stays
@@ -510,21 +514,13 @@ def reaper_main() -> int:
     """``python -c … PARENT_PID RUN_ID`` (see ``start_reaper``): wait for the parent to go,
     then ``reap``; twice, a few seconds apart, for a ``docker compose up`` the dead runner
     had under way. SIGUSR1 dismisses it: the runner tore down itself."""
+    # Imported here: importing it at the top would load it with the package, and running
+    # ``python -m chaos.topology.reaper`` would then warn that it is already loaded.
+    from chaos.topology.reaper import parent_died
+
     parent, run_id = int(sys.argv[1]), sys.argv[2]
-    dismissed = False
-
-    def dismiss(*_: object) -> None:
-        nonlocal dismissed
-        dismissed = True
-
-    signal.signal(signal.SIGUSR1, dismiss)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    deadline = time.monotonic() + REAPER_MAX_S
-    while not dismissed and time.monotonic() < deadline:
-        if os.getppid() != parent:
-            reap(run_id)
-            time.sleep(REAPER_SECOND_PASS_S)
-            reap(run_id)
-            return 0
-        time.sleep(REAPER_POLL_S)
+    if parent_died(parent, REAPER_MAX_S, REAPER_POLL_S):
+        reap(run_id)
+        time.sleep(REAPER_SECOND_PASS_S)
+        reap(run_id)
     return 0

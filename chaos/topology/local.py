@@ -116,14 +116,7 @@ class LocalTopology(ClosedOnExit):
         internal_ports = ports[2 + data_nodes : 2 + 2 * data_nodes] if sentinel else []
         sentinel_ports = ports[2 + 2 * data_nodes :] if sentinel else []
 
-        self.supervisor.spawn(
-            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
-            log=self.run_dir / "toxiproxy.log",
-        )
-        self.resource = self._node("resource", resource_port, persistence="none")
-        self.resource.start()
-        self.toxiproxy = ToxiproxyAPI(api_port)
-        self.toxiproxy.wait_ready()
+        self._start_proxy_and_resource(api_port, resource_port)
         if sentinel:
             self.internal = [
                 self.toxiproxy.create(f"int-n{i}", internal_ports[i], node_ports[i])
@@ -154,14 +147,7 @@ class LocalTopology(ClosedOnExit):
         node_ports, bus_ports, internal_ports, internal_bus_ports = (
             ports[2 + k * count : 2 + (k + 1) * count] for k in range(4)
         )
-        self.supervisor.spawn(
-            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
-            log=self.run_dir / "toxiproxy.log",
-        )
-        self.resource = self._node("resource", resource_port, persistence="none")
-        self.resource.start()
-        self.toxiproxy = ToxiproxyAPI(api_port)
-        self.toxiproxy.wait_ready()
+        self._start_proxy_and_resource(api_port, resource_port)
         for i in range(count):
             self.internal.append(
                 self.toxiproxy.create(f"int-n{i}", internal_ports[i], node_ports[i])
@@ -174,6 +160,17 @@ class LocalTopology(ClosedOnExit):
         for node in [self.resource, *self.nodes]:
             node.wait_ready()
         form_cluster(self.nodes, internal_ports, internal_bus_ports)
+
+    def _start_proxy_and_resource(self, api_port: int, resource_port: int) -> None:
+        """What every shape starts first: the Toxiproxy server and the shared resource."""
+        self.supervisor.spawn(
+            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
+            log=self.run_dir / "toxiproxy.log",
+        )
+        self.resource = self._node("resource", resource_port, persistence="none")
+        self.resource.start()
+        self.toxiproxy = ToxiproxyAPI(api_port)
+        self.toxiproxy.wait_ready()
 
     def _node(self, name: str, port: int, *, persistence: str) -> RedisNode:
         return RedisNode(

@@ -35,8 +35,10 @@ def reap(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def main(argv: list[str]) -> int:
-    parent, run_dir = int(argv[0]), Path(argv[1])
+def parent_died(parent: int, max_s: float, poll_s: float = POLL_S) -> bool:
+    """Watch ``parent`` (this process's parent when started): True once it is gone; False
+    when SIGUSR1 dismissed the watch (the runner tore down itself) or ``max_s`` passed. Every
+    reaper of lockchaos (this one, the docker provider's) waits this way."""
     dismissed = False
 
     def dismiss(*_: object) -> None:
@@ -45,13 +47,19 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGUSR1, dismiss)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Bounded: a run directory older than a day is abandoned, not watched forever.
-    deadline = time.monotonic() + 86_400
+    deadline = time.monotonic() + max_s
     while not dismissed and time.monotonic() < deadline:
         if os.getppid() != parent:
-            reap(run_dir)
-            return 0
-        time.sleep(POLL_S)
+            return True
+        time.sleep(poll_s)
+    return False
+
+
+def main(argv: list[str]) -> int:
+    parent, run_dir = int(argv[0]), Path(argv[1])
+    # Bounded: a run directory older than a day is abandoned, not watched forever.
+    if parent_died(parent, 86_400):
+        reap(run_dir)
     return 0
 
 
