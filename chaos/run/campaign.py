@@ -286,7 +286,10 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     save_verdict(run_dir, verdict)
     (run_dir / "campaign.json").write_text(
         json.dumps(
-            {**asdict(campaign), "layout": asdict(layout), "images": used_images}, indent=2
+            # work_ms as the run used it (a quarter of the TTL when not given): the report
+            # shows it and the replay command repeats it
+            {**asdict(campaign), "work_ms": campaign.holder_work_ms, "layout": asdict(layout),
+             "images": used_images}, indent=2
         )
         + "\n"
     )
