@@ -302,7 +302,8 @@ def record(result: AuditResult) -> AuditFile:
             soft_violations=verdict.soft_violations,
             liveness_violations=verdict.liveness_violations,
             first_hard_violation_s=verdict.first_hard_violation_s,
-            explanation=verdict.explanations[0] if verdict.explanations else None,
+            explanation=next(iter([*verdict.explanations, *verdict.inconclusive_reasons]),
+                             None),
             duration_s=verdict.duration_s,
             report=str((run_dir / REPORT).relative_to(result.directory)),
         )
