@@ -47,3 +47,10 @@ def test_a_server_fault_hits_when_anyone_holds_and_an_unknown_name_counts_too() 
     cov = _coverage(h)["my-own-fault"]
     assert (cov.fired, cov.hit_holder) == (2, 1)
     assert cov.active_s == 0.25  # 50 ms + the open one until the end (200 ms)
+
+
+def test_a_fault_aimed_at_every_client_hits_whoever_holds() -> None:
+    """``client=*`` (arm every client, as the GETSET-overwrite cell does) names no one client."""
+    h = (History().fault("f1", "client-pause-at", 10, 300, target={"client": "*"})
+         .acquire("c2", 100).release("c2", 150).final_read(400, []))  # fmt: skip
+    assert _coverage(h)["client-pause-at"].hit_holder == 1

@@ -43,7 +43,7 @@ def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
         stop = timeline.end if fault.stop >= NEVER else fault.stop
         entry.fired += 1
         entry.active_s = round(entry.active_s + max(stop - fault.start, 0) / 1e9, 6)
-        armed = stop - fault.start < ARMED_NS and bool(_clients(fault.target))
+        armed = stop - fault.start < ARMED_NS and fault.aims_at_clients
         until = timeline.end if armed else max(stop, fault.start + ttl)
         entry.hit_holder += _hit(fault, until, timeline, by_process)
     return result
@@ -51,13 +51,13 @@ def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
 
 def _hit(fault: FaultSpan, until: int, timeline: Timeline,
          by_process: dict[str, list[Hold]]) -> bool:
-    targets = _clients(fault.target)
-    if not targets:
+    if not fault.aims_at_clients:
         return any(_held_during(holds, fault.start, until) for holds in by_process.values())
     return any(
         _held_during(by_process.get(client, []), fault.start, until)
         or bool(timeline.pauses_of(client, fault.start, until))
-        for client in targets
+        for client in {*by_process, *timeline.pause_points}
+        if fault.hits(client)
     )
 
 
@@ -66,14 +66,3 @@ def _held_during(holds: list[Hold], lo: int, hi: int) -> bool:
     last = bisect_right(holds, hi, key=lambda hold: hold.start)
     return any(hold.end >= lo for hold in holds[:last])
 
-
-def _clients(target: object) -> list[str]:
-    """The clients a fault's ``target`` names (a name, a list of names, or a dict with a
-    ``client``)."""
-    if isinstance(target, dict):
-        target = target.get("client")
-    if isinstance(target, str):
-        return [target]
-    if isinstance(target, list):
-        return [t for t in target if isinstance(t, str)]
-    return []

@@ -39,12 +39,20 @@ class FaultSpan(msgspec.Struct, gc=False):
     def hits(self, process: str) -> bool:
         """Whether the fault was aimed at this client (targets are a name, ``*`` for every
         client, a list of names, or ``{"client": name, "nodes": [...]}``)."""
-        target = self.target
-        if isinstance(target, dict):
-            target = target.get("client")
+        target = self._client_target
         if isinstance(target, str):
             return target in (process, "*")
         return isinstance(target, list) and process in target
+
+    @property
+    def aims_at_clients(self) -> bool:
+        """Whether the fault was aimed at one or more clients (not only at servers)."""
+        return bool(self._client_target)
+
+    @property
+    def _client_target(self) -> Any:
+        target = self.target
+        return target.get("client") if isinstance(target, dict) else target
 
     @property
     def loses_keys(self) -> bool:
