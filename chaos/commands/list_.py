@@ -52,21 +52,18 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
         print(json.dumps(data, indent=2))
         return
     console = Console()
-    table = Table(title="locks (--lock NAME, or module:attr for your own)")
-    for column in ("name", "what it does", "seed", "known flaw"):
-        table.add_column(column, overflow="fold")
-    for lock in data["locks"]:
-        table.add_row(lock["name"], lock["summary"], lock["seed"], lock["flaw"])
-    console.print(table)
-    table = Table(title="faults (--faults a,b or a:key=value)")
-    for column in ("name", "what it does", "needs"):
-        table.add_column(column, overflow="fold")
-    for fault in data["faults"]:
-        table.add_row(fault["name"], fault["summary"], fault["topology"])
-    console.print(table)
-    table = Table(title="workload options (lockchaos run)")
-    for column in ("option", "what it does", "seed"):
-        table.add_column(column, overflow="fold")
-    for option in data["options"]:
-        table.add_row(option["name"], option["summary"], option["seed"])
-    console.print(table)
+    sections = (
+        ("locks (--lock NAME, or module:attr for your own)", "locks",
+         {"name": "name", "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
+        ("faults (--faults a,b or a:key=value)", "faults",
+         {"name": "name", "what it does": "summary", "needs": "topology"}),
+        ("workload options (lockchaos run)", "options",
+         {"option": "name", "what it does": "summary", "seed": "seed"}),
+    )
+    for title, key, columns in sections:
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for entry in data[key]:
+            table.add_row(*(entry[field] for field in columns.values()))
+        console.print(table)
