@@ -99,6 +99,12 @@ class AuditPlan:
             seen.setdefault(name, (name, overrides))
         return list(seen.values())
 
+    def stepped(self) -> Faults:
+        """The tested faults explore can switch on and off as steps (a crash, and those with
+        ``stepping``); the client faults of ``BUILT_IN`` it explores anyway."""
+        return [(name, overrides) for name, overrides in self.tested()
+                if name in explorable() or name == CLIENT_CRASH]
+
     def assumed_away(self) -> list[str]:
         """Catalog faults the audit does not inject: what a pass does not vouch for."""
         tested = {name for name, _ in self.tested()}
@@ -273,8 +279,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
                                  duration_s=cell_s)
         at = time.monotonic() - started
         result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
-    explore_faults = [(n, o) for n, o in plan.tested()
-                      if n in explorable() or n == CLIENT_CRASH]  # BUILT_IN ones always are
+    explore_faults = plan.stepped()
     batch = 0
     while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
         batch += 1
@@ -345,5 +350,4 @@ def replay_command(plan: AuditPlan) -> str:
 def explored_faults(plan: AuditPlan) -> list[str]:
     """What the explore phase steps: the client faults it always explores, and the tested
     faults it can switch on and off."""
-    tested = {name for name, _ in plan.tested()}
-    return [*BUILT_IN, *(n for n in [*explorable(), CLIENT_CRASH] if n in tested)]
+    return [*BUILT_IN, *(name for name, _ in plan.stepped())]
