@@ -8,7 +8,9 @@ ones, and everything they start is torn down after it:
   ``--lock`` (a bundled name or ``module:attr``);
 * ``lockchaos_topology`` — a running topology shaped for that lock and the marker's
   ``faults=`` (or its ``topology=``/``nodes=``), from ``--lockchaos-provider`` (``local`` by
-  default; a fault the provider cannot do fails the test before anything starts);
+  default; a fault the provider cannot do fails the test before anything starts), running
+  ``--lockchaos-server`` (``redis-7.0``, ``redis-8.0``, ``valkey-8.1``: the docker
+  provider's server images);
 * ``lockchaos_toxiproxy`` — Toxiproxy faults on one client's own links, by hand;
 * ``lockchaos_nemesis`` — a seeded schedule of faults, played during a run;
 * ``lockchaos_clients`` — runs client processes of the lock against the topology (with the
@@ -69,6 +71,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="TOML file naming the servers for --lockchaos-provider external",
     )
+    group.addoption(
+        "--lockchaos-server",
+        default=None,
+        help="the Redis-compatible server: redis-7.0, redis-8.0 or valkey-8.1 (docker "
+        "provider; the local provider runs redis-7.0)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -117,6 +125,7 @@ def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> C
             nodes=marker.get("nodes"),
             provider=request.config.getoption("lockchaos_provider"),
             provider_config=request.config.getoption("lockchaos_provider_config"),
+            server=request.config.getoption("lockchaos_server"),
         )
         campaign.validate()
     return campaign

@@ -1,6 +1,6 @@
-"""Redis Cluster topology (local provider): 3 masters with a replica each, every link through
-Toxiproxy, clients following the slot map through their own proxies, and seed 003's
-failover problem reproduced on it."""
+"""Redis Cluster topology (local provider; tests/test_docker_provider.py runs it in
+containers): 3 masters with a replica each, every link through Toxiproxy, clients following
+the slot map through their own proxies, and seed 003's failover problem reproduced on it."""
 
 from __future__ import annotations
 
@@ -74,14 +74,18 @@ def test_failover_on_a_cluster_breaks_the_lua_lock(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["explore", "--lock", "lua", "--topology", "cluster"], "explore runs on"),
-        (["run", "--lock", "lua", "--topology", "cluster", "--provider", "docker"],
-         "cluster runs on --provider local"),
+        (["run", "--lock", "lua", "--topology", "cluster", "--provider", "external",
+          "--provider-config", "{config}"], "cluster runs on --provider local or docker"),
         (["run", "--lock", "redlock", "--topology", "cluster"], "needs independent masters"),
     ],
 )
 def test_what_a_cluster_cannot_do_is_one_line(
     args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    config = tmp_path / "external.toml"  # servers nobody needs to reach: refused before
+    config.write_text('toxiproxy = "http://127.0.0.1:9"\nnodes = ["127.0.0.1:9"]\n'
+                      'resource = "127.0.0.1:9"\n')
+    args = [arg.format(config=config) for arg in args]
     assert main([*args, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from chaos import checker, topology
 from chaos.cli import main
 from chaos.commands import compose as compose_demo
 from chaos.errors import UsageError
+from chaos.locks import build_context, create
 from chaos.nemesis import FAULTS
 from chaos.run.campaign import Campaign, run_campaign
 from chaos.topology import images
@@ -34,11 +36,13 @@ from chaos.topology.docker import (
     PROJECT,
     RUN_LABEL,
     SERVER_PID,
+    DockerTopology,
 )
 from chaos.topology.remote import RemoteNode
 
 ROOT = Path(__file__).resolve().parents[1]
 TOXIPROXY_CONFIG = COMPOSE_FILE.parent / "toxiproxy.json"
+KEY = "lockchaos:lock"  # the workload's lock key
 
 
 def _engine_answers() -> bool:
@@ -93,8 +97,12 @@ def _server_argv(service: dict[str, Any]) -> list[str]:
 
 
 def _published(service: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(host ip, host port(s), container port(s))`` of every published port."""
-    return [tuple(entry.split(":")) for entry in service.get("ports", [])]
+    """``(host ip, host port(s), container port(s))`` of every published port (a part may
+    be a ``${VARIABLE:-default}``, colons and all)."""
+    part = r"(\$\{[^}]*\}|[^:]+)"
+    found = [re.fullmatch(f"{part}:{part}:{part}", entry) for entry in service.get("ports", [])]
+    assert all(found), service.get("ports")
+    return [(m[1], m[2], m[3]) for m in found if m]
 
 
 # -- the Compose file and the Toxiproxy config, without an engine --------------------------
@@ -115,7 +123,8 @@ def test_images_are_lockchaos_own_by_default_and_every_port_is_on_loopback(
     run_label = {RUN_LABEL: "${LOCKCHAOS_RUN:-manual}"}
     assert services[LAYOUT.toxiproxy]["image"] == toxiproxy_image
     redis_services = [LAYOUT.resource[0], *(n for n, _ in LAYOUT.standalone),
-                      *(n for n, _ in LAYOUT.replicated), *(n for n, _ in LAYOUT.sentinels)]
+                      *(n for n, _ in LAYOUT.replicated), *(n for n, _ in LAYOUT.sentinels),
+                      *(n for n, _ in LAYOUT.cluster)]
     for name in redis_services:
         assert services[name]["image"] == redis_image, name
         assert services[name].get("restart", "no") == "no", name  # Docker must not revive
@@ -141,7 +150,7 @@ def test_data_nodes_and_resource_are_published_where_the_provider_looks(
         assert f"> {SERVER_PID}" in command[2].replace("$$", "$"), name
         assert command[command.index("--protected-mode") + 1] == "no", name
     for name, _ in LAYOUT.standalone:
-        assert "profiles" not in services[name]  # `docker compose up` starts the demo's n0
+        assert "profiles" not in services[name]  # `docker compose up` starts them all
     for name, _ in [*LAYOUT.replicated, *LAYOUT.sentinels]:
         assert services[name]["profiles"] == ["sentinel"], name
 
@@ -177,12 +186,42 @@ def test_the_sentinel_set_is_wired_through_toxiproxy(
     assert ("127.0.0.1", f"{first}-{last}", f"{first}-{last}") in published
 
 
+def test_the_cluster_nodes_announce_their_links_and_are_supervised(
+    compose: dict[str, Any], proxies: dict[str, dict[str, Any]]
+) -> None:
+    """Each cluster node announces the Toxiproxy's IP (looked up by its name at each start)
+    with its own int-cI and bus-cI ports, which forward to that node; crash-restart's
+    supervisor runs it; it is published where ``DockerTopology`` looks."""
+    services = compose["services"]
+    for i, (name, port) in enumerate(LAYOUT.cluster):
+        service = services[name]
+        assert service["profiles"] == ["cluster"], name
+        assert _published(service) == [("127.0.0.1", str(port), str(LAYOUT.redis_port))]
+        command = service["command"]
+        assert command[:2] == ["sh", "-c"] and DOWN_FLAG in command[2], name
+        server = command[-1].replace("$$", "$")
+        assert server.startswith("exec redis-server ") and "--cluster-enabled yes" in server
+        assert f'--cluster-announce-ip "$(getent hosts {LAYOUT.toxiproxy} ' in server
+        assert service["environment"] == {
+            "CLUSTER_ANNOUNCE_PORT": str(LAYOUT.cluster_ports[i]),
+            "CLUSTER_ANNOUNCE_BUS_PORT": str(LAYOUT.cluster_bus_ports[i]),
+        }
+        link = proxies[LAYOUT.internal_link(i, "cluster")]
+        assert (link["listen"], link["upstream"]) == (
+            f"0.0.0.0:{LAYOUT.cluster_ports[i]}", f"{name}:{LAYOUT.redis_port}"
+        )
+        bus = proxies[LAYOUT.bus_link(i)]
+        assert (bus["listen"], bus["upstream"]) == (
+            f"0.0.0.0:{LAYOUT.cluster_bus_ports[i]}", f"{name}:{LAYOUT.redis_port + 10000}"
+        )
+
+
 def test_toxiproxy_publishes_its_api_and_the_clients_port_range(
     compose: dict[str, Any], proxies: dict[str, dict[str, Any]]
 ) -> None:
     service = compose["services"][LAYOUT.toxiproxy]
     ports = LAYOUT.client_ports
-    span = f"{ports[0]}-{ports[-1]}"
+    span = f"${{LOCKCHAOS_CLIENT_PORTS:-{ports[0]}-{ports[-1]}}}"  # a run publishes its part
     assert ("127.0.0.1", span, span) in _published(service)
     assert ("127.0.0.1", str(LAYOUT.api_port), str(LAYOUT.api_port)) in _published(service)
     assert f"-port={LAYOUT.api_port}" in service["command"]
@@ -219,14 +258,35 @@ def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[st
     for variable in services["worker"]["environment"]:
         assert f"env var: {variable}" in helps, variable  # some command reads it
     worker = services["worker"]
-    assert worker["environment"]["LOCKCHAOS_DEMO_REDIS"] == f"n0:{LAYOUT.redis_port}"
+    assert worker["environment"]["LOCKCHAOS_DEMO_REDIS"] == f"demo-redis:{LAYOUT.redis_port}"
     assert worker["depends_on"]["demo-init"] == {"condition": "service_completed_successfully"}
+    assert worker["depends_on"]["demo-redis"] == {"condition": "service_healthy"}
     assert services["checker"]["depends_on"]["worker"] == {
         "condition": "service_completed_successfully"
     }
     dockerfile = (COMPOSE_FILE.parent / "Dockerfile").read_text()
     assert "COPY chaos ./chaos" in dockerfile and "pip install" in dockerfile
     assert "!chaos" in (ROOT / ".dockerignore").read_text().splitlines()
+
+
+def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(compose: dict[str, Any]) -> None:
+    """Seed 001's compose file runs ``redis-server --appendonly yes`` with /data on a volume;
+    the demo's own node does the same, while every data node the docker provider runs keeps
+    nothing on disk (its crash-restart must bring a node back empty)."""
+    services = compose["services"]
+    demo = services["demo-redis"]
+    assert demo["command"] == ["redis-server", "--appendonly", "yes"]
+    assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in compose["volumes"]
+    assert demo["image"] == services[LAYOUT.resource[0]]["image"]
+    assert demo["labels"] == {RUN_LABEL: "${LOCKCHAOS_RUN:-manual}"}
+    assert "profiles" not in demo and "ports" not in demo  # `up` starts it; nothing published
+    assert "demo-redis" not in {name for name, _ in LAYOUT.data_nodes("standalone")}
+    for name, service in services.items():
+        command = " ".join(service.get("command", []))
+        if name != "demo-redis" and "redis-server" in command:
+            assert "--appendonly no" in command, name
+    shown = CliRunner().invoke(compose_demo.app, ["worker", "--help"], env={"COLUMNS": "200"})
+    assert "demo-redis:6379" in shown.output  # `lockchaos compose worker`'s default node
 
 
 # -- seed 001's demo services, against local processes -------------------------------------
@@ -433,6 +493,54 @@ def test_docker_sentinel_failover_breaks_lua(docker_out: Path) -> None:
 
 
 @needs_engine
+def test_a_run_publishes_only_the_ports_its_clients_need() -> None:
+    """Every published port costs the engine time to set up and tear down (its NAT rules):
+    2 clients × 1 node publish 2 client ports, not the whole range; a third client's link
+    is refused in one line, and so are more clients than the range holds."""
+    with DockerTopology("standalone", nodes=1, clients=2) as topo:
+        published = topo._container(LAYOUT.toxiproxy).attrs["NetworkSettings"]["Ports"]
+        first = LAYOUT.client_ports[0]
+        assert {f"{first}/tcp", f"{first + 1}/tcp"} <= set(published)
+        assert f"{first + 2}/tcp" not in published
+        topo.client_view("c1"), topo.client_view("c2")
+        with pytest.raises(UsageError, match="started for fewer clients"):
+            topo.client_view("c3")
+    with pytest.raises(UsageError, match="run at most 20 clients"):
+        DockerTopology("standalone", nodes=5, clients=21)
+
+
+@needs_engine
+def test_docker_cluster_failover_breaks_lua_through_each_clients_proxies(docker_out: Path) -> None:
+    """003 on a Redis Cluster in containers: six nodes announce the Toxiproxy container's
+    address, so the slot map, replication and the cluster bus all cross links; the lock key's
+    master is cut off and its replica takes over before the key reached it (hard)."""
+    with DockerTopology("cluster") as topo:
+        roles = sorted(node["role"] for node in topo.describe()["nodes"])
+        assert roles == ["master"] * 3 + ["slave"] * 3
+        view = topo.client_view("c1")
+        assert view.cluster and set(view.route.values()) == set(view.nodes)
+        master = topo.master_index(KEY)
+        ctx = build_context(view, lock_name=KEY, ttl_ms=500)
+        try:
+            lock = create("lua", ctx)
+            lease = lock.acquire()  # the client's cluster client follows the slot map ...
+            assert lease is not None and lock.release(lease) is True
+            node = ctx.primary.get_node_from_key(KEY)  # type: ignore[attr-defined]
+        finally:
+            ctx.close()
+        assert (node.host, node.port) == view.nodes[master]  # ... to its own proxy
+        assert [link.name for link in topo.cluster_links(master)] == [
+            f"int-c{master}", f"bus-c{master}"
+        ]
+    campaign = Campaign(lock="lua", faults=[("failover", {})], topology="cluster",
+                        provider="docker", duration_s=15, stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
+    assert outcome.verdict.violations[0].cause == "failover"
+
+
+@needs_engine
 def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     docker_out: Path,
 ) -> None:
@@ -534,6 +642,21 @@ def test_containers_do_not_outlive_a_sigkilled_runner() -> None:
     assert not [r for r in _run_labels() if r.startswith(mine)]
     run_id = owned[0]
     assert _docker_ids("network ls", f"{RUN_LABEL}={run_id}") == []
+
+
+@needs_engine
+def test_a_second_docker_run_is_refused_while_the_first_lives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The host ports are fixed: a second run must not take the first one's containers down
+    (it would break that run halfway); it gets one line and exit 2, and the first goes on."""
+    with DockerTopology("standalone", nodes=1) as first:
+        args = ["run", "--lock", "lua", "--provider", "docker", "--out", str(tmp_path)]
+        assert main(args) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert f"another lockchaos run (pid {os.getpid()}) is using the docker provider" in line
+        assert first.nodes[0].ping() and first.resource.ping()
+    assert _containers() == []
 
 
 @needs_engine

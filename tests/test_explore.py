@@ -1,8 +1,8 @@
 """The explorer on real processes: it finds and shrinks "A releases B's lock", a step program
 replays to the same verdict, the run directory's ``test_replay.py`` fails under pytest the way
-the exploration did, programs never depend on what Redis answered, an exploration of a lock
-that holds exits 0, ``run --search`` tries drawn schedules, and bad input is one line and
-exit 2."""
+the exploration did, a wait ends once every lease and key has run out (and not before),
+programs never depend on what Redis answered, an exploration of a lock that holds exits 0,
+``run --search`` tries drawn schedules, and bad input is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from chaos import history as h
 from chaos.checker import check_file
 from chaos.cli import main
 from chaos.explore import ExploreResult, Program, Step, explore, replay
 from chaos.explore.machine import Failure
 from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
+from chaos.explore.session import ENDED_EARLY
 from chaos.locks.base import SetNxPxLock
 from chaos.locks.contract import Lease, LockContext
 from chaos.run.campaign import Campaign
@@ -51,7 +53,7 @@ def run_pytest(test_file: Path) -> subprocess.CompletedProcess[str]:
 def test_a_program_replays_to_the_same_hard_verdict_every_time(tmp_path: Path) -> None:
     for attempt in range(2):
         verdict, outcomes = replay(A_RELEASES_B, history_path=tmp_path / f"h{attempt}.jsonl")
-        assert outcomes == ["granted", "", "granted", "returned true", "granted"]
+        assert outcomes == ["granted", ENDED_EARLY, "granted", "returned true", "granted"]
         assert verdict.verdict == "hard"
         assert "c1 released c2's lock" in verdict.explanations[0]
 
@@ -61,6 +63,35 @@ def test_the_same_program_with_the_lua_lock_holds(tmp_path: Path) -> None:
     verdict, outcomes = replay(program, history_path=tmp_path / "h.jsonl")
     assert outcomes[3] == "returned false"  # compare-and-delete: not c1's key any more
     assert verdict.hard_violations == 0
+
+
+def test_a_wait_ends_once_every_lease_has_run_out_even_one_whose_key_is_gone(
+    tmp_path: Path,
+) -> None:
+    # c1's stale DEL removes c2's key at once, but c2's lease stays valid (by its claim) for
+    # a TTL: the wait after it must last that long, and no longer than 1.5×TTL.
+    program = A_RELEASES_B.with_steps([*A_RELEASES_B.steps[:4], Step("sleep", ttls=1.5),
+                                       Step("acquire", "c2")])
+    history = tmp_path / "h.jsonl"
+    _, outcomes = replay(program, history_path=history)
+    assert outcomes[4] == ENDED_EARLY
+    events = h.read_history(history)
+    c2_lease = next(e.valid_until for e in events if e.process == "c2" and e.type == h.OK)
+    released = next(e.t for e in events if e.process == "c1" and e.f == h.RELEASE
+                    and e.type == h.OK)
+    last_ask = [e.t for e in events if e.f == h.ACQUIRE and e.type == h.INVOKE][-1]
+    assert c2_lease is not None and c2_lease < last_ask < released + 150_000_000
+
+
+def test_a_wait_with_a_renewing_holder_lasts_its_full_length(tmp_path: Path) -> None:
+    program = A_RELEASES_B.with_steps([Step("acquire", "c1"), Step("sleep", ttls=1.5),
+                                       Step("acquire", "c2")])
+    program = Program(**{**program.to_json(), "lock": "watchdog", "steps": program.steps})
+    history = tmp_path / "h.jsonl"
+    _, outcomes = replay(program, history_path=history)
+    assert outcomes == ["granted", "", "refused"]  # the watchdog kept c1's lease alive
+    asks = [e.t for e in h.read_history(history) if e.f == h.ACQUIRE and e.type == h.INVOKE]
+    assert asks[1] - asks[0] >= 150_000_000
 
 
 def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ No mocks: commands are recorded (and acted on) by the ``Hooked`` connection clas
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from test_locks import KEY, Clients, direct, hooked
 
 from chaos.locks import scripts
 from chaos.locks.contract import GAVE_UP
+from chaos.locks.lua_retry_sleep import LuaRetrySleepLock
 from chaos.topology import LocalTopology
 
 
@@ -127,3 +129,108 @@ def test_reentrant_watchdog_keeps_the_hash_alive_through_a_nested_hold(
     time.sleep(0.25)
     assert watchdog is not None and not watchdog.alive  # stopped with the last release
     assert scripts.REENTRANT_RENEW in scripts.ALL
+
+
+# -- 000's and 002's acquire loops (lua-retry-sleep, lua-retry-busy) --------------------------
+
+RETRY_LOOPS = ["lua-retry-sleep", "lua-retry-busy"]
+# The posts' acquire_timeout / lock_timeout: 000's 5 s / 3 s, 002's 30 s / 10 s.
+WINDOW_RATIO = {"lua-retry-sleep": 5 / 3, "lua-retry-busy": 3.0}
+
+
+@pytest.mark.parametrize("name", RETRY_LOOPS)
+def test_retry_loop_outwaits_a_dead_holders_key_and_claims_its_wait(
+    single: LocalTopology, clients: Clients, name: str
+) -> None:
+    """The point of acquire_timeout > lock_timeout (002): c1 dies holding the lock; c2's
+    acquire, started at once, keeps trying until the key expires, then wins — never before —
+    and its lease counts the wait (the key lives one EX from the successful SET)."""
+    conn = hooked()
+    c1 = clients.make(single, name, "c1", ttl_ms=1000)
+    c2 = clients.make(single, name, "c2", ttl_ms=1000, connection_class=conn)
+    assert c1.acquire()  # …and never released: a crashed holder
+    left_s = direct(single).pttl(KEY) / 1000
+    started = time.monotonic()
+    lease = c2.acquire()
+    waited = time.monotonic() - started
+    assert lease and lease.token.startswith("c2:"), "the window outlasts the key"
+    assert left_s - 0.02 <= waited < WINDOW_RATIO[name]  # the window at lock_timeout 1 s
+    assert lease.validity_ms is not None
+    assert 1000 + (left_s - 0.05) * 1000 <= lease.validity_ms <= 1000 + waited * 1000
+    assert {entry[:4] for entry in conn.log} == {("SET", KEY, lease.token, "EX")}
+    assert {entry[4:] for entry in conn.log} == {("1", "NX")}  # EX 1: the TTL in seconds
+
+
+def test_000s_loop_sleeps_a_millisecond_between_tries_and_002s_does_not(
+    single: LocalTopology, clients: Clients
+) -> None:
+    """c1 holds the lock and releases it 0.3 s later; each waiter is granted then. 000's
+    ``time.sleep(0.001)`` bounds its tries by the milliseconds it waited; 002's loop never
+    sleeps (it goes straight back to its SET)."""
+    holder = clients.make(single, "lua", "c0", ttl_ms=1000)
+    for name in RETRY_LOOPS:
+        conn = hooked()
+        waiter = clients.make(single, name, "c2", ttl_ms=1000, connection_class=conn)
+        lease = holder.acquire()
+        assert lease
+        release = threading.Timer(0.3, holder.release, [lease])
+        release.start()
+        started = time.monotonic()
+        granted = waiter.acquire()
+        waited = time.monotonic() - started
+        release.join()
+        assert granted and 0.28 <= waited < 0.9, (name, waited)
+        assert waiter.release(granted) is True
+        if name == "lua-retry-sleep":
+            assert len(conn.log) <= waited * 1000 + 1, "at least 1 ms between tries"
+    pauses: dict[str, float] = {}
+    for name in RETRY_LOOPS:
+        lock = clients.make(single, name, "c3", ttl_ms=1000)
+        assert isinstance(lock, LuaRetrySleepLock)
+        started = time.monotonic()
+        for _ in range(200):
+            lock.between_tries()
+        pauses[name] = time.monotonic() - started
+    assert pauses["lua-retry-sleep"] >= 0.2 > pauses["lua-retry-busy"] * 4, pauses
+
+
+def test_retry_loops_give_up_after_the_posts_window_scaled_to_the_ttl(
+    single: LocalTopology, clients: Clients
+) -> None:
+    """A key that outlives the window (another's, 4 s): each loop tries for its post's ratio
+    of lock_timeout (5/3 × 1 s, 3 × 1 s), then returns GAVE_UP, the posts' ``False``. Both
+    wait at once, so the test takes the longer window (3 s)."""
+    direct(single).set(KEY, "someone else", px=4000)
+    locks = {name: clients.make(single, name, name[-4:], ttl_ms=1000) for name in RETRY_LOOPS}
+    results: dict[str, tuple[object, float]] = {}
+
+    def wait(name: str) -> None:
+        started = time.monotonic()
+        results[name] = (locks[name].acquire(), time.monotonic() - started)
+
+    waiters = [threading.Thread(target=wait, args=(name,)) for name in RETRY_LOOPS]
+    for waiter in waiters:
+        waiter.start()
+    for waiter in waiters:
+        waiter.join(timeout=10)
+    for name in RETRY_LOOPS:
+        refused, waited = results[name]
+        assert refused is GAVE_UP, name
+        assert WINDOW_RATIO[name] - 0.01 <= waited <= WINDOW_RATIO[name] + 0.5, (name, waited)
+
+
+@pytest.mark.parametrize(("ttl_ms", "lock_timeout"), [(200, 1), (1000, 1), (1500, 2)])
+def test_retry_loops_round_the_ttl_up_to_whole_seconds_and_scale_the_window_by_it(
+    single: LocalTopology, clients: Clients, ttl_ms: int, lock_timeout: int
+) -> None:
+    """``EX`` in whole seconds, rounded up (000's ``math.ceil``; 002 passes whole seconds), and
+    the window the post's ratio of that, so it outlasts the key at any TTL."""
+    for name in RETRY_LOOPS:
+        lock = clients.make(single, name, "c1", ttl_ms=ttl_ms)
+        assert isinstance(lock, LuaRetrySleepLock)
+        assert lock.lock_timeout == lock_timeout
+        assert lock.acquire_timeout == pytest.approx(WINDOW_RATIO[name] * lock_timeout)
+        lease = lock.acquire()
+        assert lease and lock_timeout * 1000 - 100 < direct(single).pttl(KEY) <= lock_timeout * 1000
+        assert lease.validity_ms is not None and lease.validity_ms <= lock_timeout * 1000
+        assert lock.release(lease) is True

@@ -92,6 +92,23 @@ def test_a_fault_the_provider_cannot_do_is_refused_before_anything_starts(
     )
 
 
+def test_the_server_option_reaches_the_campaign(pytester: pytest.Pytester) -> None:
+    """``--lockchaos-server`` is checked as ``run --server`` is: the local provider runs its
+    own Redis 7.0 build, so valkey-8.1 fails the test in one line before anything starts."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.lockchaos(lock="lua")
+        def test_it(lockchaos_topology):
+            raise AssertionError("never reached")
+        """
+    )
+    result = _run(pytester, "--lockchaos-server", "valkey-8.1")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*lockchaos: --server valkey-8.1 needs --provider docker*"])
+
+
 def test_the_clients_and_checker_fixtures_catch_a_broken_lock(pytester: pytest.Pytester) -> None:
     """``--lock del-release`` under slow work: the checker fixture fails the test with the
     explanation (so a green example means something)."""

@@ -31,7 +31,7 @@ def audit(
              "+name adds one to them, e.g. +crash-restart-delayed",
     ),
     topology: str = typer.Option(
-        "auto", "--topology", help="auto, standalone, sentinel or cluster (local provider)"
+        "auto", "--topology", help="auto, standalone, sentinel or cluster (not external)"
     ),
     provider: str = PROVIDER,
     provider_config: Path | None = PROVIDER_CONFIG,

@@ -8,7 +8,8 @@ way, and the checker judges the result:
 
 * ``init`` (one container) empties the resource and writes the history's start event;
 * ``worker`` (one container per client, scaled) creates its own Toxiproxy link to the Redis
-  node, runs one lockchaos client for the duration, appending to the shared history on a
+  node (``demo-redis``, run as the seed's compose file runs it: ``redis-server --appendonly
+  yes``), runs one lockchaos client for the duration, appending to the shared history on a
   volume (containers share the host's monotonic clock, so their events compare), and
   deletes its link;
 * ``check`` (after every worker exited) records the resource's final state and prints the
@@ -128,7 +129,9 @@ def worker(
     resource: str = RESOURCE,
     ttl_ms: int = TTL_MS,
     duration_s: float = DURATION_S,
-    redis_address: str = typer.Option("n0:6379", "--redis", envvar="LOCKCHAOS_DEMO_REDIS"),
+    redis_address: str = typer.Option(
+        "demo-redis:6379", "--redis", envvar="LOCKCHAOS_DEMO_REDIS"
+    ),  # the seed's Redis: appendonly yes (compose/docker-compose.yml)
     toxiproxy: str = typer.Option("http://toxiproxy:8474", envvar="LOCKCHAOS_DEMO_TOXIPROXY"),
     listen_host: str = typer.Option("0.0.0.0", envvar="LOCKCHAOS_DEMO_LISTEN_HOST"),
     client_id: str = typer.Option("", envvar="LOCKCHAOS_DEMO_CLIENT_ID"),

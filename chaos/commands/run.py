@@ -19,7 +19,7 @@ def run(
     lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
     faults: str = typer.Option("", "--faults", help="comma-separated faults (lockchaos list)"),
     topology: str = typer.Option(
-        "auto", "--topology", help="auto, standalone, sentinel or cluster (local provider)"
+        "auto", "--topology", help="auto, standalone, sentinel or cluster (not external)"
     ),
     provider: str = PROVIDER,
     provider_config: Path | None = PROVIDER_CONFIG,

@@ -21,7 +21,7 @@ MAX_HOLD_S = 24 * 3600.0  # "until Ctrl-C" still ends some day
 
 def up(
     kind: str = typer.Option(
-        "standalone", "--topology", help="standalone, sentinel or cluster (local provider)"
+        "standalone", "--topology", help="standalone, sentinel or cluster (not external)"
     ),
     nodes: int | None = typer.Option(
         None, "--nodes", help="masters in the standalone topology (default 5; external: all)"
@@ -43,7 +43,7 @@ def up(
     console = Console(stderr=True)
     try:
         with sigterm_unwinds(), topology.open_provider(
-            provider, kind, nodes=nodes, config=provider_config
+            provider, kind, nodes=nodes, config=provider_config, clients=clients
         ) as topo:
             for i in range(1, clients + 1):
                 topo.client_view(f"c{i}")

@@ -34,10 +34,11 @@ from chaos.signals import sigterm_interrupts
 
 MAX_EXAMPLES = 100_000
 MAX_STEPS = 200
-# Every wait of a program is a multiple of the TTL, so a program's wall time is proportional
-# to it: 50 ms explores twice as many programs per second as 100 ms, finding and shrinking to
-# the same programs (bench/explore.py measures both), while staying far above the harness's
-# per-step cost (a few ms).
+# Every wait of a program is a multiple of the TTL (at most: it ends once every lease and key
+# has run out, see session.py), so a program's wall time is about proportional to it: 50 ms
+# explores more programs per second than 100 ms, finding and shrinking to the same programs
+# (bench/explore.py measures both), while staying far above the harness's per-step cost (a
+# few ms on an idle machine).
 EXPLORE_TTL_MS = 50
 
 

@@ -3,11 +3,22 @@
 A topology takes seconds to start and an example a fraction of one, so one topology serves
 a whole exploration and is put back to a clean slate before every example (``reset``):
 Toxiproxy links enabled without toxics, killed nodes restarted, paused nodes resumed, clocks
-true, every key gone. Each example gets a fresh history and fresh client processes, so
-examples are independent: what one left behind can never explain another's failure.
+true, every key gone — or only every key gone when no fault but a client's own (a pause, a
+pause point, a crash) fired since the last reset, since then nothing else was touched. Each
+example gets a fresh history and fresh client processes, so examples are independent: what
+one left behind can never explain another's failure.
 
 Faults go through ``chaos.nemesis.record``, as in a campaign, so a program's history reads
 like any other run's and the checker explains it the same way.
+
+A wait is the only step during which time passes, and what it is for is expiry: after "wait
+1.5×TTL" every lease and key that would run out within 1.5×TTL has. So a wait ends as soon
+as every lease in the history and every key on the nodes has run out (``Session._settled_at``,
+asked again after sleeping until then, so a renewal meanwhile keeps the wait going): from
+then on nothing but the clock would change until the wait's end, and the program goes on
+from the same state sooner. When a fault other than a stopped client is on (a partition, a
+paused server, a moved clock, a failover under way), or a key has no expiry, the wait lasts
+its full length.
 """
 
 from __future__ import annotations
@@ -24,12 +35,13 @@ import redis
 from chaos import checker, locks
 from chaos import history as h
 from chaos.checker import Verdict
+from chaos.checker.reader import HistoryReader
 from chaos.explore.faults import CLIENT_CRASH, explorable
 from chaos.explore.model import Model
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.locks import build_context
 from chaos.nemesis import record
-from chaos.nemesis.faults import FAULTS, Heal, Target
+from chaos.nemesis.faults import FAULTS, ClientPause, ClientPauseAt, Heal, Target
 from chaos.topology import Topology
 from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until
@@ -38,10 +50,36 @@ from chaos.workload.stepper import StepperPool
 from chaos.workload.worker import WorkloadConfig
 
 MAX_IDLE_TTLS = 3.0
+ENDED_EARLY = "ended early: every lease and key had run out"  # a wait's outcome
+# A wait that ends early ends this long after the last lease and key ran out: the slack every
+# full wait keeps from a whole TTL (docs/explore.md), so expiry never hangs on scheduling.
+SETTLE_MARGIN_TTLS = 0.2
+# Faults that only freeze a client process: nothing changes in Redis while they are on.
+CLIENT_STOPS = (ClientPause.name, ClientPauseAt.name)
+CLIENT_FAULTS = (*CLIENT_STOPS, CLIENT_CRASH)  # they touch no link, node or clock
+# Every key's PTTL, read in one script (server time stands still in it): only keys KEYS
+# returns, which are live, so the read never deletes a key that expired meanwhile.
+_PTTLS = """
+local ttls = {}
+for _, key in ipairs(redis.call('KEYS', '*')) do ttls[#ttls + 1] = redis.call('PTTL', key) end
+return ttls
+"""
 
 
-def reset(topology: Topology) -> None:
-    """Put ``topology`` back to a clean slate (see the module docstring)."""
+def reset(topology: Topology, *, faults_fired: bool = True) -> None:
+    """Put ``topology`` back to a clean slate (see the module docstring); without
+    ``faults_fired`` (no fault but a client's own since the last reset) only empty it."""
+    if faults_fired:
+        _repair(topology)
+    servers: list[Endpoint] = [topology.resource, *topology.nodes]
+    for server in servers:
+        # A replica refuses FLUSHALL and follows its master's.
+        with server.client() as conn, contextlib.suppress(redis.ReadOnlyError):
+            conn.flushall()
+
+
+def _repair(topology: Topology) -> None:
+    """Links enabled without toxics, paused nodes resumed, clocks true, dead nodes restarted."""
     topology.toxiproxy.reset()
     for node in topology.nodes:
         if PAUSE in topology.capabilities:
@@ -54,11 +92,6 @@ def reset(topology: Topology) -> None:
         restart_nodes(dead, empty=True)
     if topology.kind == "sentinel":
         wait_until(lambda: _replicas_synced(topology), "the Sentinel group to settle")
-    servers: list[Endpoint] = [topology.resource, *topology.nodes]
-    for server in servers:
-        # A replica refuses FLUSHALL and follows its master's.
-        with server.client() as conn, contextlib.suppress(redis.ReadOnlyError):
-            conn.flushall()
 
 
 def _answers(node: ServerNode) -> bool:
@@ -85,8 +118,10 @@ class Played:
 
 @dataclass
 class _Open:
-    """A fault that is on: its heal, and the client it stopped (a pause point), if any."""
+    """A fault that is on: its name, its heal, and the client it stopped (a pause point or a
+    pause), if any."""
 
+    name: str
     client: str | None
     heal: Heal
 
@@ -104,12 +139,14 @@ class Session:
         )
         self._env: RunEnv | None = None
         self.can_extend = _can_extend(topology, self.config)
+        self._faults_fired = True  # since the last reset (who knows before the first)
 
     # -- one example ----------------------------------------------------------------------
 
     def begin(self, history_path: Path) -> None:
         """Reset the topology, open a fresh history, start fresh client processes."""
-        reset(self.topology)
+        reset(self.topology, faults_fired=self._faults_fired)
+        self._faults_fired = False
         history_path.unlink(missing_ok=True)
         history = h.HistoryWriter(history_path)
         try:
@@ -211,35 +248,67 @@ class Session:
         return resumed + (f"{failed}; " if failed else "") + self.pool.step(cid, step.kind)
 
     def _sleep(self, step: Step) -> str:
-        """Wait (with a client paused, if the step says so), unless the program has already
-        waited ``MAX_IDLE_TTLS`` in a row (by then every lease nobody renews is over, and
-        waiting on costs time and changes nothing), or a TTL when nothing is pending
-        (``_nothing_pending``)."""
+        """Wait (with a client paused, if the step says so) until every lease and key has run
+        out (see the module docstring), at most the step's length; not at all if the program
+        has already waited ``MAX_IDLE_TTLS`` in a row (by then every lease nobody renews is
+        over, and waiting on costs time and changes nothing)."""
         assert step.ttls is not None
         self.model.apply(step)
         if self._idle_ttls + step.ttls > MAX_IDLE_TTLS:
             return f"skipped: already waited {self._idle_ttls:g}×TTL in a row"
-        if not step.client and self._idle_ttls >= 1 and self._nothing_pending():
-            return "skipped: nobody may hold the lock and every lease has run out"
         self._idle_ttls += step.ttls
         failed = self._fire(step) if step.client else ""
-        time.sleep(step.ttls * self.shape.ttl_ms / 1000)
+        end = time.monotonic() + step.ttls * self.shape.ttl_ms / 1000
+        ended = ""
+        while (settled := self._settled_at()) is not None and settled < end:
+            if settled <= time.monotonic():
+                ended = ENDED_EARLY
+                break
+            time.sleep(max(0.0, settled - time.monotonic()))
+        else:
+            time.sleep(max(0.0, end - time.monotonic()))
         if step.ref is not None:
             self._heal(step.ref)
-        return failed
+        return "; ".join(part for part in (failed, ended) if part)
 
-    def _nothing_pending(self) -> bool:
-        """Nobody may hold the lock (no client asked for it since it let go, none is stopped
-        mid-operation) and no fault is on: once a TTL has passed since the last step that
-        could write a key, a wait changes nothing but the clock."""
-        model = self.model
-        return (not model.askers and not self._open
-                and not any(client.stopped for client in model.clients.values()))
+    def _settled_at(self) -> float | None:
+        """When (``time.monotonic()``) every lease granted so far and every key on the nodes
+        will have run out, plus ``SETTLE_MARGIN_TTLS``; None if a fault other than a stopped
+        client is on, a key has no expiry or a node does not answer: then only the clock can
+        tell, and the wait lasts its full length.
+
+        A lease ends at its ``valid_until``; an acquire with no outcome yet (stopped at a pause
+        point) may still be granted a lease for up to a TTL from its invoke."""
+        if any(opened.name not in CLIENT_STOPS for opened in self._open.values()):
+            return None
+        ttl_ns = self.shape.ttl_ms * 1_000_000
+        latest = 0
+        asking: dict[str, int] = {}  # process -> its acquire's invoke, until it has an outcome
+        for event in HistoryReader(self.env.history.path).events():
+            if event.valid_until is not None:
+                latest = max(latest, event.valid_until)
+            if event.f == h.ACQUIRE:
+                asking.pop(event.process, None)
+                if event.type == h.INVOKE:
+                    asking[event.process] = event.t
+        latest = max([latest, *(invoked + ttl_ns for invoked in asking.values())])
+        for node in self.topology.nodes:
+            try:
+                with node.client() as conn:
+                    ttls = conn.eval_ro(_PTTLS, 0)
+            except (redis.RedisError, OSError):
+                return None
+            if -1 in ttls:  # a key without expiry: a wait's length may be the story (liveness)
+                return None
+            read_at = h.now()
+            latest = max([latest, *(read_at + (ttl + 1) * 1_000_000 for ttl in ttls)])
+        return (latest + SETTLE_MARGIN_TTLS * ttl_ns) / 1e9
 
     def _fire(self, step: Step) -> str:
         """Fire the fault ``step`` names; an error message if it could not be applied."""
         assert step.ref is not None
         name, instant, aim = self._fault_of(step)
+        self._faults_fired |= name not in CLIENT_FAULTS
         try:
             target, heal = record.fire(self.env, step.ref, name, step.params, aim)
         except Exception as exc:  # recorded as the fault's stop; the program goes on
@@ -249,7 +318,7 @@ class Session:
             if step.kind == "crash":  # the pause points of the killed process are over too
                 self._heal_client(target.client or "")
         else:
-            self._open[step.ref] = _Open(target.client if step.client else None, heal)
+            self._open[step.ref] = _Open(name, target.client if step.client else None, heal)
         if step.kind == "fault-on" and not step.nodes and target.nodes:
             return "on " + ", ".join(f"n{i}" for i in target.nodes)  # picked when it fired
         return ""
@@ -258,9 +327,9 @@ class Session:
         """The catalog fault a step fires, whether it heals at once, and how it aims."""
         chosen = Target(client=step.client, nodes=list(step.nodes))
         if step.kind in CLIENT_OPS:
-            return "client-pause-at", False, lambda: chosen
+            return ClientPauseAt.name, False, lambda: chosen
         if step.kind == "sleep":
-            return "client-pause", False, lambda: chosen
+            return ClientPause.name, False, lambda: chosen
         if step.kind == "crash":
             return CLIENT_CRASH, True, lambda: chosen
         assert step.kind == "fault-on" and step.fault is not None

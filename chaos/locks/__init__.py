@@ -50,6 +50,8 @@ BUNDLED: dict[str, str] = {
     "reentrant-local": "chaos.locks.reentrant_local:make",
     "reentrant-watchdog": "chaos.locks.reentrant_watchdog:make",
     "php-lock": "chaos.locks.php_lock:make",
+    "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
+    "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
 }
 # Locks in other languages, run through the driver protocol (chaos/locks/driver.py).
 from chaos.locks.driver import INFOS as _DRIVER_INFOS  # noqa: E402

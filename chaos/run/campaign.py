@@ -192,6 +192,7 @@ def open_topology(campaign: Campaign, layout: Layout) -> topology.Topology:
         config=campaign.provider_config_path,
         faults=campaign.fault_objects,
         server=campaign.server,
+        clients=campaign.clients,
     )
 
 

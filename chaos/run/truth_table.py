@@ -79,6 +79,18 @@ def _no_liveness(v: Verdict) -> str | None:
     return None
 
 
+def _outwaited(v: Verdict) -> str | None:
+    """Seed 002's rule kept (acquire_timeout > lock_timeout): a crash hit a holder, whose key
+    then outlived it, and no waiter gave up while nobody held the lock (no liveness), nor did
+    any two holders overlap (no hard). A run the crash never hit tested nothing."""
+    if problem := _no_liveness(v):
+        return problem
+    crashes = v.coverage.get("client-crash")
+    if crashes is None or not crashes.hit_holder or not v.counts.get("crashes"):
+        return "expected a holder to crash, none did"
+    return None
+
+
 def _liveness(v: Verdict) -> str | None:
     if v.hard_violations:
         return f"expected a deadlock, not hard violations ({v.hard_violations})"
@@ -187,6 +199,15 @@ CELLS: tuple[Cell, ...] = (
     Cell("php-lock", "client-crash:command=GET:op=release:nth=1", "liveness (gave up)", _liveness,
          "002 acquire_timeout > lock_timeout; 004 PHP baseLock(4, 2)", "liveness", "gave up",
          options=(("ttl_ms", 4000), ("clients", 3))),
+    # The posts' own loops keep the rule: 002's window is 3 × lock_timeout (a busy loop), 000's
+    # 5/3 × (1 ms apart). The same crash as php-lock's (the holder dies right before its
+    # release, so its key lives its whole EX 1 on): waiters outwait it and none gives up.
+    Cell("lua-retry-busy", "client-crash:command=EVAL:op=release:nth=1", "no gave-up, no hard",
+         _outwaited, "002 acquire_timeout (30 s) > lock_timeout (10 s)",
+         options=(("ttl_ms", 1000), ("clients", 3))),
+    Cell("lua-retry-sleep", "client-crash:command=EVAL:op=release:nth=1", "no gave-up, no hard",
+         _outwaited, "000 acquire_timeout (5 s) > lock_timeout (3 s)",
+         options=(("ttl_ms", 1000), ("clients", 3))),
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
     Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
     Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)"),

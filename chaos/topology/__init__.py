@@ -107,6 +107,7 @@ def open_provider(
     config: Path | None = None,
     faults: Iterable[FaultNeeds] = (),
     server: str | None = None,
+    clients: int | None = None,
 ) -> Topology:
     """A running topology of ``kind`` from ``provider`` (a context manager: teardown is total).
 
@@ -115,7 +116,8 @@ def open_provider(
     inject: one the provider cannot do is refused here, before anything starts. ``server``
     (``redis-7.0``, ``redis-8.0``, ``valkey-8.1``; None: the provider's default) is the
     Redis-compatible server: the docker provider runs its image, the local provider only
-    its Redis 7.0 build, the external provider refuses it.
+    its Redis 7.0 build, the external provider refuses it. ``clients``: how many clients will
+    get links, if known (the docker provider publishes only the ports they need).
     """
     faults = list(faults)
     check_provider(provider, config=config, faults=faults, server=server)
@@ -131,6 +133,7 @@ def open_provider(
             persistence=persistence,
             server=server,
             clock=bool(_clock_faults(faults)),
+            clients=clients,
         )
     # Without a clock fault any redis-server will do (libfaketime only where it can wrap it).
     clock = True if _clock_faults(faults) else None

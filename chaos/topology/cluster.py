@@ -1,10 +1,11 @@
-"""A Redis Cluster of local nodes: forming it, and asking it who the master of a key is.
+"""A Redis Cluster, whoever runs its nodes: forming it, and asking it who the master of a key is.
 
 The cluster is formed by hand rather than with ``redis-cli --cluster create``, so the nodes
-meet each other at their *announced* addresses (the ``int-nI``/``bus-nI`` proxies) from the
-start: every byte of replication and cluster bus traffic then crosses a link a fault can cut.
+meet each other at their *announced* addresses (the Toxiproxy's ``int-*``/``bus-*`` links:
+127.0.0.1 for local processes, the Toxiproxy container's IP for containers) from the start:
+every byte of replication and cluster bus traffic then crosses a link a fault can cut.
 Masters are nodes 0…``CLUSTER_MASTERS``−1, each with its slots; node ``CLUSTER_MASTERS`` + i
-replicates master i.
+replicates master i. The harness itself talks to each node directly (``Endpoint.client``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from functools import partial
 import redis
 from redis.crc import key_slot
 
-from chaos.topology.node import RedisNode, wait_until
+from chaos.topology.base import Endpoint
+from chaos.topology.node import wait_until
 from chaos.topology.toxiproxy import Link
 
 CLUSTER_MASTERS = 3
@@ -25,14 +27,15 @@ DEFAULT_KEY = "lockchaos:lock"  # the workload's lock key (``WorkloadConfig.lock
 FORM_TIMEOUT_S = 30.0
 
 
-def form_cluster(nodes: Sequence[RedisNode], ports: Sequence[int], bus_ports: Sequence[int]
-                 ) -> None:
+def form_cluster(nodes: Sequence[Endpoint], host: str, ports: Sequence[int],
+                 bus_ports: Sequence[int]) -> None:
     """Meet, assign slots, attach replicas, and wait until every node says ``ok`` and every
-    replica is in sync. ``ports``/``bus_ports`` are the addresses the nodes announce."""
+    replica is in sync. ``host``, ``ports`` and ``bus_ports`` are the addresses the nodes
+    announce (``CLUSTER MEET`` takes an IP, not a name)."""
     masters = len(nodes) // 2
     with nodes[0].client(decode_responses=True) as first:
         for port, bus in zip(ports[1:], bus_ports[1:], strict=True):
-            first.execute_command("CLUSTER", "MEET", "127.0.0.1", port, bus)
+            first.execute_command("CLUSTER", "MEET", host, port, bus)
     share = SLOTS // masters
     for i in range(masters):
         last = SLOTS - 1 if i == masters - 1 else (i + 1) * share - 1
@@ -48,7 +51,7 @@ def form_cluster(nodes: Sequence[RedisNode], ports: Sequence[int], bus_ports: Se
                FORM_TIMEOUT_S)
 
 
-def cluster_master(nodes: Sequence[RedisNode], announced: Sequence[Link], key: str) -> int:
+def cluster_master(nodes: Sequence[Endpoint], announced: Sequence[Link], key: str) -> int:
     """The index of the master of ``key``'s slot as most reachable nodes see it (an isolated
     old master still believes it is one: the majority decides)."""
     slot = key_slot(key.encode())
@@ -68,7 +71,7 @@ def cluster_master(nodes: Sequence[RedisNode], announced: Sequence[Link], key: s
     return votes.most_common(1)[0][0]
 
 
-def elect_replica(nodes: Sequence[RedisNode], master: int) -> None:
+def elect_replica(nodes: Sequence[Endpoint], master: int) -> None:
     """Ask a replica of ``nodes[master]`` to take over (``CLUSTER FAILOVER FORCE``: no
     handshake with its master, which is cut off, but the other masters vote as in a real
     failover). The replica of master i is node ``CLUSTER_MASTERS`` + i until a failover moves
@@ -92,25 +95,25 @@ def elect_replica(nodes: Sequence[RedisNode], master: int) -> None:
     raise RuntimeError(f"no replica of {nodes[master].name} could be asked to take over")
 
 
-def _knows(node: RedisNode, count: int) -> bool:
+def _knows(node: Endpoint, count: int) -> bool:
     with node.client(decode_responses=True) as conn:
         lines = conn.execute_command("CLUSTER", "NODES")
     known = [line for line in str(lines).splitlines() if line.strip()]
     return len(known) == count and not any("handshake" in line for line in known)
 
 
-def _node_id(node: RedisNode) -> str:
+def _node_id(node: Endpoint) -> str:
     with node.client(decode_responses=True) as conn:
         return str(conn.execute_command("CLUSTER", "MYID"))
 
 
-def _replicate(node: RedisNode, master_id: str) -> bool:
+def _replicate(node: Endpoint, master_id: str) -> bool:
     with node.client(decode_responses=True) as conn:
         conn.execute_command("CLUSTER", "REPLICATE", master_id)
     return True
 
 
-def _ready(node: RedisNode) -> bool:
+def _ready(node: Endpoint) -> bool:
     with node.client(decode_responses=True) as conn:
         state = conn.execute_command("CLUSTER", "INFO")
         replication = conn.info("replication")

@@ -19,10 +19,13 @@ Every link goes through the Toxiproxy container: clients' own links (created per
 here, on ports of ``ComposeLayout.client_ports`` that Compose publishes on 127.0.0.1), and
 in the sentinel shape the replication/Sentinel links (``int-n0``… from compose/toxiproxy.json;
 replicas and Sentinels announce themselves as ``toxiproxy:<port>``) and the Sentinels'
-own ports. ``ComposeLayout`` is what this module expects of the Compose file; the tests
-check the file against it without an engine.
+own ports, in the cluster shape each node's ``int-cI`` and ``bus-cI`` (nodes announce the
+Toxiproxy container's IP with those ports; ``chaos.topology.cluster`` forms the cluster).
+``ComposeLayout`` is what this module expects of the Compose file; the tests check the file
+against it without an engine.
 
-Host ports are fixed (see ``LAYOUT``), so one docker topology runs at a time on a host.
+Host ports are fixed (see ``LAYOUT``), so one docker topology runs at a time on a host: a
+second run is refused while the first one's runner lives (``check_project_free``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chaos.errors import UsageError
-from chaos.topology.base import CLOCK, CLUSTER_LINKS, PAUSE, PERSISTENCE, RESTART, refuse
+from chaos.topology.base import (
+    CLOCK,
+    CLUSTER_LINKS,
+    PAUSE,
+    PERSISTENCE,
+    RESTART,
+    SHAPES,
+    refuse,
+)
+from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.node import wait_until
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
@@ -72,7 +84,8 @@ class ComposeLayout:
 
     toxiproxy: str = "toxiproxy"
     api_port: int = 8474
-    client_ports: range = range(21000, 21100)  # clients' links, published 1:1 on 127.0.0.1
+    # clients' links, published 1:1 on 127.0.0.1 (LOCKCHAOS_CLIENT_PORTS: the part a run uses)
+    client_ports: range = range(21000, 21100)
     redis_port: int = 6379
     sentinel_port: int = 26379
     resource: tuple[str, int] = ("resource", 16379)  # (service, published port)
@@ -81,9 +94,24 @@ class ComposeLayout:
     internal_ports: tuple[int, ...] = (7000, 7001, 7002)  # int-n0… on the Toxiproxy
     sentinels: tuple[tuple[str, int], ...] = tuple((f"s{j}", 7100 + j) for j in range(3))
     master_name: str = "lockchaos"
+    cluster: tuple[tuple[str, int], ...] = tuple(
+        (f"c{i}", 16400 + i) for i in range(2 * CLUSTER_MASTERS)
+    )
+    cluster_ports: tuple[int, ...] = tuple(7200 + i for i in range(2 * CLUSTER_MASTERS))
+    cluster_bus_ports: tuple[int, ...] = tuple(7300 + i for i in range(2 * CLUSTER_MASTERS))
 
-    def internal_link(self, node: int) -> str:
-        return f"int-n{node}"
+    def data_nodes(self, kind: str) -> tuple[tuple[str, int], ...]:
+        """(service, published port) of each data node of the ``kind`` shape."""
+        return {"standalone": self.standalone, "sentinel": self.replicated,
+                "cluster": self.cluster}[kind]  # fmt: skip
+
+    def internal_link(self, node: int, kind: str = "sentinel") -> str:
+        """The link through which the rest of the topology reaches ``node``."""
+        return f"int-c{node}" if kind == "cluster" else f"int-n{node}"
+
+    def bus_link(self, node: int) -> str:
+        """The cluster bus link of ``node`` (cluster shape)."""
+        return f"bus-c{node}"
 
     def sentinel_link(self, sentinel: int) -> str:
         return f"sentinel-s{sentinel}"
@@ -170,6 +198,38 @@ def check_faketime(client: Any, image: str) -> None:
             "not: use lockchaos's own (--server redis-7.0|redis-8.0|valkey-8.1, "
             "docs/images.md), or drop the clock fault"
         )
+
+
+def check_project_free(client: Any) -> None:
+    """``UsageError`` when the Compose project is up for someone else: a run whose runner
+    still lives (its run id starts with the runner's pid), or ``docker compose up`` by hand.
+    Host ports are fixed, so taking it down (as ``DockerTopology`` does with what a *dead*
+    runner left) would break that run halfway, and it would report what it never tested."""
+    labels = [f"com.docker.compose.project={PROJECT}"]
+    for container in client.containers.list(all=True, filters={"label": labels}):
+        owner = str(container.labels.get(RUN_LABEL, ""))
+        pid = owner.partition("-")[0]
+        if not pid.isdigit():
+            raise UsageError(
+                f"the Compose project {PROJECT} is up (started by hand, not by a lockchaos "
+                f"run): take it down with `docker compose -p {PROJECT} down --volumes`, or "
+                "use --provider local"
+            )
+        if _alive(int(pid)):
+            raise UsageError(
+                f"another lockchaos run (pid {pid}) is using the docker provider on this host, "
+                "whose ports are fixed: wait for it to end, or use --provider local"
+            )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's process: alive
+        return True
+    return True
 
 
 def engine() -> Any:
@@ -294,6 +354,7 @@ class DockerTopology(RemoteTopology):
 
     provider = "docker"
     capabilities = frozenset({PAUSE, RESTART, CLOCK, CLUSTER_LINKS})
+    shapes = SHAPES
 
     def __init__(
         self,
@@ -304,14 +365,16 @@ class DockerTopology(RemoteTopology):
         compose_file: Path = COMPOSE_FILE,
         server: str | None = None,
         clock: bool = False,
+        clients: int | None = None,
     ) -> None:
         """``server``: the Redis-compatible server (``redis-7.0``, ``redis-8.0``,
         ``valkey-8.1``; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
-        fault will run, so the server image must preload libfaketime (lockchaos's do)."""
+        fault will run, so the server image must preload libfaketime (lockchaos's do).
+        ``clients``: how many clients will get links (None: as many as the range allows)."""
         super().__init__(kind)
         if persistence != "none":
             raise refuse(self.provider, PERSISTENCE)
-        data = LAYOUT.standalone if kind == "standalone" else LAYOUT.replicated
+        data = LAYOUT.data_nodes(kind)
         if kind == "standalone" and not 1 <= nodes <= len(data):
             raise UsageError(
                 f"the docker provider has {len(data)} standalone nodes (got --nodes {nodes})"
@@ -324,6 +387,7 @@ class DockerTopology(RemoteTopology):
         check_images(self.engine, images)
         if clock:
             check_faketime(self.engine, images["LOCKCHAOS_REDIS_IMAGE"])
+        check_project_free(self.engine)
         self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         own = all(own_image(image) for image in images.values())
         self._env = {
@@ -332,7 +396,19 @@ class DockerTopology(RemoteTopology):
             "LOCKCHAOS_RUN": self.run_id,
             "LOCKCHAOS_PULL_POLICY": "never" if own else "missing",
         }
-        self._ports: Iterator[int] = iter(LAYOUT.client_ports)
+        # Each published port costs the engine about 15 ms to set up and 50 ms to tear down
+        # (its NAT rules): publish as many as this run's clients need, not the whole range.
+        ports = LAYOUT.client_ports
+        if clients is not None:
+            if clients * len(data) > len(ports):
+                raise UsageError(
+                    f"the docker provider has {len(ports)} ports for clients' links: "
+                    f"{clients} clients × {len(data)} nodes need {clients * len(data)}; run "
+                    f"at most {len(ports) // len(data)} clients"
+                )
+            ports = ports[: max(1, clients * len(data))]
+        self._env["LOCKCHAOS_CLIENT_PORTS"] = f"{ports[0]}-{ports[-1]}"
+        self._ports: Iterator[int] = iter(ports)
         self._closed = False
         self.images: dict[str, str] = {}  # image → its id, once up (campaign.json records it)
         self._reaper = start_reaper(self.run_id)
@@ -358,9 +434,23 @@ class DockerTopology(RemoteTopology):
                     node.set_clock_offset(0.0)
             if kind == "sentinel":
                 self._wire_sentinels()
+            if kind == "cluster":
+                self._form_cluster()
         except BaseException:
             self.close()
             raise
+
+    def _form_cluster(self) -> None:
+        """Nodes announce the Toxiproxy container's IP (``CLUSTER MEET`` and the slot map
+        take IPs, not names), so clients' routes are keyed by it too."""
+        count = len(self.nodes)
+        self.internal = [self.toxiproxy.existing(LAYOUT.internal_link(i, "cluster"))
+                         for i in range(count)]  # fmt: skip
+        self.bus = [self.toxiproxy.existing(LAYOUT.bus_link(i)) for i in range(count)]
+        networks = self._container(LAYOUT.toxiproxy).attrs["NetworkSettings"]["Networks"]
+        self._announced_host = next(iter(networks.values()))["IPAddress"]
+        form_cluster(self.nodes, self._announced_host, LAYOUT.cluster_ports,
+                     LAYOUT.cluster_bus_ports)  # fmt: skip
 
     def _wire_sentinels(self) -> None:
         self.internal = [self.toxiproxy.existing(LAYOUT.internal_link(i)) for i in range(3)]
@@ -406,9 +496,9 @@ class DockerTopology(RemoteTopology):
         port = next(self._ports, None)
         if port is None:
             raise UsageError(
-                f"the docker provider publishes {len(LAYOUT.client_ports)} ports for clients' "
-                f"links ({len(LAYOUT.client_ports) // len(self.nodes)} clients × "
-                f"{len(self.nodes)} nodes): run fewer clients"
+                f"the docker provider published {self._env['LOCKCHAOS_CLIENT_PORTS']} for "
+                f"clients' links ({len(self.nodes)} per client): it was started for fewer "
+                "clients"
             )
         return self.toxiproxy.create(
             f"{client_id}-{self.nodes[node].name}",
@@ -419,6 +509,8 @@ class DockerTopology(RemoteTopology):
         )
 
     def _reported(self, node: int) -> str:
+        if self.kind == "cluster":
+            return f"{self._announced_host}:{LAYOUT.cluster_ports[node]}"
         if self.kind != "sentinel":  # no Sentinel reports standalone nodes: their own names
             return f"{self._services[node]}:{LAYOUT.redis_port}"
         return f"{LAYOUT.toxiproxy}:{LAYOUT.internal_ports[node]}"
@@ -438,10 +530,11 @@ class DockerTopology(RemoteTopology):
             dismiss_reaper(self._reaper)
 
     def _down(self) -> None:
-        # --profile sentinel: `down` must see the sentinel shape's services too
+        # the profiles: `down` must see every shape's services too
         self._compose_run(
-            "--profile", "sentinel", "down", "--volumes", "--remove-orphans", "--timeout", "1"
-        )
+            "--profile", "sentinel", "--profile", "cluster",
+            "down", "--volumes", "--remove-orphans", "--timeout", "1",
+        )  # fmt: skip
 
 
 def _knows_all(sentinel: RemoteServer) -> bool:

@@ -159,7 +159,7 @@ class LocalTopology(ClosedOnExit):
             self.nodes.append(node)
         for node in [self.resource, *self.nodes]:
             node.wait_ready()
-        form_cluster(self.nodes, internal_ports, internal_bus_ports)
+        form_cluster(self.nodes, "127.0.0.1", internal_ports, internal_bus_ports)
 
     def _start_proxy_and_resource(self, api_port: int, resource_port: int) -> None:
         """What every shape starts first: the Toxiproxy server and the shared resource."""

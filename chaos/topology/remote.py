@@ -8,10 +8,12 @@ refused; providers that can override what they can do). The password, if any, st
 object and in the connections it makes: it is never part of the ``repr``, of ``describe()`` or
 of an error message.
 
-A ``RemoteTopology`` subclass sets ``toxiproxy``, ``resource``, ``nodes`` and (for the sentinel
-shape) ``sentinels``, and says how to make one client's link to one node (``_new_link``) and
-which address the Sentinels report for a node (``_reported``): that address is how a client's
-Sentinel lookup is routed to its own link, and how ``master_index`` names the master.
+A ``RemoteTopology`` subclass sets ``toxiproxy``, ``resource``, ``nodes``, (for the sentinel
+shape) ``sentinels`` and (for the cluster shape, ``chaos.topology.cluster``) the ``internal``
+and ``bus`` links the nodes announce, and says how to make one client's link to one node
+(``_new_link``) and which address the Sentinels or the cluster's slot map report for a node
+(``_reported``): that address is how a client's lookup is routed to its own link, and how
+``master_index`` names the master.
 """
 
 from __future__ import annotations
@@ -27,16 +29,14 @@ from chaos.topology.base import (
     CLOCK,
     PAUSE,
     RESTART,
-    SHAPES,
     ClientView,
     ClosedOnExit,
     host_port,
     refuse,
 )
+from chaos.topology.cluster import DEFAULT_KEY, cluster_master, elect_replica
 from chaos.topology.node import READY_TIMEOUT_S, direct_client, wait_until
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
-
-REMOTE_SHAPES = ("standalone", "sentinel")  # a Redis Cluster runs only on the local provider
 
 
 @dataclass
@@ -107,6 +107,7 @@ class RemoteNode(RemoteServer):
 class RemoteTopology(ClosedOnExit, ABC):
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
+    shapes: ClassVar[tuple[str, ...]] = ("standalone", "sentinel")  # what this provider runs
 
     toxiproxy: ToxiproxyAPI
     resource: RemoteServer
@@ -115,14 +116,15 @@ class RemoteTopology(ClosedOnExit, ABC):
     master_name: str | None
 
     def __init__(self, kind: str) -> None:
-        if kind not in REMOTE_SHAPES:
+        if kind not in self.shapes:
             raise UsageError(
-                f"the {self.provider} provider runs standalone or sentinel topologies, not "
-                f"{kind!r}" + (": --topology cluster runs on --provider local"
-                               if kind in SHAPES else "")
+                f"the {self.provider} provider runs {' or '.join(self.shapes)} topologies, "
+                f"not {kind!r}" + (": --topology cluster runs on --provider local or docker"
+                                   if kind == "cluster" else "")
             )
         self.kind = kind
         self.internal: list[Link] = []
+        self.bus: list[Link] = []  # cluster: each node's bus, as the other nodes reach it
         self.sentinels = []
         self.master_name = None
         self._client_links: dict[str, list[Link]] = {}
@@ -150,6 +152,7 @@ class RemoteTopology(ClosedOnExit, ABC):
             sentinels=tuple(s.address for s in self.sentinels),
             master_name=self.master_name if self.sentinels else None,
             route={self._reported(i): link.address for i, link in enumerate(links)},
+            cluster=self.kind == "cluster",
             password=self.nodes[0].password,
             resource_password=self.resource.password,
             sentinel_password=self.sentinels[0].password if self.sentinels else None,
@@ -160,13 +163,18 @@ class RemoteTopology(ClosedOnExit, ABC):
         return list(self._client_links[client_id])
 
     def cluster_links(self, node: int) -> list[Link]:
-        return [self.internal[node]]
+        return [self.internal[node], *self.bus[node : node + 1]]
 
     def elect(self, node: int) -> None:
-        """Sentinel elects by itself (these providers run no cluster)."""
+        """Sentinel elects by itself; a cluster's replica is asked to."""
+        if self.kind == "cluster":
+            elect_replica(self.nodes, node)
 
     def master_index(self, key: str | None = None) -> int:
-        """Index of the node the Sentinels call master (always 0 without Sentinels)."""
+        """Index of the node the Sentinels call master (always 0 without Sentinels); in a
+        cluster, the master of ``key``'s slot as most nodes see it."""
+        if self.kind == "cluster":
+            return cluster_master(self.nodes, self.internal, key or DEFAULT_KEY)
         if not self.sentinels:
             return 0
         reported = [self._reported(i) for i in range(len(self.nodes))]
@@ -193,7 +201,7 @@ class RemoteTopology(ClosedOnExit, ABC):
                 {
                     "name": node.name,
                     "direct": host_port(node.address),
-                    "role": "master" if i == master or not self.sentinels else "replica",
+                    "role": self._role(i, master),
                 }
                 for i, node in enumerate(self.nodes)
             ],
@@ -204,6 +212,12 @@ class RemoteTopology(ClosedOnExit, ABC):
                 for client, links in self._client_links.items()
             },
         }
+
+    def _role(self, node: int, master: int) -> str:
+        if self.kind == "cluster":  # a master of its own slots, or some master's replica
+            with self.nodes[node].client(decode_responses=True) as conn:
+                return str(conn.info("replication").get("role", "?"))
+        return "master" if node == master or not self.sentinels else "replica"
 
     # -- teardown ------------------------------------------------------------------------
 
