@@ -235,6 +235,32 @@ def test_a_release_that_returned_before_the_holder_acquired_is_not_the_cause():
     assert only(h.check(), "hard").cause == "unexplained"
 
 
+def test_a_stale_release_that_returned_while_the_holder_was_acquiring_is_named():
+    """c3's DEL (its lease long gone) and c1's SET NX both in flight: on a loaded machine the
+    DEL's reply reaches c3 before the SET's reaches c1, yet the DEL ran after the SET."""
+    h = History().acquire("c3", 0, lease=100).acquire("c1", 180, invoked=150, lease=300)
+    h.release("c3", 160, 170).acquire("c2", 250)
+    v = only(h.check(), "hard")
+    assert (v.processes, v.cause) == (["c1", "c2"], "in-flight-release")
+    assert "c3 released c1's lock: c3's release, invoked at 0.160 s" in v.explanation
+
+
+def test_a_live_release_that_returned_while_the_holder_was_acquiring_is_not_the_cause():
+    """c3 still held a valid lease when it released: c1's SET NX could only succeed once
+    that DEL had removed c3's own key, so the DEL is not how c1's key went away."""
+    h = History().acquire("c3", 0, lease=300).acquire("c1", 180, invoked=150, lease=300)
+    h.release("c3", 160, 170).acquire("c2", 250)
+    assert only(h.check(), "hard").cause == "unexplained"
+
+
+def test_a_key_losing_fault_is_preferred_to_a_release_in_flight():
+    """An uncertain release is weaker evidence than a fault that wipes keys in the gap."""
+    h = History().acquire("c3", 0, lease=100).release("c3", 100, 160)
+    h.acquire("c1", 150, lease=300).fault("f1", "crash-restart", 180, 185)
+    h.acquire("c2", 210)
+    assert only(h.check(), "hard").cause == "crash-restart"
+
+
 @pytest.mark.parametrize("fault", ["failover", "clock-jump", "crash-restart-delayed"])
 def test_explains_a_key_losing_fault(fault):
     h = History().fault("f2", fault, 40, 60, target={"nodes": ["n1"]}, params={"delta_s": 30})

@@ -87,6 +87,37 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
     assert after.t - point.t >= 1000e6
 
 
+def test_a_paused_client_resumes_on_time_while_others_keep_writing(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """A pause of 300 ms ends 300 ms later, not at the next message another client's write
+    sends the pool: resumed on c2's release, c1's stale DEL would land in the gap before
+    c2's next acquire and remove nothing (get-then-del's story would almost never happen)."""
+    path = tmp_path / "history.jsonl"
+    config = WorkloadConfig(lock="get-then-del", ttl_ms=200, work_ms=40, duration_s=6)
+    late_ms = []
+    with running(single, config, path, clients=2, seed=1) as pool:
+        for round_ in range(1, 4):
+            pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=300, op="release"))
+
+            def paused_and_done(count: int = round_) -> bool:
+                events = h.read_history(path)
+                points = _by(events, f=h.PAUSE_POINT)
+                return len(points) == count and any(
+                    e.t > points[-1].t for e in _by(events, process="c1", f=h.RELEASE)
+                )
+
+            wait_until(paused_and_done, f"pause {round_} to end", timeout_s=3)
+    events = h.read_history(path)
+    for point in _by(events, f=h.PAUSE_POINT):
+        after = next(e for e in _by(events, process="c1", f=h.RELEASE) if e.t > point.t)
+        late_ms.append((after.t - point.t) / 1e6 - 300)
+    assert len(late_ms) == 3 and min(late_ms) >= 0
+    # resumed by the clock: a few ms late at most (c2 writes every ~40 ms, so a resume
+    # driven by its messages would be 20 ms late on average)
+    assert sorted(late_ms)[1] < 12, late_ms
+
+
 def test_crash_between_setnx_and_expire_leaves_a_key_without_ttl_and_a_fresh_client(
     single: LocalTopology, tmp_path: Path
 ) -> None:

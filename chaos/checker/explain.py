@@ -8,7 +8,8 @@ direct evidence to the least:
 1. another client's release returned true while the earlier holder held the lock (it can
    only have deleted the earlier holder's key) — unless a fault that splits the master was on
    at the time: with two masters, that release may have removed the releaser's own key on
-   the other one;
+   the other one; or, failing a fault that loses keys (2), a release that was in flight
+   across the earlier acquire or the gap (it may have landed after the earlier key was set);
 2. a fault that loses keys began or ended in between;
 3. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
 4. a fault that moves a client's wall clock was on when the later client acquired, aimed at
@@ -81,7 +82,10 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     """How ``a``'s key went away before ``b`` acquired (see the module docstring)."""
     at = clock.at
     found = timeline.foreign_release(a, b.start)
-    if found is not None and timeline.split_at(found[0].acked) is None:
+    if found is not None and timeline.split_at(found[0].acked) is not None:
+        found = None  # with two masters, it may have removed the releaser's own key
+    loss = timeline.key_loss(a.start, b.start)
+    if found is not None and (found[1] or loss is None):
         release, certain = found
         if certain:
             text = (
@@ -100,7 +104,6 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
         if lapsed is not None:
             text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
         return ("foreign-release" if certain else "in-flight-release"), text
-    loss = timeline.key_loss(a.start, b.start)
     if loss is not None:
         t, fault = loss
         began = "began" if t == fault.start else "ended"

@@ -86,6 +86,11 @@ class Release(msgspec.Struct, frozen=True, gc=False):
     acked: int
     hold: Hold | None  # the hold its invoke ended
 
+    @property
+    def stale(self) -> bool:
+        """Its process held no valid lease when it invoked it (or held none at all)."""
+        return self.hold is None or self.hold.lapsed_before(self.invoked) is not None
+
 
 class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
     """An acquire that may have taken the lock without the client knowing: it completed
@@ -201,15 +206,22 @@ class Timeline:
         Certain: the release lies entirely within (``hold.start``, ``before``]. Otherwise the
         first release that was in flight across that gap (invoked before ``before``, returned
         after ``hold.start``): its effect lies somewhere between its invoke and its return,
-        as with get-then-del's DEL sent after a pause that began before the hold did.
+        as with get-then-del's DEL sent after a pause that began before the hold did. A
+        release that returned while this hold's acquire was still in flight counts too when
+        its own lease had lapsed (or it ended no hold of its own): its DEL may have reached
+        Redis after this acquire's SET, and a loaded machine can deliver the releaser's
+        reply first. (A release of a live lease cannot: this acquire's SET NX could only
+        succeed once that release had removed the releaser's own key.)
         """
         releases = self._release_index()
         in_flight = None
-        for index in range(bisect_right(self._release_acks, hold.start), len(releases)):
+        for index in range(bisect_right(self._release_acks, hold.invoked), len(releases)):
             release = releases[index]
             if release.acked > before + IN_FLIGHT_BOUND_NS:
                 break
             if release.process == hold.process or release.invoked >= before:
+                continue
+            if release.acked <= hold.start and not release.stale:
                 continue
             if release.acked <= before and release.invoked >= hold.start:
                 return release, True

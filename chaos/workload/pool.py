@@ -266,7 +266,7 @@ class WorkerPool:
             for w in live:
                 waitables[w.control] = w
                 waitables[w.process.sentinel] = w
-            for ready in wait(list(waitables), timeout=MONITOR_TICK_S):
+            for ready in wait(list(waitables), timeout=self._until_next_resume()):
                 w = waitables[ready]
                 if ready is w.control:
                     self._message(w)
@@ -299,6 +299,18 @@ class WorkerPool:
             return  # it said why in the history; a fresh process would fail the same way
         if self.replace_crashed and not self._stopping.is_set() and h.now() < self.deadline_ns:
             self._spawn(w.spec.client_id, w.spec.incarnation + 1)
+
+    def _until_next_resume(self) -> float:
+        """How long the monitor may wait for messages: a tick, or less when a paused client
+        is due sooner. Resuming on time matters: waking only when a message arrives would
+        resume a paused client right after the holder's next write — its release's DEL —
+        and a stale DEL that lands in the gap between that release and the next acquire
+        removes nothing (get-then-del's pause before DEL would almost never break it)."""
+        with self._lock:
+            due = self._resumes[0].at if self._resumes else None
+        if due is None:
+            return MONITOR_TICK_S
+        return min(MONITOR_TICK_S, max(0.0, due - time.monotonic()))
 
     def _resume_due(self) -> None:
         now = time.monotonic()
