@@ -24,7 +24,7 @@ from chaos.nemesis import FAULTS, generate, parse_faults
 from chaos.report import load_run
 from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign
 from chaos.topology.node import wait_until
-from chaos.topology.processes import process_state
+from chaos.topology.processes import alive
 
 
 def _run_dir(out: Path) -> Path:
@@ -246,10 +246,6 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _alive(pid: int) -> bool:
-    return process_state(pid) not in ("", "Z")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_nothing_outlives_a_killed_run(tmp_path: Path, sig: signal.Signals) -> None:
     runner = subprocess.Popen(
@@ -269,6 +265,6 @@ def test_nothing_outlives_a_killed_run(tmp_path: Path, sig: signal.Signals) -> N
     finally:
         runner.send_signal(sig)
         runner.wait(timeout=30)
-    wait_until(lambda: not any(_alive(pid) for pid in children), "children to die", timeout_s=15)
+    wait_until(lambda: not any(alive(pid) for pid in children), "children to die", timeout_s=15)
     if sig == signal.SIGTERM:
         assert runner.returncode == 128 + signal.SIGTERM

@@ -21,15 +21,11 @@ from chaos.errors import UsageError
 from chaos.topology import LocalTopology, SentinelTuning, ToxiproxyAPI
 from chaos.topology.node import wait_until
 from chaos.topology.ports import free_ports
-from chaos.topology.processes import process_state
+from chaos.topology.processes import alive
 
 
 def _conn(address: tuple[str, int], timeout: float = 0.5) -> redis.Redis:
     return redis.Redis(*address, socket_timeout=timeout, socket_connect_timeout=timeout)
-
-
-def _alive(pid: int) -> bool:
-    return process_state(pid) not in ("", "Z")
 
 
 def test_standalone_routes_every_client_through_its_own_proxies(
@@ -203,11 +199,11 @@ def test_no_child_survives_sigkill_of_the_runner(kind: str) -> None:
     )
     assert runner.stdout is not None
     started = json.loads(runner.stdout.readline())
-    assert started["pids"] and all(_alive(pid) for pid in started["pids"])
+    assert started["pids"] and all(alive(pid) for pid in started["pids"])
     runner.send_signal(signal.SIGKILL)
     runner.wait(timeout=10)
     wait_until(
-        lambda: not any(_alive(pid) for pid in started["pids"]),
+        lambda: not any(alive(pid) for pid in started["pids"]),
         "children to die",
         timeout_s=10,
     )
@@ -227,7 +223,7 @@ def test_sigterm_of_up_tears_everything_down() -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
     assert not run_dir.exists()
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_ctrl_c_of_up_tears_everything_down() -> None:
@@ -243,7 +239,7 @@ def test_ctrl_c_of_up_tears_everything_down() -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
     assert not run_dir.exists()
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_exception_inside_the_block_tears_down() -> None:
@@ -251,4 +247,4 @@ def test_exception_inside_the_block_tears_down() -> None:
         run_dir, pid = topo.run_dir, topo.nodes[0].pid
         raise RuntimeError("boom")
     assert not run_dir.exists()
-    assert not _alive(pid)
+    assert not alive(pid)

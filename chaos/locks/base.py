@@ -36,6 +36,14 @@ class SingleNodeLock:
     def new_token(self) -> str:
         return self.ctx.new_token()
 
+    def set_expiry(self) -> None:
+        """The key's expiry in a round trip of its own, as the seeds' split acquires send it:
+        ``EXPIRE`` in seconds when the TTL is whole seconds, else ``PEXPIRE`` (``expiry``)."""
+        if whole_seconds(self.ttl_ms):
+            self.redis.expire(self.key, self.ttl_ms // 1000)
+        else:
+            self.redis.pexpire(self.key, self.ttl_ms)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(client={self.ctx.client_id!r}, key={self.key!r})"
 

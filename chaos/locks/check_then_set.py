@@ -18,7 +18,7 @@ certain rather than likely.
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info, whole_seconds
+from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
 
 
@@ -30,10 +30,7 @@ class CheckThenSetLock(CompareAndDeleteRelease, SingleNodeLock):
         token = self.new_token()
         self.redis.set(self.key, token)
         # <- race 2: a crash here leaves a key with no expiry.
-        if whole_seconds(self.ttl_ms):
-            self.redis.expire(self.key, self.ttl_ms // 1000)
-        else:
-            self.redis.pexpire(self.key, self.ttl_ms)
+        self.set_expiry()
         return Lease(token=token, validity_ms=self.ttl_ms)
 
 

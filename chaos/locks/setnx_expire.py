@@ -14,7 +14,7 @@ stays without a TTL — the adapter does not clean up, because the seed does not
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info, whole_seconds
+from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
 
 
@@ -24,10 +24,7 @@ class SetnxExpireLock(CompareAndDeleteRelease, SingleNodeLock):
         if not self.redis.setnx(self.key, token):
             return None
         # <- a crash here is the flaw: the key now exists with no expiry.
-        if whole_seconds(self.ttl_ms):
-            self.redis.expire(self.key, self.ttl_ms // 1000)
-        else:
-            self.redis.pexpire(self.key, self.ttl_ms)
+        self.set_expiry()
         return Lease(token=token, validity_ms=self.ttl_ms)
 
 

@@ -27,6 +27,39 @@ DEFAULT_KEY = "lockchaos:lock"  # the workload's lock key (``WorkloadConfig.lock
 FORM_TIMEOUT_S = 30.0
 
 
+class MasterAndFailover:
+    """What the local and the remote topologies share of ``Topology``'s master and failover
+    methods: in the cluster shape the slot map names the master and a replica is asked to
+    take over; in the sentinel shape the provider asks its Sentinels (``_sentinel_master``),
+    who elect by themselves; standalone, node 0 is the master."""
+
+    kind: str
+    nodes: Sequence[Endpoint]
+    internal: list[Link]  # replication and Sentinel (cluster: slot map) links, per node
+    bus: list[Link]  # cluster: each node's bus, as the other nodes reach it
+    sentinels: Sequence[Endpoint]
+
+    def cluster_links(self, node: int) -> list[Link]:
+        return [self.internal[node], *self.bus[node : node + 1]]
+
+    def elect(self, node: int) -> None:
+        if self.kind == "cluster":
+            elect_replica(self.nodes, node)
+
+    def master_index(self, key: str | None = None) -> int:
+        """Index of the master (in a cluster, of ``key``'s slot as most nodes see it; with
+        Sentinels, the one they name; else 0)."""
+        if self.kind == "cluster":
+            return cluster_master(self.nodes, self.internal, key or DEFAULT_KEY)
+        if not self.sentinels:
+            return 0
+        return self._sentinel_master()
+
+    def _sentinel_master(self) -> int:
+        """The index of the node the Sentinels name master (the providers' own way to ask)."""
+        raise NotImplementedError
+
+
 def form_cluster(nodes: Sequence[Endpoint], host: str, ports: Sequence[int],
                  bus_ports: Sequence[int]) -> None:
     """Meet, assign slots, attach replicas, and wait until every node says ``ok`` and every

@@ -57,6 +57,7 @@ from chaos.topology.base import (
 )
 from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.node import wait_until
+from chaos.topology.processes import alive
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
@@ -215,36 +216,30 @@ def check_project_free(client: Any) -> None:
                 f"run): take it down with `docker compose -p {PROJECT} down --volumes`, or "
                 "use --provider local"
             )
-        if _alive(int(pid)):
+        if alive(int(pid)):
             raise UsageError(
                 f"another lockchaos run (pid {pid}) is using the docker provider on this host, "
                 "whose ports are fixed: wait for it to end, or use --provider local"
             )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # somebody else's process: alive
-        return True
-    return True
-
-
-def engine() -> Any:
-    """A Docker SDK client to a running engine; ``UsageError`` when there is none."""
+def engine(
+    timeout_s: float = 30,
+    *,
+    needed_by: str = "the docker provider",
+    fix: str = "start one (`docker info` must work), or use --provider local",
+) -> Any:
+    """A Docker SDK client to a running engine; ``UsageError`` when there is none, in one
+    line: ``needed_by`` needs one (why not), ``fix``. The provider's, and the image
+    builder's (``chaos.topology.images``)."""
     import docker  # here, not at the top: the SDK takes 0.2 s to import, and only this needs it
 
     try:
-        client = docker.from_env(timeout=30)
+        client = docker.from_env(timeout=timeout_s)
         client.ping()
     except docker.errors.DockerException as exc:
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise UsageError(
-            f"the docker provider needs a running Docker engine ({reason}): "
-            "start one (`docker info` must work), or use --provider local"
-        ) from None
+        raise UsageError(f"{needed_by} needs a running Docker engine ({reason}): {fix}") from None
     return client
 
 

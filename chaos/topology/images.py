@@ -284,15 +284,10 @@ def _file_hash(path: Path) -> str:
 
 
 def _engine() -> Any:
-    import docker  # lazily: the SDK takes 0.2 s to import
+    # Imported here: `python -m chaos.topology.images` must not find the provider loaded.
+    from chaos.topology.docker import engine
 
-    try:
-        client = docker.from_env(timeout=60)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise UsageError(f"no Docker engine answers ({reason}): `docker info` must work") from None
-    return client
+    return engine(60, needed_by="lockchaos's images", fix="`docker info` must work")
 
 
 def _labels(client: Any, image: str) -> dict[str, str] | None:

@@ -30,13 +30,7 @@ from typing import Any
 from chaos.errors import UsageError
 from chaos.topology import binaries
 from chaos.topology.base import ALL_CAPABILITIES, CLOCK, SHAPES, ClientView, ClosedOnExit, host_port
-from chaos.topology.cluster import (
-    CLUSTER_MASTERS,
-    DEFAULT_KEY,
-    cluster_master,
-    elect_replica,
-    form_cluster,
-)
+from chaos.topology.cluster import CLUSTER_MASTERS, MasterAndFailover, form_cluster
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
@@ -55,7 +49,7 @@ class SentinelTuning:
     failover_timeout_ms: int = 3000
 
 
-class LocalTopology(ClosedOnExit):
+class LocalTopology(MasterAndFailover, ClosedOnExit):
     """A running topology. Use as a context manager, or call ``close()``: teardown is total.
 
     ``clock``: run the data nodes under libfaketime so their clocks can be jumped — True
@@ -248,20 +242,7 @@ class LocalTopology(ClosedOnExit):
     def clients(self) -> list[str]:
         return list(self._client_links)
 
-    def cluster_links(self, node: int) -> list[Link]:
-        return [self.internal[node], *self.bus[node : node + 1]]
-
-    def elect(self, node: int) -> None:
-        if self.kind == "cluster":
-            elect_replica(self.nodes, node)
-
-    def master_index(self, key: str | None = None) -> int:
-        """Index of the node the Sentinels currently call master (always 0 when standalone);
-        in a cluster, the master of ``key``'s slot as most nodes see it."""
-        if self.kind == "cluster":
-            return cluster_master(self.nodes, self.internal, key or DEFAULT_KEY)
-        if not self.sentinels:
-            return 0
+    def _sentinel_master(self) -> int:
         for sentinel in self.sentinels:
             if not sentinel.running:
                 continue

@@ -61,6 +61,11 @@ def process_state(pid: int) -> str:
     return fields[0] if fields else ""
 
 
+def alive(pid: int) -> bool:
+    """``pid`` names a process that has not exited (a zombie has: it only awaits its reaping)."""
+    return process_state(pid) not in ("", "Z")
+
+
 def _child_setup() -> None:
     die_with_parent(signal.SIGKILL)
 

@@ -34,7 +34,7 @@ from chaos.topology.base import (
     host_port,
     refuse,
 )
-from chaos.topology.cluster import DEFAULT_KEY, cluster_master, elect_replica
+from chaos.topology.cluster import MasterAndFailover
 from chaos.topology.node import READY_TIMEOUT_S, direct_client, wait_until
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
@@ -104,7 +104,7 @@ class RemoteNode(RemoteServer):
         raise refuse(self.provider, CLOCK)
 
 
-class RemoteTopology(ClosedOnExit, ABC):
+class RemoteTopology(MasterAndFailover, ClosedOnExit, ABC):
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
     shapes: ClassVar[tuple[str, ...]] = ("standalone", "sentinel")  # what this provider runs
@@ -162,21 +162,8 @@ class RemoteTopology(ClosedOnExit, ABC):
         """The proxies of one client, one per node (``client_view`` must have been called)."""
         return list(self._client_links[client_id])
 
-    def cluster_links(self, node: int) -> list[Link]:
-        return [self.internal[node], *self.bus[node : node + 1]]
-
-    def elect(self, node: int) -> None:
-        """Sentinel elects by itself; a cluster's replica is asked to."""
-        if self.kind == "cluster":
-            elect_replica(self.nodes, node)
-
-    def master_index(self, key: str | None = None) -> int:
-        """Index of the node the Sentinels call master (always 0 without Sentinels); in a
-        cluster, the master of ``key``'s slot as most nodes see it."""
-        if self.kind == "cluster":
-            return cluster_master(self.nodes, self.internal, key or DEFAULT_KEY)
-        if not self.sentinels:
-            return 0
+    def _sentinel_master(self) -> int:
+        """The node whose reported address a Sentinel names (the first that answers)."""
         reported = [self._reported(i) for i in range(len(self.nodes))]
         for sentinel in self.sentinels:
             try:
