@@ -18,9 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, run_audit
+from chaos.experiments.truth_table import CELLS, Cell
 from chaos.nemesis import parse_faults
-from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
-from chaos.run.truth_table import CELLS, Cell
 
 
 def extra_faults(cell: Cell) -> str:

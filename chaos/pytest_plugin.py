@@ -34,11 +34,11 @@ from typing import Any
 import pytest
 
 from chaos import checker, topology
+from chaos.campaign import Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
-from chaos.run.campaign import Campaign, choose_layout, open_topology
 from chaos.topology import CAPABILITIES
 from chaos.topology.base import refuse_unsupported
 from chaos.workload import Nemesis, RunResult, WorkloadConfig, run_workload

@@ -9,8 +9,14 @@ import pytest
 from junitparser import JUnitXml
 
 from chaos.cli import main
+from chaos.experiments.audit import (
+    CAMPAIGN_SHARE,
+    MUST_SURVIVE,
+    AuditPlan,
+    cell_seconds,
+    plan_steps,
+)
 from chaos.report.audit import AUDIT, load_audit
-from chaos.run.audit import CAMPAIGN_SHARE, MUST_SURVIVE, AuditPlan, cell_seconds, plan_steps
 
 
 def _audit_dir(out: Path) -> Path:

@@ -17,12 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chaos import checker
+from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.commands import run as run_command
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.nemesis import FAULTS, generate, parse_faults
 from chaos.report import load_run
-from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign
 from chaos.topology.node import wait_until
 from chaos.topology.processes import alive
 

@@ -15,10 +15,10 @@ import typer
 from rich.console import Console
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, run_audit
 from chaos.report.audit import AUDIT, load_audit
 from chaos.report.matrix import INDEX
 from chaos.report.summary import STYLE, coverage_line
-from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
 from chaos.signals import sigterm_unwinds
 
 

@@ -25,9 +25,9 @@ from rich.table import Table
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
 from chaos.errors import UsageError
+from chaos.experiments.compare import CellPlan, plan_matrix, run_matrix
+from chaos.experiments.shard import parse_shard, take_shard
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
-from chaos.run.compare import CellPlan, plan_matrix, run_matrix
-from chaos.run.shard import parse_shard, take_shard
 from chaos.signals import sigterm_unwinds
 
 STYLE = {"ok": "green", "inconclusive": "bold yellow", "soft": "yellow", "liveness": "magenta",
@@ -162,7 +162,7 @@ def _table(matrix: MatrixFile) -> Table:
             table.add_row(lock, *row)
         return table
     table = Table(title=f"{matrix.title}: lock × fault", caption="claim: ✓ as the truth "
-                  "table says, ✗ not (chaos/run/truth_table.py)")
+                  "table says, ✗ not (chaos/experiments/truth_table.py)")
     table.add_column("lock × faults", overflow="fold")
     for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
         table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")

@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from chaos.campaign import Campaign
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
 from chaos.explore.explorer import EXPLORE_TTL_MS, ExploreResult, explore
 from chaos.explore.rundir import REPLAY
-from chaos.run.campaign import Campaign
 from chaos.signals import sigterm_unwinds
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from chaos.campaign import Campaign
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.experiments import search as schedule_search
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.report.summary import print_coverage, print_lock_errors
-from chaos.run import search as schedule_search
-from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_unwinds
 
 

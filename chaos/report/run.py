@@ -16,18 +16,15 @@ from typing import Any
 
 import msgspec
 
+from chaos.campaign.rundir import CAMPAIGN, HISTORY, SCHEDULE, VERDICT
 from chaos.checker import Verdict, read_timeline
 from chaos.checker.reader import HistoryReader
 from chaos.checker.timeline import Timeline
 from chaos.errors import UsageError
 from chaos.history import HistoryError
 
-HISTORY = "history.jsonl"
-VERDICT = "verdict.json"
-CAMPAIGN = "campaign.json"
-SCHEDULE = "schedule.json"
 HIDDEN_PARAMS = ("schedule", "faults")  # shown on their own, not as one long parameter
-# campaign.json's keys (``chaos.run.campaign.Campaign``'s fields) as ``lockchaos run``'s
+# campaign.json's keys (``chaos.campaign.Campaign``'s fields) as ``lockchaos run``'s
 # options; a key that is absent or null is left to the option's default.
 REPLAY_OPTIONS = (
     ("--topology", "topology"), ("--provider", "provider"), ("--server", "server"),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import locks
+from chaos.campaign import Campaign, stamped_path
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.exercised import MIN_LOCK_CYCLES
@@ -40,13 +41,13 @@ from chaos.checker.verdict import (
     VIOLATION_KINDS,
 )
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore import ExploreResult, explore
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.faults import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.report import REPORT
 from chaos.report.audit import AuditFile, AuditRun, save_audit, write_audit_reports
-from chaos.run.campaign import Campaign, Outcome, run_campaign, stamped_path
 
 MUST_SURVIVE = (
     "client-pause",
