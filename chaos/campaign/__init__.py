@@ -13,14 +13,18 @@ from chaos.campaign.rundir import (
     REPORT,
     SCHEDULE,
     VERDICT,
+    CampaignFile,
+    load_campaign,
     run_dir_for,
+    save_campaign,
     stamped_path,
 )
-from chaos.campaign.spec import WORK_TTL_SHARE, Campaign
+from chaos.campaign.spec import KNOBS, WORK_TTL_SHARE, Campaign, Knob
 
 __all__ = [
     "CAMPAIGN",
     "HISTORY",
+    "KNOBS",
     "REDLOCK_NODES",
     "REPORT",
     "SCHEDULE",
@@ -28,9 +32,13 @@ __all__ = [
     "VERDICT",
     "WORK_TTL_SHARE",
     "Campaign",
+    "CampaignFile",
+    "Knob",
     "Layout",
     "choose_layout",
+    "load_campaign",
     "open_topology",
     "run_dir_for",
+    "save_campaign",
     "stamped_path",
 ]

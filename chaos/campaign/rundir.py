@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+import msgspec
+
+from chaos.campaign.layout import Layout
 from chaos.campaign.spec import Campaign
 
 HISTORY = "history.jsonl"  # the events, one JSON object a line (docs/history-format.md)
@@ -37,3 +41,31 @@ def stamped_path(out: Path, slug: str) -> Path:
         suffix += 1
         path = out / f"{stamp}-{slug}-{suffix}"
     return path
+
+
+class CampaignFile(Campaign, frozen=True):
+    """``campaign.json``: the campaign as it ran (``work_ms`` as its holders worked), the
+    layout it ran on and the images it ran (the docker provider's, name → id). Flat, as
+    earlier versions wrote it, so their run directories still read."""
+
+    layout: Layout | None = None
+    images: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def save_campaign(run_dir: Path, campaign: Campaign, layout: Layout,
+                  images: Mapping[str, str]) -> Path:
+    """Write the run's ``campaign.json`` (indented: people read it too)."""
+    ran = msgspec.structs.asdict(campaign) | {"work_ms": campaign.holder_work_ms}
+    record = CampaignFile(**ran, layout=layout, images=dict(images))
+    path = run_dir / CAMPAIGN
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n")
+    return path
+
+
+def load_campaign(run_dir: Path) -> CampaignFile | None:
+    """The run's ``campaign.json``; None when it has none (an exploration's run directory)
+    or one this version cannot read: the run's other files still make its reports."""
+    try:
+        return msgspec.json.decode((run_dir / CAMPAIGN).read_bytes(), type=CampaignFile)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None

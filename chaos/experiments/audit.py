@@ -22,13 +22,15 @@ import random
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from chaos import locks
-from chaos.campaign import Campaign, stamped_path
+from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.exercised import MIN_LOCK_CYCLES
@@ -70,31 +72,47 @@ RUNS = "runs"
 Faults = list[tuple[str, dict[str, Any]]]
 
 
+# The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
+# explore batches) runs with them.
+OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "ttl_ms",
+           "seed", "fail_on", "allow_inconclusive")
+
+
 @dataclass(frozen=True)
 class AuditPlan:
-    """What to audit, and how long for."""
+    """What to audit, and how long for: ``base`` is the campaign every step starts from
+    (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults."""
 
-    lock: str
+    base: Campaign
     budget_s: float = 60.0
     faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
-    topology: str = "auto"
-    provider: str = "local"
-    provider_config: Path | None = None
-    server: str | None = None  # the docker provider's server image (chaos.topology.images)
-    seed: int = 1
-    ttl_ms: int = 200
-    fail_on: str = "hard"
     full: bool = False  # run the whole budget even after a hard violation
-    allow_inconclusive: bool = False  # exit 0, not 3, for an audit that tested nothing
+
+    @property
+    def lock(self) -> str:
+        return self.base.lock
+
+    @property
+    def seed(self) -> int:
+        return self.base.seed
+
+    @property
+    def fail_on(self) -> str:
+        return self.base.fail_on
+
+    @property
+    def allow_inconclusive(self) -> bool:
+        """Exit 0, not 3, for an audit that tested nothing."""
+        return self.base.allow_inconclusive
 
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
         entries = [part.strip() for part in self.faults.split(",") if part.strip()]
         added = [entry[1:] for entry in entries if entry.startswith("+")]
         replacing = [entry for entry in entries if not entry.startswith("+")]
-        base = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
+        kept = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
         # The added ones first: what the user asked for by name is tried soonest.
-        chosen = parse_faults(",".join([*added, base]))
+        chosen = parse_faults(",".join([*added, kept]))
         seen: dict[str, tuple[str, dict[str, Any]]] = {}
         for name, overrides in chosen:
             seen.setdefault(name, (name, overrides))
@@ -113,14 +131,10 @@ class AuditPlan:
 
     def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
                  clients: int = 5) -> Campaign:
-        return Campaign(
-            lock=self.lock, faults=faults, topology=self.topology, duration_s=duration_s,
-            clients=clients,
-            ttl_ms=self.ttl_ms, seed=seed, stop_on_first=True, fail_on=self.fail_on,
-            extend_during_work=extend, provider=self.provider,
-            provider_config=str(self.provider_config) if self.provider_config else None,
-            server=self.server,
-        )  # fmt: skip
+        return msgspec.structs.replace(
+            self.base, faults=faults, seed=seed, duration_s=duration_s, clients=clients,
+            stop_on_first=True, extend_during_work=extend,
+        )
 
     def validate(self) -> None:
         if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
@@ -128,7 +142,9 @@ class AuditPlan:
                 f"--budget must be between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} s "
                 f"(got {self.budget_s:g})"
             )
-        self.campaign(self.tested(), seed=self.seed, extend=False, duration_s=CELL_S).validate()
+        campaign = self.campaign(self.tested(), seed=self.seed, extend=False, duration_s=CELL_S)
+        campaign.validate()
+        choose_layout(campaign)  # a shape the campaigns could not run on, before any starts
 
 
 @dataclass(frozen=True)
@@ -285,7 +301,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
         batch += 1
         say(f"explore batch {batch} ({result.examples} programs so far)")
-        campaign = replace(
+        campaign = msgspec.structs.replace(
             plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
                           duration_s=CELL_S, clients=2),
             ttl_ms=EXPLORE_TTL_MS,  # steps are TTL multiples: a short TTL, more programs
@@ -329,22 +345,11 @@ def record(result: AuditResult) -> AuditFile:
 
 def replay_command(plan: AuditPlan) -> str:
     """The ``lockchaos audit`` command line that runs ``plan`` again."""
-    words = ["lockchaos", "audit", "--lock", plan.lock, "--budget", f"{plan.budget_s:g}",
-             "--seed", str(plan.seed), "--ttl-ms", str(plan.ttl_ms), "--fail-on", plan.fail_on]
+    words = ["lockchaos", "audit", *plan.base.options(OPTIONS), "--budget", f"{plan.budget_s:g}"]
     if plan.faults:
         words += ["--faults", plan.faults]
-    if plan.topology != "auto":
-        words += ["--topology", plan.topology]
-    if plan.provider != "local":
-        words += ["--provider", plan.provider]
-    if plan.provider_config:
-        words += ["--provider-config", str(plan.provider_config)]
-    if plan.server:
-        words += ["--server", plan.server]
     if plan.full:
         words.append("--full")
-    if plan.allow_inconclusive:
-        words.append("--allow-inconclusive")
     return shlex.join(words)
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker.verdict import RANK
@@ -227,7 +229,7 @@ def run_matrix(
             # Bad input on its own (a lock, an option, the provider) stops everything; a
             # pairing that cannot run (failover × Redlock, a fault the provider cannot do)
             # is a cell marked n/a.
-            replace(campaign, faults=[]).validate()
+            msgspec.structs.replace(campaign, faults=[]).validate()
             cell.unavailable = str(exc)
     directory = stamped_path(out, "compare")
     directory.mkdir(parents=True)

@@ -8,28 +8,27 @@ run directory with ``lockchaos check-history``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from chaos import checker
 from chaos.campaign import (
-    CAMPAIGN,
     HISTORY,
     SCHEDULE,
     Campaign,
     choose_layout,
     open_topology,
     run_dir_for,
+    save_campaign,
 )
 from chaos.errors import UsageError
 from chaos.history import HistoryError
 from chaos.nemesis import ScheduledNemesis, generate
 from chaos.nemesis.schedule import Schedule
 from chaos.report import save_verdict, write_run_reports
-from chaos.workload import WorkloadConfig, run_workload
+from chaos.workload import run_workload
 from chaos.workload.pool import WorkerPool
 
 STOP_CHECK_S = 0.5
@@ -74,15 +73,7 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     run_dir.mkdir(parents=True)
     schedule.save(run_dir / SCHEDULE)
     history_path = run_dir / HISTORY
-    config = WorkloadConfig(
-        lock=campaign.lock,
-        ttl_ms=campaign.ttl_ms,
-        work_ms=campaign.holder_work_ms,
-        duration_s=campaign.duration_s,
-        extend_during_work=campaign.extend_during_work is not False,
-        client_clocks=_client_clocks(campaign, run_dir),
-        nest_depth=campaign.nest_depth,
-    )
+    config = campaign.workload(client_clocks=_client_clocks(campaign, run_dir))
     nemesis = ScheduledNemesis(schedule)
     params = {
         "faults": campaign.fault_names,
@@ -106,15 +97,7 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
         )
     verdict = checker.check_file(history_path)
     save_verdict(run_dir, verdict)
-    (run_dir / CAMPAIGN).write_text(
-        json.dumps(
-            # work_ms as the run used it (a quarter of the TTL when not given): the report
-            # shows it and the replay command repeats it
-            {**asdict(campaign), "work_ms": campaign.holder_work_ms, "layout": asdict(layout),
-             "images": used_images}, indent=2
-        )
-        + "\n"
-    )
+    save_campaign(run_dir, campaign, layout, used_images)
     write_run_reports(run_dir)  # report.html + junit.xml, from the history and verdict alone
     if verdict.lock_unusable is not None:
         raise UsageError(f"{verdict.lock_unusable} (lock {campaign.lock}; run directory {run_dir})")
