@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from chaos.cli import app, main
 from chaos.commands import run as run_command
 from chaos.experiments.audit import OPTIONS as AUDIT_OPTIONS
 from chaos.history import Event, write_history
+from chaos.pytest_plugin import OPTIONS as PLUGIN_OPTIONS
 from chaos.report import load_run
 
 # Every field away from its default (a replay that dropped one would come back as the default).
@@ -93,6 +96,17 @@ def test_each_commands_campaign_options_come_from_the_declaration(
     run_help = {param.name: param for param in _command("run").params}
     for name, knob in KNOBS.items():
         assert getattr(run_help[name], "help", None) == knob.help
+
+
+def test_the_pytest_plugin_takes_its_campaign_options_from_the_declaration(
+    tmp_path: Path
+) -> None:
+    shown = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60, check=True).stdout
+    flat = " ".join(shown.split())
+    for name, flag in PLUGIN_OPTIONS.items():
+        assert flag in flat and " ".join(KNOBS[name].help.split()) in flat, flag
+    assert "--lockchaos-provider={local,docker,external}" in flat
 
 
 def test_audit_and_explore_pick_their_own_defaults() -> None:

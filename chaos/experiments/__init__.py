@@ -7,6 +7,9 @@
   the pages built from it (``lockchaos compare`` and ``demo``).
 * ``search`` — ``lockchaos run --search N``: Hypothesis draws fault schedules for a campaign
   and shrinks a failing one.
+* ``audit`` — ``lockchaos audit``: campaigns of every fault a lock must survive, then
+  ``explore``, within a time budget; one verdict.
+* ``shard`` — a comparison split across machines (``--shard K/N``) and joined again.
 * ``truth_table`` — what the seed posts, Kleppmann and the Redis docs claim about each lock,
   as judges of a ``Verdict``; ``compare`` marks its cells with them and the tests run them.
 """
