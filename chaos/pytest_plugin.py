@@ -35,7 +35,7 @@ import msgspec
 import pytest
 
 from chaos import checker, topology
-from chaos.campaign import KNOBS, Campaign, choose_layout, open_topology
+from chaos.campaign import DEFAULTS, KNOBS, Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
@@ -65,14 +65,12 @@ LOCK_HELP = "the lock under test, for tests whose lockchaos marker names none: "
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The plugin's ``OPTIONS``, with the help, choices and default the campaign declares."""
     group = parser.getgroup("lockchaos", "lockchaos: test a Redis lock under faults")
-    defaults = {f.name: f.default for f in msgspec.structs.fields(Campaign)}
     for name, flag in OPTIONS.items():
         knob = KNOBS[name]
-        default = defaults[name]
         group.addoption(
             flag,
             dest=f"lockchaos_{name}",
-            default=None if default is msgspec.NODEFAULT else default,
+            default=DEFAULTS.get(name),
             choices=knob.choices or None,
             help=LOCK_HELP + knob.help if name == "lock" else knob.help,
         )

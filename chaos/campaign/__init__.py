@@ -19,10 +19,11 @@ from chaos.campaign.rundir import (
     save_campaign,
     stamped_path,
 )
-from chaos.campaign.spec import KNOBS, WORK_TTL_SHARE, Campaign, Knob
+from chaos.campaign.spec import DEFAULTS, KNOBS, WORK_TTL_SHARE, Campaign, Knob
 
 __all__ = [
     "CAMPAIGN",
+    "DEFAULTS",
     "HISTORY",
     "KNOBS",
     "REDLOCK_NODES",

@@ -230,3 +230,8 @@ def _knobs() -> Iterator[tuple[str, Knob]]:
 
 
 KNOBS: dict[str, Knob] = dict(_knobs())  # every field's, in declaration order
+DEFAULTS: dict[str, Any] = {  # every field's default (``lock`` has none)
+    f.name: f.default if f.default_factory is msgspec.NODEFAULT else f.default_factory()
+    for f in msgspec.structs.fields(Campaign)
+    if f.default is not msgspec.NODEFAULT or f.default_factory is not msgspec.NODEFAULT
+}

@@ -19,15 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_type_hints
 
-import msgspec
 import typer
 
-from chaos.campaign import KNOBS, Campaign
+from chaos.campaign import DEFAULTS, KNOBS, Campaign
 
 F = TypeVar("F", bound=Callable[..., Any])
 _UNSET: Any = object()
 _FIELDS = get_type_hints(Campaign)  # the fields' types, without their knobs
-_DEFAULTS = {f.name: f.default for f in msgspec.structs.fields(Campaign)}
 
 
 @dataclass(frozen=True)
@@ -41,9 +39,7 @@ class As:
 def option(name: str, change: As | None = None) -> Any:
     """The typer option of the campaign's field ``name`` (required when it has no default)."""
     knob, change = KNOBS[name], change or As()
-    default = knob.default if knob.type is not None else _DEFAULTS[name]
-    if default is msgspec.NODEFAULT:
-        default = ...  # required
+    default = knob.default if knob.type is not None else DEFAULTS.get(name, ...)  # ...: required
     if change.default is not _UNSET:
         default = change.default
     flags = f"{knob.flag}/{knob.off}" if knob.off else knob.flag
