@@ -109,7 +109,7 @@ def test_nodes_reaches_every_campaign_and_the_replay() -> None:
     lock wants independent masters) sets the masters of every campaign of the audit."""
     plan = AuditPlan(Campaign.from_options("lua", nodes=3, seed=4), budget_s=30)
     for step in plan_steps(plan, extendable=True):
-        campaign = plan.campaign(step.faults, seed=plan.seed, extend=step.extend, duration_s=1)
+        campaign = plan.campaign(step.faults, seed=plan.base.seed, extend=step.extend, duration_s=1)
         assert choose_layout(campaign).nodes == 3
     words = shlex.split(replay_command(plan))
     assert words[words.index("--nodes") + 1] == "3"

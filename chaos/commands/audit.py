@@ -43,7 +43,7 @@ def audit(
     """Audit LOCK against every fault it must survive within BUDGET seconds; exit 0 when
     nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
     plan = AuditPlan(Campaign.from_options(**knobs), budget_s=budget, faults=faults, full=full)
-    lock = plan.lock
+    lock = plan.base.lock
     err = Console(stderr=True)
     with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:
         result = run_audit(plan, out, on_event=lambda what: status.update(f"{lock}: {what}"))

@@ -88,23 +88,6 @@ class AuditPlan:
     faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
     full: bool = False  # run the whole budget even after a hard violation
 
-    @property
-    def lock(self) -> str:
-        return self.base.lock
-
-    @property
-    def seed(self) -> int:
-        return self.base.seed
-
-    @property
-    def fail_on(self) -> str:
-        return self.base.fail_on
-
-    @property
-    def allow_inconclusive(self) -> bool:
-        """Exit 0, not 3, for an audit that tested nothing."""
-        return self.base.allow_inconclusive
-
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
         entries = [part.strip() for part in self.faults.split(",") if part.strip()]
@@ -142,7 +125,8 @@ class AuditPlan:
                 f"--budget must be between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} s "
                 f"(got {self.budget_s:g})"
             )
-        campaign = self.campaign(self.tested(), seed=self.seed, extend=False, duration_s=CELL_S)
+        campaign = self.campaign(self.tested(), seed=self.base.seed, extend=False,
+                                 duration_s=CELL_S)
         campaign.validate()
         choose_layout(campaign)  # a shape the campaigns could not run on, before any starts
 
@@ -174,7 +158,7 @@ def plan_steps(plan: AuditPlan, extendable: bool) -> list[Step]:
     singles = [Step([fault]) for fault in tested]
     extending = [Step([fault], extend=True) for fault in tested] if extendable else []
     pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
-    random.Random(plan.seed).shuffle(pairs)
+    random.Random(plan.base.seed).shuffle(pairs)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_seconds(plan) + CELL_OVERHEAD_S))
     return [*singles, *extending, *pairs][: max(fit, len(singles))]
 
@@ -242,14 +226,14 @@ class AuditResult:
 
     @property
     def failed(self) -> bool:
-        return any(fails(verdict, self.plan.fail_on) for _, verdict, _ in self.verdicts)
+        return any(fails(verdict, self.plan.base.fail_on) for _, verdict, _ in self.verdicts)
 
     @property
     def exit_status(self) -> int:
         """As ``run``'s: 1 a violation at or above ``fail_on``, 3 inconclusive, else 0."""
         if self.failed:
             return EXIT_VIOLATION
-        if self.verdict == INCONCLUSIVE and not self.plan.allow_inconclusive:
+        if self.verdict == INCONCLUSIVE and not self.plan.base.allow_inconclusive:
             return EXIT_INCONCLUSIVE
         return EXIT_OK
 
@@ -274,11 +258,11 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     """Run the audit of ``plan`` into a new directory under ``out``."""
     plan.validate()
     say = on_event or (lambda _: None)
-    info = locks.info(plan.lock)
+    info = locks.info(plan.base.lock)
     extendable = info.extend if info is not None else True  # a user's lock: try it
     steps = plan_steps(plan, extendable)
     cell_s = cell_seconds(plan)
-    directory = stamped_path(out, f"audit-{plan.lock}".replace(":", "_").replace("/", "_"))
+    directory = stamped_path(out, f"audit-{plan.base.lock}".replace(":", "_").replace("/", "_"))
     directory.mkdir(parents=True)
     result = AuditResult(plan, directory)
     started = time.monotonic()
@@ -292,7 +276,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             result.skipped = steps[index:]
             break
         say(f"campaign {index + 1}/{len(steps)}: {step.name}")
-        campaign = plan.campaign(step.faults, seed=plan.seed + index, extend=step.extend,
+        campaign = plan.campaign(step.faults, seed=plan.base.seed + index, extend=step.extend,
                                  duration_s=cell_s)
         at = time.monotonic() - started
         result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
@@ -302,7 +286,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
         batch += 1
         say(f"explore batch {batch} ({result.examples} programs so far)")
         campaign = msgspec.structs.replace(
-            plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
+            plan.campaign(explore_faults, seed=plan.base.seed + 1000 + batch, extend=False,
                           duration_s=CELL_S, clients=2),
             ttl_ms=EXPLORE_TTL_MS,  # steps are TTL multiples: a short TTL, more programs
         )
@@ -332,7 +316,7 @@ def record(result: AuditResult) -> AuditFile:
         for name, verdict, run_dir in result.verdicts
     ]
     return AuditFile(
-        lock=plan.lock, budget_s=plan.budget_s, seed=plan.seed, fail_on=plan.fail_on,
+        lock=plan.base.lock, budget_s=plan.budget_s, seed=plan.base.seed, fail_on=plan.base.fail_on,
         verdict=result.verdict, failed=result.failed, exit_status=result.exit_status,
         inconclusive_reasons=result.inconclusive_reasons, coverage=result.coverage,
         tested=[name for name, _ in plan.tested()], explored=explored_faults(plan),
