@@ -18,9 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from chaos.campaign import Campaign
+from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, run_audit
+from chaos.experiments.truth_table import CELLS, Cell
 from chaos.nemesis import parse_faults
-from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
-from chaos.run.truth_table import CELLS, Cell
 
 
 def extra_faults(cell: Cell) -> str:
@@ -38,7 +39,8 @@ def audit_cell(cell: Cell, seeds: int, budget_s: float) -> dict[str, object]:
     found, firsts, walls = 0, [], []
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as out:
-            result = run_audit(AuditPlan(cell.lock, budget_s, faults, seed=seed), Path(out))
+            plan = AuditPlan(Campaign(cell.lock, seed=seed), budget_s, faults)
+            result = run_audit(plan, Path(out))
         walls.append(result.wall_s)
         if result.first_hard_s is not None:
             found += 1

@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos.campaign import Campaign
 from chaos.checker import Verdict
 from chaos.explore import explore, replay
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.rundir import REPLAY
 from chaos.nemesis import parse_faults
-from chaos.run.campaign import Campaign
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Two tables, as JSON (and lines on stderr):
   image) for a campaign's default 5 clients, until ready by the topology's own checks plus
   one client's links (``client_view``), then torn down; median and max of each.
 * ``price``: truth-table cells that stop at their first hard violation
-  (``chaos.run.truth_table.CELLS``) on both providers, seed by seed, the providers
+  (``chaos.experiments.truth_table.CELLS``) on both providers, seed by seed, the providers
   interleaved so both see the same load: time from the run's start to the first hard
   violation (the checker's ``first_hard_violation_s``), and the whole run's wall time
   (start-up and teardown included); then ``lua`` with 10 clients, no faults and no work for
@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.run.campaign import Campaign, run_campaign
-from chaos.run.truth_table import CELLS, Cell
+from chaos.campaign import Campaign
+from chaos.experiments.execute import run_campaign
+from chaos.experiments.truth_table import CELLS, Cell
 from chaos.topology import SHAPES, open_provider
 from chaos.topology.images import DEFAULT_SERVER
 

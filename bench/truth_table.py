@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaos.run.campaign import Campaign, run_campaign
-from chaos.run.shard import parse_shard, take_shard
-from chaos.run.truth_table import CELLS, Cell
+from chaos.campaign import Campaign
+from chaos.experiments.execute import run_campaign
+from chaos.experiments.shard import parse_shard, take_shard
+from chaos.experiments.truth_table import CELLS, Cell
 
 
 def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[str, object]:

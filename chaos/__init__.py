@@ -37,9 +37,9 @@ _PUBLIC = {
     "Target": "chaos.nemesis.faults",
     "register_fault": "chaos.nemesis.faults",
     # running: one lock × faults × seed → a run directory with a verdict
-    "Campaign": "chaos.run.campaign",
-    "Outcome": "chaos.run.campaign",
-    "run_campaign": "chaos.run.campaign",
+    "Campaign": "chaos.campaign",
+    "Outcome": "chaos.experiments.execute",
+    "run_campaign": "chaos.experiments.execute",
 }
 _RENAMED = {"register_fault": "register"}
 
@@ -61,11 +61,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from chaos.campaign import Campaign
     from chaos.checker import Verdict, Violation, check, check_file
+    from chaos.experiments.execute import Outcome, run_campaign
     from chaos.locks.contract import Lease, LockClient, LockContext, LockInfo
     from chaos.nemesis.faults import Fault, Target
     from chaos.nemesis.faults import register as register_fault
-    from chaos.run.campaign import Campaign, Outcome, run_campaign
 
 
 def __getattr__(name: str) -> Any:

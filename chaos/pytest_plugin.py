@@ -31,17 +31,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from chaos import checker, topology
+from chaos.campaign import DEFAULTS, KNOBS, Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
-from chaos.run.campaign import Campaign, choose_layout, open_topology
 from chaos.topology import CAPABILITIES
 from chaos.topology.base import refuse_unsupported
-from chaos.workload import Nemesis, RunResult, WorkloadConfig, run_workload
+from chaos.workload import Nemesis, RunResult, run_workload
 
 MARKER = "lockchaos"
 MARKER_HELP = (
@@ -51,32 +52,28 @@ MARKER_HELP = (
 )
 
 
+# The campaign options the plugin takes, as its own flags (the marker gives the rest).
+OPTIONS = {
+    "lock": "--lock",
+    "provider": "--lockchaos-provider",
+    "provider_config": "--lockchaos-provider-config",
+    "server": "--lockchaos-server",
+}
+LOCK_HELP = "the lock under test, for tests whose lockchaos marker names none: "
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's ``OPTIONS``, with the help, choices and default the campaign declares."""
     group = parser.getgroup("lockchaos", "lockchaos: test a Redis lock under faults")
-    group.addoption(
-        "--lock",
-        dest="lockchaos_lock",
-        default=None,
-        help="the lock under test, for tests whose lockchaos marker names none: a bundled "
-        "lock (lockchaos list) or module:attr naming a factory make(ctx) -> LockClient",
-    )
-    group.addoption(
-        "--lockchaos-provider",
-        default="local",
-        choices=topology.PROVIDERS,
-        help="who runs the topologies: local (default), docker or external",
-    )
-    group.addoption(
-        "--lockchaos-provider-config",
-        default=None,
-        help="TOML file naming the servers for --lockchaos-provider external",
-    )
-    group.addoption(
-        "--lockchaos-server",
-        default=None,
-        help="the Redis-compatible server: redis-7.0, redis-8.0 or valkey-8.1 (docker "
-        "provider; the local provider runs redis-7.0)",
-    )
+    for name, flag in OPTIONS.items():
+        knob = KNOBS[name]
+        group.addoption(
+            flag,
+            dest=f"lockchaos_{name}",
+            default=DEFAULTS.get(name),
+            choices=knob.choices or None,
+            help=LOCK_HELP + knob.help if name == "lock" else knob.help,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -118,14 +115,11 @@ def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> C
     """The marker and the options, validated as a campaign (the shape of the run)."""
     marker = _marker(request)
     with _as_test_failure():
+        options = {name: request.config.getoption(f"lockchaos_{name}")
+                   for name in OPTIONS if name != "lock"}
+        shape = {name: marker[name] for name in ("topology", "nodes") if name in marker}
         campaign = Campaign.from_options(
-            lockchaos_lock,
-            marker.get("faults", ""),
-            topology=marker.get("topology", "auto"),
-            nodes=marker.get("nodes"),
-            provider=request.config.getoption("lockchaos_provider"),
-            provider_config=request.config.getoption("lockchaos_provider_config"),
-            server=request.config.getoption("lockchaos_server"),
+            lockchaos_lock, marker.get("faults", ""), **shape, **options
         )
         campaign.validate()
     return campaign
@@ -248,13 +242,10 @@ def lockchaos_clients(
         faults = ",".join(campaign.fault_names)
         if nemesis is None and faults:
             nemesis = lockchaos_nemesis(faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms)
-        config = WorkloadConfig(
-            lock=campaign.lock,
-            ttl_ms=ttl_ms,
-            work_ms=work_ms,
-            duration_s=duration_s,
+        config = msgspec.structs.replace(
+            campaign, ttl_ms=ttl_ms, work_ms=work_ms, duration_s=duration_s,
             extend_during_work=extend_during_work,
-        )
+        ).workload()
         with _as_test_failure():
             return run_workload(
                 lockchaos_topology,

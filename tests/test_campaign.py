@@ -8,21 +8,23 @@ import signal
 import subprocess
 import sys
 import textwrap
-from dataclasses import asdict, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chaos import checker
+from chaos.campaign import Campaign, CampaignFile, choose_layout
 from chaos.cli import main
 from chaos.commands import run as run_command
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.nemesis import FAULTS, generate, parse_faults
 from chaos.report import load_run
-from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign
 from chaos.topology.node import wait_until
 from chaos.topology.processes import alive
 
@@ -171,10 +173,12 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
 
     # Where the topology ran (docker, or the servers an external provider's file names) is
     # part of the run too: a replay of such a run must not quietly rerun it locally.
-    elsewhere = replace(campaign, provider="external", provider_config="/etc/lc/ext.toml",
-                        topology="sentinel", nodes=None, extend_during_work=True,
-                        allow_inconclusive=True, nest_depth=2, server="valkey-8.1")
-    moved = replace(record, campaign=json.loads(json.dumps(asdict(elsewhere))))
+    elsewhere = msgspec.structs.replace(
+        campaign, provider="external", provider_config="/etc/lc/ext.toml", topology="sentinel",
+        nodes=None, extend_during_work=True, allow_inconclusive=True, nest_depth=2,
+        server="valkey-8.1",
+    )
+    moved = replace(record, campaign=CampaignFile(**msgspec.structs.asdict(elsewhere)))
     moved_replay = moved.replay()
     assert moved_replay is not None
     assert _parse_replay(moved_replay, monkeypatch) == elsewhere
@@ -183,12 +187,12 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
     # the replay dropped would come back as the default and fail one comparison above.
     default = Campaign(campaign.lock)
     changed = {
-        f.name
-        for f in fields(Campaign)
+        name
+        for name in Campaign.__struct_fields__
         for c in (campaign, elsewhere)
-        if getattr(c, f.name) != getattr(default, f.name)
+        if getattr(c, name) != getattr(default, name)
     }
-    assert changed == {f.name for f in fields(Campaign)} - {"lock"}
+    assert changed == set(Campaign.__struct_fields__) - {"lock"}
 
 
 def test_layout_follows_the_lock_and_the_faults() -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from chaos.campaign import Campaign
 from chaos.cli import main
+from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context, create
-from chaos.run.campaign import Campaign, run_campaign
 from chaos.topology import LocalTopology, start
 from chaos.workload.inject import InjectingConnection
 

@@ -21,12 +21,13 @@ import yaml
 from typer.testing import CliRunner
 
 from chaos import checker, topology
+from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.commands import compose as compose_demo
 from chaos.errors import UsageError
+from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context, create
 from chaos.nemesis import FAULTS
-from chaos.run.campaign import Campaign, run_campaign
 from chaos.topology import images
 from chaos.topology.docker import (
     COMPOSE_FILE,
@@ -413,7 +414,7 @@ def test_run_audit_explore_and_compare_refuse_a_server_before_starting(
 
 
 def test_compare_servers_are_a_dimension_of_the_plan() -> None:
-    from chaos.run.compare import claim_for, plan_matrix
+    from chaos.experiments.compare import claim_for, plan_matrix
 
     plans = plan_matrix(["lua"], ["slow-work", "failover"], 5.0, provider="docker",
                         servers=["redis-7.0", "valkey-8.1"])

@@ -22,19 +22,20 @@ from test_truth_table import run_cell
 
 from chaos import history as h
 from chaos import locks
+from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.errors import UsageError
+from chaos.experiments.execute import run_campaign
+from chaos.experiments.truth_table import DRIVER_CELLS, Cell
 from chaos.locks import driver
 from chaos.locks.context import build_context
 from chaos.locks.contract import Lease, LockContext
-from chaos.run.campaign import Campaign, run_campaign
-from chaos.run.truth_table import DRIVER_CELLS, Cell
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
 from chaos.workload import WorkerPool, WorkloadConfig
 
-# -- the truth-table cells of the bundled drivers (chaos.run.truth_table.DRIVER_CELLS) ------
+# -- the truth-table cells of the bundled drivers (chaos.experiments.truth_table.DRIVER_CELLS) --
 
 CELLS = DRIVER_CELLS
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from chaos import history as h
+from chaos.campaign import Campaign
 from chaos.checker import check_file
 from chaos.cli import main
 from chaos.explore import ExploreResult, Program, Step, explore, replay
@@ -22,7 +23,6 @@ from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
 from chaos.explore.session import ENDED_EARLY
 from chaos.locks.base import SetNxPxLock
 from chaos.locks.contract import Lease, LockContext
-from chaos.run.campaign import Campaign
 
 # Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
 # waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from chaos import history as h
+from chaos.campaign import Campaign
 from chaos.checker import check_file
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.nemesis.faults import FAULTS, Fault, Heal, Target, register, wait_for_holder
-from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.workload.harness import RunEnv
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos import history as h
-from chaos.run.campaign import Campaign, run_campaign
+from chaos.campaign import Campaign
+from chaos.experiments.execute import run_campaign
 
 
 def _targets(history: Path, fault: str) -> list[list[str]]:

@@ -120,3 +120,27 @@ def test_the_facade_names_exactly_what_it_loads() -> None:
     for name in chaos.__all__:
         assert getattr(chaos, name) is not None
     assert chaos.check_file.__module__ == "chaos.checker"
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    pending = [start]
+    while pending:
+        for target in graph[pending.pop()] - seen:
+            seen.add(target)
+            pending.append(target)
+    return seen
+
+
+def test_the_campaign_sits_below_what_runs_and_reports_it() -> None:
+    """``chaos.campaign`` is what explore, the experiments and the reports share: it reaches
+    none of them, and explore does not reach the experiments (the audit uses explore)."""
+    graph = import_graph()
+    above = ("chaos.report", "chaos.explore", "chaos.experiments", "chaos.commands")
+    for module in (name for name in graph if name.startswith("chaos.campaign")):
+        reached = sorted(m for m in _reaches(graph, module) if m.startswith(above))
+        assert reached == [], module
+    for module in (name for name in graph if name.startswith("chaos.explore")):
+        assert not any(m.startswith("chaos.experiments") for m in graph[module]), module
+    assert "chaos.explore" in graph["chaos.experiments.audit"]

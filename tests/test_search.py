@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.errors import UsageError
+from chaos.experiments.search import fault_time_s, schedules
 from chaos.nemesis import parse_faults
 from chaos.nemesis.schedule import Schedule
-from chaos.run.search import fault_time_s, schedules
 
 TTL_MS = 200
 QUICK = settings(database=None, max_examples=300, deadline=None)

@@ -10,8 +10,8 @@ from junitparser import JUnitXml
 
 from chaos.cli import main
 from chaos.errors import UsageError
+from chaos.experiments.shard import parse_shard, take_shard
 from chaos.report.matrix import load_matrix
-from chaos.run.shard import parse_shard, take_shard
 
 ARGS = ["compare", "--locks", "del-release,lua", "--faults", "slow-work,latency",
         "--duration", "2"]

@@ -1,4 +1,5 @@
-"""The seeds' claims, as verdicts: every cell of ``chaos.run.truth_table`` on a real topology.
+"""The seeds' claims, as verdicts: every cell of ``chaos.experiments.truth_table`` on a real
+topology.
 
 Cells that predict a violation stop at the first one; the others run their full (short)
 duration. If a cell fails, that is a finding to investigate, not a test to relax.
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.run.campaign import Campaign, Outcome, run_campaign
-from chaos.run.truth_table import CELLS, Cell
+from chaos.campaign import Campaign
+from chaos.experiments.execute import Outcome, run_campaign
+from chaos.experiments.truth_table import CELLS, Cell
 
 DURATION_S = 10.0  # hard cells stop at the first violation, normally within 1-3 s
 QUIET_DURATION_S = 6.0  # cells that predict no hard violation run this long

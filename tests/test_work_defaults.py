@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos import history as h
-from chaos.run.campaign import WORK_TTL_SHARE, Campaign, run_campaign
+from chaos.campaign import WORK_TTL_SHARE, Campaign
+from chaos.experiments.execute import run_campaign
 
 
 def _ops(history: Path, f: str) -> int:

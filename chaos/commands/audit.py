@@ -10,53 +10,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.campaign import Campaign
+from chaos.commands.campaign_options import As, campaign_options
+from chaos.experiments.audit import MUST_SURVIVE, OPTIONS, AuditPlan, run_audit
 from chaos.report.audit import AUDIT, load_audit
 from chaos.report.matrix import INDEX
 from chaos.report.summary import STYLE, coverage_line
-from chaos.run.audit import MUST_SURVIVE, AuditPlan, run_audit
 from chaos.signals import sigterm_unwinds
 
 
+@campaign_options(*OPTIONS, allow_inconclusive=As(
+    help="exit 0, not 3, when the audit did not exercise the lock"))
 def audit(
-    lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
     budget: float = typer.Option(60.0, "--budget", help="seconds to spend, in all"),
     faults: str = typer.Option(
         "", "--faults",
         help=f"faults to inject instead of the defaults ({', '.join(MUST_SURVIVE)}); "
              "+name adds one to them, e.g. +crash-restart-delayed",
     ),
-    topology: str = typer.Option(
-        "auto", "--topology", help="auto, standalone, sentinel or cluster (not external)"
-    ),
-    provider: str = PROVIDER,
-    provider_config: Path | None = PROVIDER_CONFIG,
-    server: str | None = SERVER,
-    ttl_ms: int = typer.Option(200, "--ttl-ms"),
-    seed: int = typer.Option(1, "--seed"),
-    fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
     full: bool = typer.Option(
         False, "--full", help="spend the whole budget even after a hard violation"
     ),
-    allow_inconclusive: bool = typer.Option(
-        False, "--allow-inconclusive",
-        help="exit 0, not 3, when the audit did not exercise the lock",
-    ),
     out: Path = typer.Option(Path("reports"), "--out", help="where the audit directory goes"),
     json_output: bool = typer.Option(False, "--json", help="print audit.json only"),
+    **knobs: Any,
 ) -> None:
     """Audit LOCK against every fault it must survive within BUDGET seconds; exit 0 when
     nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
-    plan = AuditPlan(
-        lock=lock, budget_s=budget, faults=faults, topology=topology, provider=provider,
-        provider_config=provider_config, server=server, seed=seed, ttl_ms=ttl_ms,
-        fail_on=fail_on, full=full,
-        allow_inconclusive=allow_inconclusive,
-    )  # fmt: skip
+    plan = AuditPlan(Campaign.from_options(**knobs), budget_s=budget, faults=faults, full=full)
+    lock = plan.base.lock
     err = Console(stderr=True)
     with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:
         result = run_audit(plan, out, on_event=lambda what: status.update(f"{lock}: {what}"))

@@ -23,11 +23,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.commands.campaign_options import As, campaign_options
 from chaos.errors import UsageError
+from chaos.experiments.compare import CellPlan, plan_matrix, run_matrix
+from chaos.experiments.shard import parse_shard, take_shard
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
-from chaos.run.compare import CellPlan, plan_matrix, run_matrix
-from chaos.run.shard import parse_shard, take_shard
 from chaos.signals import sigterm_unwinds
 
 STYLE = {"ok": "green", "inconclusive": "bold yellow", "soft": "yellow", "liveness": "magenta",
@@ -41,27 +41,30 @@ SHARD = typer.Option(
 )
 
 
+@campaign_options("duration_s", "provider", "provider_config", "server",
+                  duration_s=As(default=10.0, help="seconds per run at most"))
 def compare(
     locks: str = typer.Option(..., "--locks", help="comma-separated locks (lockchaos list)"),
     faults: str = typer.Option(
         ..., "--faults", help="comma-separated fault columns; a+b injects both in one column"
     ),
     seeds: int = typer.Option(1, "--seeds", help="run each cell with seeds 1…K"),
-    duration: float = typer.Option(10.0, "--duration", help="seconds per run at most"),
     stop_on_first: bool = typer.Option(
         True, "--stop-on-first/--full",
         help="end a run at its first hard violation (default) or run the whole duration",
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="where the compare directory goes"),
-    provider: str = PROVIDER,
-    provider_config: Path | None = PROVIDER_CONFIG,
-    server: str | None = SERVER,
     servers: str | None = typer.Option(
         None, "--servers",
         help="comma-separated servers (redis-7.0,redis-8.0,valkey-8.1): every lock × fault "
         "cell on each, one row per lock @ server (--provider docker)",
     ),
     shard: str | None = SHARD,
+    *,
+    duration_s: float,
+    provider: str,
+    provider_config: Path | None,
+    server: str | None,
 ) -> None:
     """Run every lock against every fault column on fresh topologies; print the matrix and
     write index.html + matrix.json."""
@@ -73,7 +76,7 @@ def compare(
         if not chosen:
             raise UsageError("--servers is empty: e.g. --servers redis-7.0,valkey-8.1")
     plans = plan_matrix(
-        locks.split(","), faults.split(","), duration, "hard" if stop_on_first else None,
+        locks.split(","), faults.split(","), duration_s, "hard" if stop_on_first else None,
         provider=provider, provider_config=provider_config, servers=chosen,
     )
     run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard)
@@ -162,7 +165,7 @@ def _table(matrix: MatrixFile) -> Table:
             table.add_row(lock, *row)
         return table
     table = Table(title=f"{matrix.title}: lock × fault", caption="claim: ✓ as the truth "
-                  "table says, ✗ not (chaos/run/truth_table.py)")
+                  "table says, ✗ not (chaos/experiments/truth_table.py)")
     table.add_column("lock × faults", overflow="fold")
     for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
         table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")

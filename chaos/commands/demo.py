@@ -1,8 +1,8 @@
 """``lockchaos demo``: every bundled lock against the faults that matter for it.
 
-A ``compare`` over the cells of the truth table (``chaos.run.truth_table``: what the seed posts,
-Kleppmann and the Redis docs claim about each lock) plus one telling cell for each bundled
-lock the table has no claim about. Cells that predict a violation stop at the first one;
+A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table``: what the
+seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each
+bundled lock the table has no claim about. Cells that predict a violation stop at the first one;
 the others run a few seconds. About two and a half minutes on 2 cores (36 cells); it ends
 by printing the path of the comparison's index.html.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 import typer
 
 from chaos.commands.compare import SHARD, run_and_show
-from chaos.run.compare import CellPlan
-from chaos.run.truth_table import CELLS, DRIVER_CELLS
+from chaos.experiments.compare import CellPlan
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS
 
 # Bundled locks the truth table makes no claim about, and the fault that shows their flaw.
 UNCLAIMED = {

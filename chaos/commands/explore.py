@@ -5,55 +5,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
+from chaos.campaign import Campaign
+from chaos.commands.campaign_options import As, campaign_options
 from chaos.explore.explorer import EXPLORE_TTL_MS, ExploreResult, explore
 from chaos.explore.rundir import REPLAY
-from chaos.run.campaign import Campaign
 from chaos.signals import sigterm_unwinds
 
 
+@campaign_options(
+    "lock", "faults", "topology", "nodes", "provider", "provider_config", "server", "clients",
+    "ttl_ms", "seed", "fail_on",
+    faults=As(help="faults to switch on and off as steps (client pauses always are)"),
+    topology=As(help="auto, standalone or sentinel"),
+    clients=As(default=2),
+    ttl_ms=As(default=EXPLORE_TTL_MS, help="the lock's TTL; every wait is a multiple of it"),
+)
 def explore_command(
-    lock: str = typer.Option(..., "--lock", help="bundled lock name or module:attr"),
-    faults: str = typer.Option(
-        "", "--faults", help="faults to switch on and off as steps (client pauses always are)"
-    ),
-    topology: str = typer.Option("auto", "--topology", help="auto, standalone or sentinel"),
-    nodes: int = typer.Option(0, "--nodes", help="masters for standalone (0: what the lock needs)"),
-    provider: str = PROVIDER,
-    provider_config: Path | None = PROVIDER_CONFIG,
-    server: str | None = SERVER,
-    clients: int = typer.Option(2, "--clients"),
-    ttl_ms: int = typer.Option(
-        EXPLORE_TTL_MS, "--ttl-ms", help="the lock's TTL; every wait is a multiple of it"
-    ),
     max_examples: int = typer.Option(100, "--max-examples", help="programs to try"),
     steps: int = typer.Option(20, "--steps", help="steps per program (before shrinking)"),
-    seed: int = typer.Option(1, "--seed"),
-    fail_on: str = typer.Option("hard", "--fail-on", help="hard, data, liveness or soft"),
     out: Path = typer.Option(Path("reports"), "--out", help="where the run directory goes"),
     json_output: bool = typer.Option(False, "--json", help="print the result as JSON only"),
+    **knobs: Any,
 ) -> None:
     """Search for the smallest step program that breaks LOCK; exit 0 none found, 1 found,
     2 bad input."""
-    campaign = Campaign.from_options(
-        lock,
-        faults,
-        topology=topology,
-        nodes=nodes,
-        clients=clients,
-        ttl_ms=ttl_ms,
-        seed=seed,
-        fail_on=fail_on,
-        provider=provider,
-        provider_config=provider_config,
-        server=server,
-    )
-    status = f"exploring {lock} ({max_examples} programs of up to {steps} steps)…"
+    campaign = Campaign.from_options(**knobs)
+    status = f"exploring {campaign.lock} ({max_examples} programs of up to {steps} steps)…"
     with sigterm_unwinds(), Console(stderr=True).status(status):
         result = explore(campaign, max_examples=max_examples, steps=steps, out=out)
     if json_output:

@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from chaos.experiments.shard import merge as merge_directories
 from chaos.report.matrix import INDEX, write_compare_reports
-from chaos.run.shard import merge as merge_directories
 
 
 def merge(

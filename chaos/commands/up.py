@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos import topology
-from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG
+from chaos.commands.campaign_options import option
 from chaos.errors import UsageError
 from chaos.signals import sigterm_unwinds
 
@@ -26,8 +26,8 @@ def up(
     nodes: int | None = typer.Option(
         None, "--nodes", help="masters in the standalone topology (default 5; external: all)"
     ),
-    provider: str = PROVIDER,
-    provider_config: Path | None = PROVIDER_CONFIG,
+    provider: str = option("provider"),
+    provider_config: Path | None = option("provider_config"),
     clients: int = typer.Option(2, "--clients", help="clients to create proxied links for"),
     hold: float = typer.Option(0.0, "--hold", help="seconds to keep it up; 0 = until Ctrl-C"),
     json_output: bool = typer.Option(False, "--json", help="print the addresses as JSON only"),

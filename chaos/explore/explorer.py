@@ -21,6 +21,7 @@ from hypothesis import Phase, Verbosity, seed, settings
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
+from chaos.campaign import Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.faults import check_explorable
 from chaos.explore.machine import Exploration, Failure, ViolationFound, machine_for
@@ -29,7 +30,6 @@ from chaos.explore.program import Program
 from chaos.explore.rundir import write_run_dir
 from chaos.explore.session import Session
 from chaos.explore.shrink import shrink
-from chaos.run.campaign import Campaign, choose_layout, open_topology
 from chaos.signals import sigterm_interrupts
 
 MAX_EXAMPLES = 100_000

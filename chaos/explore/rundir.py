@@ -13,9 +13,9 @@ import pprint
 from pathlib import Path
 from typing import Any
 
+from chaos.campaign import HISTORY, Campaign, run_dir_for
 from chaos.explore.machine import Failure
-from chaos.report import HISTORY, save_verdict, write_run_reports
-from chaos.run.campaign import Campaign, run_dir_for
+from chaos.report import save_verdict, write_run_reports
 
 PROGRAM = "program.json"
 REPLAY = "test_replay.py"

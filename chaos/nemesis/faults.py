@@ -179,6 +179,9 @@ class Fault(ABC):
     # What it asks of the topology's provider beyond Toxiproxy (chaos.topology.base):
     # a provider that cannot do it refuses the fault before anything starts.
     provider_needs: ClassVar[frozenset[str]] = frozenset()
+    # It moves client clocks: every client of its run then starts under libfaketime
+    # (chaos.workload.clocks), which a campaign sets up before the clients start.
+    fakes_client_clocks: ClassVar[bool] = False
     # The overrides it takes (``--faults name:key=value``); the keys ``params`` draws.
     parameters: ClassVar[Mapping[str, Param]] = takes(duration_ms=DURATION)
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chaos.campaign.rundir import HISTORY, REPORT
 from chaos.report.junit import JUNIT, run_case, run_properties, write_junit
 from chaos.report.page import write_report_html
-from chaos.report.run import HISTORY, RunRecord, load_run, save_verdict
+from chaos.report.run import RunRecord, load_run, save_verdict
 
 __all__ = [
     "HISTORY",
@@ -23,8 +24,6 @@ __all__ = [
     "save_verdict",
     "write_run_reports",
 ]
-
-REPORT = "report.html"
 
 
 def write_run_reports(run_dir: Path) -> None:

@@ -2,7 +2,7 @@
 and the pages built from it alone: ``index.html`` (the lock × fault matrix, each cell linking
 to its run's report) and ``junit.xml`` (one test case per cell).
 
-``chaos.run.compare`` writes ``matrix.json`` with ``save_matrix`` after every cell; the
+``chaos.experiments.compare`` writes ``matrix.json`` with ``save_matrix`` after every cell; the
 pages, ``lockchaos compare``'s table and ``lockchaos report COMPARE_DIR`` read it back with
 ``load_matrix`` into the same structs, so what the comparison saw and what a rebuilt page
 shows cannot drift apart (the rebuilt ``index.html`` is byte-identical).
@@ -68,7 +68,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
 
 
 class Claim(msgspec.Struct, kw_only=True):
-    """The truth table's claim about a cell (``chaos.run.truth_table``) and how many of the
+    """The truth table's claim about a cell (``chaos.experiments.truth_table``) and how many of the
     cell's runs bore it out."""
 
     claim: str  # the claim in the table's words, e.g. "soft only, lost writes"

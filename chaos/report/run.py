@@ -16,30 +16,15 @@ from typing import Any
 
 import msgspec
 
+from chaos.campaign.rundir import HISTORY, SCHEDULE, VERDICT, CampaignFile, load_campaign
+from chaos.campaign.spec import fault_spec
 from chaos.checker import Verdict, read_timeline
 from chaos.checker.reader import HistoryReader
 from chaos.checker.timeline import Timeline
 from chaos.errors import UsageError
 from chaos.history import HistoryError
 
-HISTORY = "history.jsonl"
-VERDICT = "verdict.json"
-CAMPAIGN = "campaign.json"
-SCHEDULE = "schedule.json"
 HIDDEN_PARAMS = ("schedule", "faults")  # shown on their own, not as one long parameter
-# campaign.json's keys (``chaos.run.campaign.Campaign``'s fields) as ``lockchaos run``'s
-# options; a key that is absent or null is left to the option's default.
-REPLAY_OPTIONS = (
-    ("--topology", "topology"), ("--provider", "provider"), ("--server", "server"),
-    ("--provider-config", "provider_config"), ("--nodes", "nodes"), ("--clients", "clients"),
-    ("--duration", "duration_s"), ("--ttl-ms", "ttl_ms"), ("--work-ms", "work_ms"),
-    ("--seed", "seed"), ("--fail-on", "fail_on"), ("--nest-depth", "nest_depth"),
-)
-REPLAY_FLAGS: dict[str, tuple[str, str | None]] = {  # key: the option when true, when false
-    "stop_on_first": ("--stop-on-first", None),  # false is the default
-    "allow_inconclusive": ("--allow-inconclusive", None),
-    "extend_during_work": ("--extend-during-work", "--no-extend-during-work"),
-}
 
 
 @dataclass(frozen=True)
@@ -49,13 +34,14 @@ class RunRecord:
     run_dir: Path
     timeline: Timeline
     verdict: Verdict
-    campaign: dict[str, Any]  # campaign.json ({} for runs that are not campaigns)
+    campaign: CampaignFile | None  # campaign.json (None for runs that are not campaigns)
     schedule: list[dict[str, Any]]  # the seeded faults: at_s, fault, params
 
     @property
     def params(self) -> dict[str, Any]:
         """Run parameters: the history's start event, overridden by campaign.json."""
-        return {**self.timeline.params, **self.campaign}
+        ran = msgspec.to_builtins(self.campaign) if self.campaign is not None else {}
+        return {**self.timeline.params, **ran}
 
     @property
     def lock(self) -> str:
@@ -88,19 +74,9 @@ class RunRecord:
         faults (with their parameters), seed, duration and TTL give the same fault schedule,
         and the rest of ``campaign.json`` (provider, topology, clients, work…) the same
         setting. None for runs that are not campaigns."""
-        c = self.campaign
-        if not c.get("lock"):
+        if self.campaign is None:
             return None
-        words = ["run", "--lock", str(c["lock"])]
-        if self.fault_specs:
-            words += ["--faults", self.faults]
-        for option, key in REPLAY_OPTIONS:
-            if c.get(key) is not None:
-                words += [option, str(c[key])]
-        for key, (yes, no) in REPLAY_FLAGS.items():
-            if c.get(key) is not None and (flag := yes if c[key] else no):
-                words.append(flag)
-        return "lockchaos " + shlex.join(words)
+        return "lockchaos " + shlex.join(["run", *self.campaign.options()])
 
     def shown_params(self) -> list[tuple[str, str]]:
         """The parameters a reader wants next to the verdict, as (name, text) rows."""
@@ -141,7 +117,7 @@ def load_run(run_dir: Path) -> RunRecord:
     except HistoryError as exc:
         raise UsageError(f"{exc}; expected a lockchaos history (one JSON event per line)") from None
     schedule = _json_or_empty(run_dir / SCHEDULE) or timeline.params.get("schedule") or {}
-    return RunRecord(run_dir, timeline, verdict, _json_or_empty(run_dir / CAMPAIGN),
+    return RunRecord(run_dir, timeline, verdict, load_campaign(run_dir),
                      list(schedule.get("events", [])))
 
 
@@ -163,6 +139,5 @@ def _fault_spec(fault: Any) -> str:
     """``"latency"`` (history) or ``["client-crash", {"nth": 2}]`` (campaign.json) as the
     command line spells it: ``client-crash:nth=2``."""
     if isinstance(fault, list | tuple) and fault:
-        name, overrides = fault[0], fault[1] if len(fault) > 1 else {}
-        return ":".join([str(name), *(f"{k}={v}" for k, v in dict(overrides).items())])
+        return fault_spec(str(fault[0]), dict(fault[1]) if len(fault) > 1 else {})
     return str(fault)

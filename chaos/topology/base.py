@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, Self
 
 import redis
@@ -29,6 +29,7 @@ SHAPES = ("standalone", "sentinel", "cluster")
 REPLICATED = ("sentinel", "cluster")  # shapes with replicas a master can fail over to
 
 Address = tuple[str, int]
+NO_IMAGES: Mapping[str, str] = MappingProxyType({})  # a provider that runs no containers
 
 
 def host_port(address: Address) -> str:
@@ -151,6 +152,12 @@ class Topology(Protocol):
         does this by itself once the master stops answering it (nothing to do); a Redis Cluster
         of Redis 7 still hears a master that only its own links reach, so a replica is asked
         to fail over (``CLUSTER FAILOVER FORCE``: the other masters still vote)."""
+        ...
+
+    @property
+    def images(self) -> Mapping[str, str]:
+        """The container images the topology runs, name → id (what exactly was tested; a
+        run's campaign.json records them); empty for a provider that runs no containers."""
         ...
 
     def describe(self) -> dict[str, Any]: ...

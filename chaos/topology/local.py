@@ -29,7 +29,15 @@ from typing import Any
 
 from chaos.errors import UsageError
 from chaos.topology import binaries
-from chaos.topology.base import ALL_CAPABILITIES, CLOCK, SHAPES, ClientView, ClosedOnExit, host_port
+from chaos.topology.base import (
+    ALL_CAPABILITIES,
+    CLOCK,
+    NO_IMAGES,
+    SHAPES,
+    ClientView,
+    ClosedOnExit,
+    host_port,
+)
 from chaos.topology.cluster import CLUSTER_MASTERS, MasterAndFailover, form_cluster
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
@@ -60,6 +68,7 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
 
     provider = "local"
     capabilities = ALL_CAPABILITIES  # real processes: every fault applies
+    images = NO_IMAGES  # the redis-server binaries of .cache, not images
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ and ``bus`` links the nodes announce, and says how to make one client's link to 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -27,6 +28,7 @@ import redis
 from chaos.errors import UsageError
 from chaos.topology.base import (
     CLOCK,
+    NO_IMAGES,
     PAUSE,
     RESTART,
     ClientView,
@@ -108,6 +110,7 @@ class RemoteTopology(MasterAndFailover, ClosedOnExit, ABC):
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
     shapes: ClassVar[tuple[str, ...]] = ("standalone", "sentinel")  # what this provider runs
+    images: Mapping[str, str] = NO_IMAGES  # the docker provider's, once up: image → id
 
     toxiproxy: ToxiproxyAPI
     resource: RemoteServer

@@ -48,12 +48,16 @@ _STALE = object()
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """What every client of one run does. Times in ms unless named otherwise."""
+    """What every client of one run does, as the worker processes receive it (plain data,
+    picklable). Times in ms unless named otherwise. A campaign's run builds it from the
+    campaign (``chaos.campaign.Campaign.workload``, where its knobs are declared): the lock,
+    the times, ``extend_during_work``, ``client_clocks`` and ``nest_depth``; the retry
+    back-off, timeouts and key are the workload's own."""
 
-    lock: str = "lua"
-    ttl_ms: int = 200
-    work_ms: float = 50.0
-    duration_s: float = 20.0
+    lock: str
+    ttl_ms: int
+    work_ms: float
+    duration_s: float
     max_ops: int = 100_000  # per client: every loop is bounded in count as well as time
     # Back-off after a refused acquire: short enough to jump into any race window a fault
     # opens (tens of ms), long enough that spinning clients leave the CPU to the holder.

@@ -22,11 +22,12 @@ from hypothesis import Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
+from chaos.campaign import Campaign
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore.profiles import select_profile
 from chaos.nemesis.faults import FAULTS
 from chaos.nemesis.schedule import FIRST_AT_S, GAP_TTLS, FaultEvent, Schedule
-from chaos.run.campaign import Campaign, Outcome, run_campaign
 from chaos.signals import sigterm_interrupts
 
 MAX_EVENTS = 12

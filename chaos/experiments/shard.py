@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from chaos.campaign import stamped_path
 from chaos.errors import UsageError
 from chaos.report.matrix import MATRIX, CellEntry, MatrixFile, load_matrix, save_matrix
-from chaos.run.campaign import stamped_path
 
 T = TypeVar("T")
 RUNS = "runs"

@@ -1,27 +1,33 @@
 """A comparison: locks × faults, each cell a campaign on its own fresh topology.
 
 The product's main job: put lock variants side by side under the same seeded faults and say
-which broke, how badly, and how fast. Every cell runs ``chaos.run.campaign.run_campaign`` once
-per seed (so every cell has a full run directory with its own report), and the matrix is
-saved as ``matrix.json`` (typed: ``chaos.report.matrix.MatrixFile``) after each cell, so an
-interrupted comparison still leaves what it found. A lock and a fault that cannot run
-together (a Sentinel failover against Redlock's independent masters) are a cell marked "n/a"
-with the reason, not an error.
+which broke, how badly, and how fast. Every cell runs
+``chaos.experiments.execute.run_campaign`` once per seed (so every cell has a full run
+directory with its own report), and the matrix is saved as ``matrix.json`` (typed:
+``chaos.report.matrix.MatrixFile``) after each cell, so an interrupted comparison still
+leaves what it found. A lock and a fault that cannot run together (a Sentinel failover
+against Redlock's independent masters) are a cell marked "n/a" with the reason, not an
+error.
 
-Where the truth table (``chaos.run.truth_table``) has a claim about a cell, the cell records it
-and whether each run matched it.
+Where the truth table (``chaos.experiments.truth_table``) has a claim about a cell, the cell
+records it and whether each run matched it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, Cell
 from chaos.report.matrix import (
     CellEntry,
     Claim,
@@ -30,8 +36,6 @@ from chaos.report.matrix import (
     RunEntry,
     save_matrix,
 )
-from chaos.run.campaign import Campaign, Outcome, choose_layout, run_campaign, stamped_path
-from chaos.run.truth_table import CELLS, DRIVER_CELLS, Cell
 
 RUNS = "runs"
 MAX_CELLS = 400  # a comparison is for reading side by side, not for sweeping
@@ -206,7 +210,7 @@ def run_matrix(
 ) -> tuple[Path, MatrixFile]:
     """Run every cell in ``plans`` for seeds 1…``seeds`` into a new directory under ``out``;
     returns the directory (holding ``matrix.json`` and ``runs/``) and the matrix as saved.
-    ``shard`` (K, N) says ``plans`` are shard K of N of a larger plan (``chaos.run.shard``).
+    ``shard`` (K, N) says ``plans`` are shard K of N of a larger plan (``chaos.experiments.shard``).
 
     Bad input (an unknown lock or fault, a bad duration) is a ``UsageError`` before anything
     runs; a cell whose lock and faults cannot share a topology is marked n/a. ``save`` is
@@ -225,7 +229,7 @@ def run_matrix(
             # Bad input on its own (a lock, an option, the provider) stops everything; a
             # pairing that cannot run (failover × Redlock, a fault the provider cannot do)
             # is a cell marked n/a.
-            replace(campaign, faults=[]).validate()
+            msgspec.structs.replace(campaign, faults=[]).validate()
             cell.unavailable = str(exc)
     directory = stamped_path(out, "compare")
     directory.mkdir(parents=True)

@@ -22,12 +22,15 @@ import random
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from chaos import locks
+from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.exercised import MIN_LOCK_CYCLES
@@ -40,13 +43,13 @@ from chaos.checker.verdict import (
     VIOLATION_KINDS,
 )
 from chaos.errors import UsageError
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore import ExploreResult, explore
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.faults import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.report import REPORT
 from chaos.report.audit import AuditFile, AuditRun, save_audit, write_audit_reports
-from chaos.run.campaign import Campaign, Outcome, run_campaign, stamped_path
 
 MUST_SURVIVE = (
     "client-pause",
@@ -69,31 +72,30 @@ RUNS = "runs"
 Faults = list[tuple[str, dict[str, Any]]]
 
 
+# The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
+# explore batches) runs with them.
+OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "ttl_ms",
+           "seed", "fail_on", "allow_inconclusive")
+
+
 @dataclass(frozen=True)
 class AuditPlan:
-    """What to audit, and how long for."""
+    """What to audit, and how long for: ``base`` is the campaign every step starts from
+    (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults."""
 
-    lock: str
+    base: Campaign
     budget_s: float = 60.0
     faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
-    topology: str = "auto"
-    provider: str = "local"
-    provider_config: Path | None = None
-    server: str | None = None  # the docker provider's server image (chaos.topology.images)
-    seed: int = 1
-    ttl_ms: int = 200
-    fail_on: str = "hard"
     full: bool = False  # run the whole budget even after a hard violation
-    allow_inconclusive: bool = False  # exit 0, not 3, for an audit that tested nothing
 
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
         entries = [part.strip() for part in self.faults.split(",") if part.strip()]
         added = [entry[1:] for entry in entries if entry.startswith("+")]
         replacing = [entry for entry in entries if not entry.startswith("+")]
-        base = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
+        kept = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
         # The added ones first: what the user asked for by name is tried soonest.
-        chosen = parse_faults(",".join([*added, base]))
+        chosen = parse_faults(",".join([*added, kept]))
         seen: dict[str, tuple[str, dict[str, Any]]] = {}
         for name, overrides in chosen:
             seen.setdefault(name, (name, overrides))
@@ -112,14 +114,10 @@ class AuditPlan:
 
     def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
                  clients: int = 5) -> Campaign:
-        return Campaign(
-            lock=self.lock, faults=faults, topology=self.topology, duration_s=duration_s,
-            clients=clients,
-            ttl_ms=self.ttl_ms, seed=seed, stop_on_first=True, fail_on=self.fail_on,
-            extend_during_work=extend, provider=self.provider,
-            provider_config=str(self.provider_config) if self.provider_config else None,
-            server=self.server,
-        )  # fmt: skip
+        return msgspec.structs.replace(
+            self.base, faults=faults, seed=seed, duration_s=duration_s, clients=clients,
+            stop_on_first=True, extend_during_work=extend,
+        )
 
     def validate(self) -> None:
         if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
@@ -127,7 +125,10 @@ class AuditPlan:
                 f"--budget must be between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} s "
                 f"(got {self.budget_s:g})"
             )
-        self.campaign(self.tested(), seed=self.seed, extend=False, duration_s=CELL_S).validate()
+        campaign = self.campaign(self.tested(), seed=self.base.seed, extend=False,
+                                 duration_s=CELL_S)
+        campaign.validate()
+        choose_layout(campaign)  # a shape the campaigns could not run on, before any starts
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def plan_steps(plan: AuditPlan, extendable: bool) -> list[Step]:
     singles = [Step([fault]) for fault in tested]
     extending = [Step([fault], extend=True) for fault in tested] if extendable else []
     pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
-    random.Random(plan.seed).shuffle(pairs)
+    random.Random(plan.base.seed).shuffle(pairs)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_seconds(plan) + CELL_OVERHEAD_S))
     return [*singles, *extending, *pairs][: max(fit, len(singles))]
 
@@ -225,14 +226,14 @@ class AuditResult:
 
     @property
     def failed(self) -> bool:
-        return any(fails(verdict, self.plan.fail_on) for _, verdict, _ in self.verdicts)
+        return any(fails(verdict, self.plan.base.fail_on) for _, verdict, _ in self.verdicts)
 
     @property
     def exit_status(self) -> int:
         """As ``run``'s: 1 a violation at or above ``fail_on``, 3 inconclusive, else 0."""
         if self.failed:
             return EXIT_VIOLATION
-        if self.verdict == INCONCLUSIVE and not self.plan.allow_inconclusive:
+        if self.verdict == INCONCLUSIVE and not self.plan.base.allow_inconclusive:
             return EXIT_INCONCLUSIVE
         return EXIT_OK
 
@@ -257,11 +258,11 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     """Run the audit of ``plan`` into a new directory under ``out``."""
     plan.validate()
     say = on_event or (lambda _: None)
-    info = locks.info(plan.lock)
+    info = locks.info(plan.base.lock)
     extendable = info.extend if info is not None else True  # a user's lock: try it
     steps = plan_steps(plan, extendable)
     cell_s = cell_seconds(plan)
-    directory = stamped_path(out, f"audit-{plan.lock}".replace(":", "_").replace("/", "_"))
+    directory = stamped_path(out, f"audit-{plan.base.lock}".replace(":", "_").replace("/", "_"))
     directory.mkdir(parents=True)
     result = AuditResult(plan, directory)
     started = time.monotonic()
@@ -275,7 +276,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             result.skipped = steps[index:]
             break
         say(f"campaign {index + 1}/{len(steps)}: {step.name}")
-        campaign = plan.campaign(step.faults, seed=plan.seed + index, extend=step.extend,
+        campaign = plan.campaign(step.faults, seed=plan.base.seed + index, extend=step.extend,
                                  duration_s=cell_s)
         at = time.monotonic() - started
         result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
@@ -284,8 +285,8 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
         batch += 1
         say(f"explore batch {batch} ({result.examples} programs so far)")
-        campaign = replace(
-            plan.campaign(explore_faults, seed=plan.seed + 1000 + batch, extend=False,
+        campaign = msgspec.structs.replace(
+            plan.campaign(explore_faults, seed=plan.base.seed + 1000 + batch, extend=False,
                           duration_s=CELL_S, clients=2),
             ttl_ms=EXPLORE_TTL_MS,  # steps are TTL multiples: a short TTL, more programs
         )
@@ -315,7 +316,7 @@ def record(result: AuditResult) -> AuditFile:
         for name, verdict, run_dir in result.verdicts
     ]
     return AuditFile(
-        lock=plan.lock, budget_s=plan.budget_s, seed=plan.seed, fail_on=plan.fail_on,
+        lock=plan.base.lock, budget_s=plan.budget_s, seed=plan.base.seed, fail_on=plan.base.fail_on,
         verdict=result.verdict, failed=result.failed, exit_status=result.exit_status,
         inconclusive_reasons=result.inconclusive_reasons, coverage=result.coverage,
         tested=[name for name, _ in plan.tested()], explored=explored_faults(plan),
@@ -328,22 +329,11 @@ def record(result: AuditResult) -> AuditFile:
 
 def replay_command(plan: AuditPlan) -> str:
     """The ``lockchaos audit`` command line that runs ``plan`` again."""
-    words = ["lockchaos", "audit", "--lock", plan.lock, "--budget", f"{plan.budget_s:g}",
-             "--seed", str(plan.seed), "--ttl-ms", str(plan.ttl_ms), "--fail-on", plan.fail_on]
+    words = ["lockchaos", "audit", *plan.base.options(OPTIONS), "--budget", f"{plan.budget_s:g}"]
     if plan.faults:
         words += ["--faults", plan.faults]
-    if plan.topology != "auto":
-        words += ["--topology", plan.topology]
-    if plan.provider != "local":
-        words += ["--provider", plan.provider]
-    if plan.provider_config:
-        words += ["--provider-config", str(plan.provider_config)]
-    if plan.server:
-        words += ["--server", plan.server]
     if plan.full:
         words.append("--full")
-    if plan.allow_inconclusive:
-        words.append("--allow-inconclusive")
     return shlex.join(words)
 
 
