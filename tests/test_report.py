@@ -13,11 +13,16 @@ from pathlib import Path
 import pytest
 from junitparser import Failure, JUnitXml
 from markupsafe import escape
+from rich.console import Console
+from rich.text import Text
 
 from chaos.checker import check_file
+from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.history import Event, write_history
 from chaos.report import write_run_reports
+from chaos.report.style import LOOKS
+from chaos.report.summary import RunFacts, print_summary
 
 CHROMIUM = shutil.which("chromium")
 BROWSER_TIMEOUT_S = 60
@@ -161,3 +166,39 @@ def test_a_long_history_is_drawn_as_a_window_and_says_so(tmp_path: Path) -> None
     window = re.search(r"from\s+([\d.]+) s to ([\d.]+) s", page)
     assert window and float(window[1]) <= first <= float(window[2])
     assert JUnitXml.fromfile(str(tmp_path / "junit.xml")).failures == 1
+
+
+def test_one_look_per_verdict_on_every_page_and_terminal(tmp_path: Path) -> None:
+    """Every verdict has one look, and the page's badges and the timeline's bars use it."""
+    assert list(LOOKS) == list(RANK)
+    ms = 1_000_000
+    events = [Event(t=0, type="info", process="harness", f="start",
+                    value={"lock": "synthetic", "ttl_ms": 200, "clients": ["c1", "c2"]})]
+    for process, start, release in (("c1", 0, 50), ("c2", 20, 60)):  # both valid: hard
+        events += [
+            Event(t=start * ms, type="invoke", process=process, f="acquire"),
+            Event(t=(start + 1) * ms, type="ok", process=process, f="acquire", token=process,
+                  valid_until=(start + 200) * ms),
+            Event(t=release * ms, type="invoke", process=process, f="release", token=process),
+            Event(t=(release + 1) * ms, type="ok", process=process, f="release", token=process),
+        ]
+    write_history(tmp_path / "history.jsonl", events)
+    verdict = check_file(tmp_path / "history.jsonl")
+    assert verdict.verdict == "hard"
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict.to_dict()))
+    write_run_reports(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    for kind, look in LOOKS.items():
+        assert f"--{kind}: {look.color};" in page
+    assert f'"marker":{{"color":"{LOOKS["hard"].color}"' in page  # the checker lane's bar
+
+    console = Console(record=True, width=200, force_terminal=True, color_system="256")
+    print_summary(verdict, console, RunFacts(tmp_path, 3, ["partition: no route"]))
+    text = console.export_text(clear=False)
+    assert text.startswith(f"verdict: hard — run dir {tmp_path}\n  lock synthetic, TTL 200 ms")
+    assert "3 faults scheduled" in text and "  nemesis: partition: no route" in text
+    assert "    1. hard: c1 and c2 both held the lock" in text
+    styled = Console(force_terminal=True, color_system="256")
+    with styled.capture() as hard:
+        styled.print(Text("hard", style=LOOKS["hard"].terminal), end="")
+    assert f"verdict: {hard.get()}" in console.export_text(styles=True)

@@ -26,12 +26,11 @@ from rich.table import Table
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
 from chaos.errors import UsageError
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
+from chaos.report.style import marked
 from chaos.run.compare import CellPlan, plan_matrix, run_matrix
 from chaos.run.shard import parse_shard, take_shard
 from chaos.signals import sigterm_unwinds
 
-STYLE = {"ok": "green", "inconclusive": "bold yellow", "soft": "yellow", "liveness": "magenta",
-         "data": "bold magenta", "hard": "bold red"}
 GRID_COLUMNS = 4  # more fault columns than this print as one row per cell
 
 
@@ -137,7 +136,7 @@ def _claim_mark(cell: CellEntry) -> str:
 def _verdict(cell: CellEntry, width: int = 0) -> str:
     if cell.status != "done" or cell.verdict is None:
         return "[dim]n/a[/]"
-    return f"[{STYLE[cell.verdict]}]{cell.verdict:>{width}}[/]"
+    return marked(cell.verdict, width)
 
 
 def _table(matrix: MatrixFile) -> Table:
