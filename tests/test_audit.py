@@ -9,7 +9,7 @@ import pytest
 from junitparser import JUnitXml
 
 from chaos.cli import main
-from chaos.report.audit import AUDIT, load_audit
+from chaos.report.audit_page import AUDIT, load_audit
 from chaos.run.audit import CAMPAIGN_SHARE, MUST_SURVIVE, AuditPlan, cell_seconds, plan_steps
 
 

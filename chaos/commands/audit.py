@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
-from chaos.report.audit import AUDIT, load_audit
+from chaos.report.audit_page import AUDIT, load_audit
 from chaos.report.matrix import INDEX
 from chaos.report.style import marked
 from chaos.report.summary import coverage_line

@@ -22,7 +22,7 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from chaos.errors import UsageError
-from chaos.explore.faults import check_explorable
+from chaos.explore.fault_steps import check_explorable
 from chaos.explore.machine import Exploration, Failure, ViolationFound, machine_for
 from chaos.explore.profiles import select_profile
 from chaos.explore.program import Program
