@@ -25,7 +25,7 @@ from rich.table import Table
 
 from chaos.commands.provider_options import PROVIDER, PROVIDER_CONFIG, SERVER
 from chaos.errors import UsageError
-from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
+from chaos.report.matrix import INDEX, CellEntry, MatrixFile, Page, write_compare_reports
 from chaos.report.style import marked
 from chaos.run.compare import CellPlan, plan_matrix, run_matrix
 from chaos.run.shard import parse_shard, take_shard
@@ -79,9 +79,9 @@ def compare(
 
 
 def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str,
-                 shard: str | None = None) -> Path:
+                 shard: str | None = None, page: Page = "matrix") -> Path:
     """Run ``plans`` (shard K/N of them, if asked) with live progress, print the table and the
-    index's path (last line)."""
+    path of the index (last line), which shows ``page``."""
     chosen = parse_shard(shard)
     plans = take_shard(plans, chosen)
     err = Console(stderr=True)
@@ -100,7 +100,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
 
         directory, matrix = run_matrix(
             plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
-            save=write_compare_reports, shard=chosen,
+            save=write_compare_reports, shard=chosen, page=page,
         )
     console = Console()
     console.print(_table(matrix))
