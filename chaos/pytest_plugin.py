@@ -14,7 +14,7 @@ ones, and everything they start is torn down after it:
 * ``lockchaos_toxiproxy`` — Toxiproxy faults on one client's own links, by hand;
 * ``lockchaos_nemesis`` — a seeded schedule of faults, played during a run;
 * ``lockchaos_clients`` — runs client processes of the lock against the topology (with the
-  marker's faults, unless given a nemesis) and returns the run's ``RunResult``;
+  marker's faults, unless given a nemesis) and returns the run's ``WorkloadResult``;
 * ``lockchaos_checker`` — the pure checker on a run's history.
 
 It also registers lockchaos's Hypothesis profiles (``lockchaos-dev``, ``lockchaos-ci``) but
@@ -42,7 +42,7 @@ from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
 from chaos.topology import CAPABILITIES
 from chaos.topology.base import refuse_unsupported
-from chaos.workload import Nemesis, RunResult, run_workload
+from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"
 MARKER_HELP = (
@@ -213,7 +213,7 @@ def lockchaos_nemesis(lockchaos_campaign: Campaign) -> NemesisFactory:
     return make
 
 
-ClientsRunner = Callable[..., RunResult]
+ClientsRunner = Callable[..., WorkloadResult]
 
 
 @pytest.fixture
@@ -225,7 +225,7 @@ def lockchaos_clients(
 ) -> ClientsRunner:
     """``lockchaos_clients(clients=3, duration_s=2.0, ttl_ms=200, work_ms=20, seed=1)``: run
     client processes of the lock, each looping acquire → read/work/write → release, under the
-    marker's faults (or ``nemesis=``); returns the ``RunResult`` (its ``history_path``)."""
+    marker's faults (or ``nemesis=``); returns the ``WorkloadResult`` (its ``history_path``)."""
     counter = itertools.count(1)
     campaign = lockchaos_campaign
 
@@ -238,7 +238,7 @@ def lockchaos_clients(
         seed: int = 1,
         nemesis: Nemesis | None = None,
         extend_during_work: bool = False,
-    ) -> RunResult:
+    ) -> WorkloadResult:
         faults = ",".join(campaign.fault_names)
         if nemesis is None and faults:
             nemesis = lockchaos_nemesis(faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms)
@@ -263,11 +263,11 @@ def lockchaos_clients(
 class Checker:
     """The pure checker: a run's history in, a verdict out."""
 
-    def __call__(self, run: RunResult | Path) -> checker.Verdict:
+    def __call__(self, run: WorkloadResult | Path) -> checker.Verdict:
         return checker.check_file(_history_path(run))
 
     def assert_passes(
-        self, run: RunResult | Path, fail_on: str = "hard", *, allow_inconclusive: bool = False
+        self, run: WorkloadResult | Path, fail_on: str = "hard", *, allow_inconclusive: bool = False
     ) -> checker.Verdict:
         """The verdict, or an ``AssertionError`` explaining every violation at or above
         ``fail_on`` (and where the history is, for ``lockchaos check-history``) — or why the
@@ -286,8 +286,8 @@ class Checker:
         return verdict
 
 
-def _history_path(run: RunResult | Path) -> Path:
-    return run.history_path if isinstance(run, RunResult) else run
+def _history_path(run: WorkloadResult | Path) -> Path:
+    return run.history_path if isinstance(run, WorkloadResult) else run
 
 
 @pytest.fixture

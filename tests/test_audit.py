@@ -19,7 +19,7 @@ from chaos.experiments.audit import (
     plan_steps,
     replay_command,
 )
-from chaos.report.audit import AUDIT, load_audit
+from chaos.report.audit_page import AUDIT, load_audit
 
 
 def _audit_dir(out: Path) -> Path:

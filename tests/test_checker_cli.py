@@ -105,14 +105,15 @@ def test_ok_history_exits_0(tmp_path, capsys):
     h = History().acquire("c1", 0).release("c1", 50).acquire("c2", 60).release("c2", 70)
     code, out, err = run(capsys, h.final_read(100, []).save(tmp_path / "h.jsonl"))
     assert code == 0, err
-    assert out.startswith("verdict: OK  (lock test-lock, TTL 200 ms, 0.100 s, 11 events)")
+    assert out.startswith("verdict: ok\n  lock test-lock, TTL 200 ms, 0.100 s, 11 events, 2 lock "
+                          "cycles\n")
     assert "lost writes 0" in out
 
 
 def test_hard_violation_exits_1_and_explains(tmp_path, capsys):
     code, out, _ = run(capsys, hard_history().save(tmp_path / "h.jsonl"))
     assert code == 1
-    assert "verdict: HARD" in out
+    assert out.startswith("verdict: hard\n")
     assert "first hard violation at 0.210 s" in out
     assert "c3 released c1's lock at 0.201 s" in out
 

@@ -19,7 +19,7 @@ from chaos.campaign import Campaign
 from chaos.checker import check_file
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.nemesis.faults import FAULTS, Fault, Heal, Target, register, wait_for_holder
-from chaos.workload.harness import RunEnv
+from chaos.workload.harness import WorkloadEnv
 
 
 class WipeKeys(Fault):
@@ -30,10 +30,10 @@ class WipeKeys(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": 0}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(client=wait_for_holder(env, rng, acquired_within_ms=5.0))
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         for node in env.topology.nodes:
             with node.client() as conn:
                 conn.flushall()
@@ -94,7 +94,7 @@ def test_a_fault_without_effects_is_refused() -> None:
         name = "vague"
         summary = "declares nothing"
 
-        def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+        def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
             return lambda: None
 
     with pytest.raises(ValueError, match="effects"):

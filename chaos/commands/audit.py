@@ -18,9 +18,10 @@ from rich.console import Console
 from chaos.campaign import Campaign
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.experiments.audit import MUST_SURVIVE, OPTIONS, AuditPlan, run_audit
-from chaos.report.audit import AUDIT, load_audit
+from chaos.report.audit_page import AUDIT, load_audit
 from chaos.report.matrix import INDEX
-from chaos.report.summary import STYLE, coverage_line
+from chaos.report.style import marked
+from chaos.report.summary import coverage_line
 from chaos.signals import sigterm_unwinds
 
 
@@ -53,8 +54,7 @@ def audit(
                           "audit_dir": str(result.directory)}))
     else:
         console = Console(highlight=False)
-        style = STYLE.get(record.verdict, "bold red")
-        console.print(f"audit: [{style}]{record.verdict}[/] — {record.lock}, "
+        console.print(f"audit: {marked(record.verdict)} — {record.lock}, "
                       f"{len(record.runs)} runs and {record.examples} programs in "
                       f"{record.wall_s:.0f} s; {result.directory}")
         console.print(f"  tested: {', '.join(record.tested)}")
@@ -62,12 +62,12 @@ def audit(
         console.print("  coverage: " + "; ".join(
             coverage_line(name, entry) for name, entry in record.coverage.items()))
         for reason in record.inconclusive_reasons:
-            console.print(f"  [bold yellow]inconclusive:[/] {reason}")
+            console.print(f"  {marked('inconclusive')}: {reason}")
         if record.first_hard_s is not None:
             console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
         for run in record.runs[:5]:
             if run.verdict != "ok":
-                console.print(f"  • [{STYLE.get(run.verdict, 'red')}]{run.verdict}[/] "
+                console.print(f"  • {marked(run.verdict)} "
                               f"{run.name}: {run.explanation or ''}")
         print((result.directory / INDEX).resolve())
     raise typer.Exit(record.exit_status)

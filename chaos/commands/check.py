@@ -16,7 +16,7 @@ from rich.console import Console
 
 from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, exit_status
 from chaos.errors import UsageError
-from chaos.report.summary import judge_file, print_verdict
+from chaos.report.summary import judge_file, print_summary
 
 
 def check_history(
@@ -47,5 +47,5 @@ def check_history(
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(verdict), indent=2).decode())
         sys.stdout.write("\n")
     else:
-        print_verdict(verdict, Console(soft_wrap=True, highlight=False))
+        print_summary(verdict, Console(soft_wrap=True, highlight=False))
     raise typer.Exit(exit_status(verdict, fail_on, allow_inconclusive=allow_inconclusive))

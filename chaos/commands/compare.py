@@ -27,11 +27,10 @@ from chaos.commands.campaign_options import As, campaign_options
 from chaos.errors import UsageError
 from chaos.experiments.compare import CellPlan, plan_matrix, run_matrix
 from chaos.experiments.shard import parse_shard, take_shard
-from chaos.report.matrix import INDEX, CellEntry, MatrixFile, write_compare_reports
+from chaos.report.matrix import INDEX, CellEntry, MatrixFile, Page, write_compare_reports
+from chaos.report.style import marked
 from chaos.signals import sigterm_unwinds
 
-STYLE = {"ok": "green", "inconclusive": "bold yellow", "soft": "yellow", "liveness": "magenta",
-         "data": "bold magenta", "hard": "bold red"}
 GRID_COLUMNS = 4  # more fault columns than this print as one row per cell
 
 
@@ -83,9 +82,9 @@ def compare(
 
 
 def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str,
-                 shard: str | None = None) -> Path:
+                 shard: str | None = None, page: Page = "matrix") -> Path:
     """Run ``plans`` (shard K/N of them, if asked) with live progress, print the table and the
-    index's path (last line)."""
+    path of the index (last line), which shows ``page``."""
     chosen = parse_shard(shard)
     plans = take_shard(plans, chosen)
     err = Console(stderr=True)
@@ -104,7 +103,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
 
         directory, matrix = run_matrix(
             plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
-            save=write_compare_reports, shard=chosen,
+            save=write_compare_reports, shard=chosen, page=page,
         )
     console = Console()
     console.print(_table(matrix))
@@ -140,7 +139,7 @@ def _claim_mark(cell: CellEntry) -> str:
 def _verdict(cell: CellEntry, width: int = 0) -> str:
     if cell.status != "done" or cell.verdict is None:
         return "[dim]n/a[/]"
-    return f"[{STYLE[cell.verdict]}]{cell.verdict:>{width}}[/]"
+    return marked(cell.verdict, width)
 
 
 def _table(matrix: MatrixFile) -> Table:

@@ -35,7 +35,7 @@ from rich.console import Console
 from chaos import history as h
 from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, exit_status
 from chaos.locks.contract import Lease
-from chaos.report.summary import judge_file, print_verdict
+from chaos.report.summary import judge_file, print_summary
 from chaos.topology.base import ClientView
 from chaos.topology.toxiproxy import ToxiproxyAPI
 from chaos.workload.harness import record_end
@@ -181,6 +181,6 @@ def check(
         record_end(writer, Resource(redis.Redis(*_address(resource))), written)
     check_fail_on(fail_on, "LOCKCHAOS_DEMO_FAIL_ON")
     verdict = judge_file(history, DEFAULT_LIVENESS_FACTOR)
-    print_verdict(verdict, Console(soft_wrap=True, highlight=False))
+    print_summary(verdict, Console(soft_wrap=True, highlight=False))
     raise typer.Exit(exit_status(verdict, fail_on))  # as check-history does
 

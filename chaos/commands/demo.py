@@ -4,7 +4,8 @@ A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table
 seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each
 bundled lock the table has no claim about. Cells that predict a violation stop at the first one;
 the others run a few seconds. About two and a half minutes on 2 cores (36 cells); it ends
-by printing the path of the comparison's index.html.
+by printing the path of its index.html, which lists the claims one per row (what each claims,
+the lock × faults that test it, the verdict claimed and measured), not the sparse matrix.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def demo(
     ),
     shard: str | None = SHARD,
 ) -> None:
-    """Run every bundled lock against the faults that break it, side by side."""
+    """Run every bundled lock against the faults that break it; index.html lists the truth
+    table's claims one per row, each with the verdict measured."""
     run_and_show(demo_plans(duration, quiet_duration, drivers=drivers), seeds=1,
                  out=out / "demo",
                  title="lockchaos demo: the bundled locks against the faults that matter",
-                 shard=shard)
+                 shard=shard, page="claims")

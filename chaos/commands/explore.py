@@ -15,6 +15,7 @@ from chaos.campaign import Campaign
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.explore.explorer import EXPLORE_TTL_MS, ExploreResult, explore
 from chaos.explore.rundir import REPLAY
+from chaos.report.style import LOOKS, marked
 from chaos.signals import sigterm_unwinds
 
 
@@ -65,13 +66,14 @@ def print_result(result: ExploreResult) -> None:
     campaign, found = result.campaign, result.failure
     if found is None:
         console.print(
-            f"explore {campaign.lock}: [green]no violation at or above {campaign.fail_on}[/] "
+            f"explore {campaign.lock}: [{LOOKS['ok'].terminal}]no violation at or above "
+            f"{campaign.fail_on}[/] "
             f"in {result.examples} programs ({result.elapsed_s:.1f} s)"
         )
         return
     verdict = found.verdict
     console.print(
-        f"explore {campaign.lock}: [bold red]{verdict.verdict}[/] — found after "
+        f"explore {campaign.lock}: {marked(verdict.verdict)} — found after "
         f"{result.time_to_find_s:.1f} s, shrunk to {len(found.program.steps)} steps "
         f"({result.examples} programs, {result.elapsed_s:.1f} s)"
     )

@@ -9,7 +9,7 @@ import typer
 
 from chaos.errors import UsageError
 from chaos.report import REPORT, write_run_reports
-from chaos.report.audit import AUDIT, load_audit, write_audit_reports
+from chaos.report.audit_page import AUDIT, load_audit, write_audit_reports
 from chaos.report.matrix import MATRIX, load_matrix, write_compare_reports
 
 

@@ -13,7 +13,7 @@ from chaos.campaign import KNOBS, Campaign
 from chaos.commands.campaign_options import campaign_options
 from chaos.experiments import search as schedule_search
 from chaos.experiments.execute import Outcome, run_campaign
-from chaos.report.summary import print_coverage, print_lock_errors
+from chaos.report import summary
 from chaos.signals import sigterm_unwinds
 
 
@@ -53,28 +53,5 @@ def run(
 
 
 def print_summary(outcome: Outcome) -> None:
-    console = Console()
-    v = outcome.verdict.to_dict()
-    style = {"ok": "green", "soft": "yellow", "inconclusive": "bold yellow"}.get(
-        v["verdict"], "bold red"
-    )
-    console.print(f"verdict: [{style}]{v['verdict']}[/] — run dir {outcome.run_dir}")
-    console.print(
-        f"  {v['counts'].get('lock_cycles', outcome.completed_ops)} lock cycles, "
-        f"{len(outcome.schedule.events)} faults; "
-        f"hard {v['hard_violations']}, soft {v['soft_violations']}, "
-        f"liveness {v['liveness_violations']}, lost writes {v['lost_writes']}, "
-        f"stale accesses rejected {v['stale_writes_rejected']}"
-    )
-    for reason in outcome.verdict.inconclusive_reasons:
-        console.print(f"  [bold yellow]inconclusive:[/] {reason}", highlight=False)
-    print_lock_errors(outcome.verdict, console, indent="  ")
-    print_coverage(outcome.verdict, console, indent="  ")
-    if v["first_hard_violation_s"] is not None:
-        console.print(f"  first hard violation at {v['first_hard_violation_s']:.3f} s")
-    for line in v["explanations"][:5]:
-        console.print(f"  • {line}", highlight=False)
-    if len(v["explanations"]) > 5:
-        console.print(f"  … and {len(v['explanations']) - 5} more in verdict.json")
-    for error in outcome.nemesis_errors:
-        console.print(f"  [yellow]nemesis:[/] {error}", highlight=False)
+    facts = summary.RunFacts(outcome.run_dir, len(outcome.schedule.events), outcome.nemesis_errors)
+    summary.print_summary(outcome.verdict, Console(soft_wrap=True, highlight=False), facts)

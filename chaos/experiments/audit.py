@@ -46,10 +46,10 @@ from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore import ExploreResult, explore
 from chaos.explore.explorer import EXPLORE_TTL_MS
-from chaos.explore.faults import BUILT_IN, CLIENT_CRASH, explorable
+from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.report import REPORT
-from chaos.report.audit import AuditFile, AuditRun, save_audit, write_audit_reports
+from chaos.report.audit_page import AuditFile, AuditRun, save_audit, write_audit_reports
 
 MUST_SURVIVE = (
     "client-pause",

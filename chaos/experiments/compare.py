@@ -33,6 +33,7 @@ from chaos.report.matrix import (
     Claim,
     Column,
     MatrixFile,
+    Page,
     RunEntry,
     save_matrix,
 )
@@ -169,6 +170,7 @@ class Matrix:
     started: float = field(default_factory=time.time)
     wall_s: float = 0.0
     shard: list[int] | None = None
+    page: Page = "matrix"  # what index.html shows (``MatrixFile.page``)
 
     @property
     def locks(self) -> list[str]:
@@ -185,7 +187,7 @@ class Matrix:
             columns=[Column(faults=col, label=column_label(col)) for col in self.columns],
             started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
             wall_s=round(self.wall_s, 1),
-            cells=[cell.to_entry() for cell in self.cells], shard=self.shard,
+            cells=[cell.to_entry() for cell in self.cells], shard=self.shard, page=self.page,
         )
 
 
@@ -206,11 +208,12 @@ def claim_for(plan: CellPlan) -> Cell | None:
 def run_matrix(
     plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str = "lockchaos compare",
     on_run: Progress | None = None, on_cell: Done | None = None, save: Save | None = None,
-    shard: tuple[int, int] | None = None,
+    shard: tuple[int, int] | None = None, page: Page = "matrix",
 ) -> tuple[Path, MatrixFile]:
     """Run every cell in ``plans`` for seeds 1…``seeds`` into a new directory under ``out``;
     returns the directory (holding ``matrix.json`` and ``runs/``) and the matrix as saved.
-    ``shard`` (K, N) says ``plans`` are shard K of N of a larger plan (``chaos.experiments.shard``).
+    ``shard`` (K, N) says ``plans`` are shard K of N of a larger plan (``chaos.experiments.shard``);
+    ``page`` is what its index.html shows (``MatrixFile.page``).
 
     Bad input (an unknown lock or fault, a bad duration) is a ``UsageError`` before anything
     runs; a cell whose lock and faults cannot share a topology is marked n/a. ``save`` is
@@ -219,7 +222,7 @@ def run_matrix(
     if not 1 <= seeds <= 100:
         raise UsageError(f"--seeds must be between 1 and 100 (got {seeds})")
     matrix = Matrix(title, seeds, [CellResult(plan, claim_for(plan)) for plan in plans],
-                    shard=list(shard) if shard else None)
+                    shard=list(shard) if shard else None, page=page)
     for cell in matrix.cells:
         campaign = cell.plan.campaign(1)  # an unknown fault stops everything before any run
         try:

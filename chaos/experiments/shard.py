@@ -59,6 +59,9 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[Path, MatrixFile]:
     if len(seeds) > 1:
         raise UsageError(f"the comparisons ran different --seeds ({sorted(seeds)}): merge "
                          "only shards of one comparison")
+    if len({m.page for m in matrices}) > 1:
+        raise UsageError("the directories hold a demo and a comparison: merge only shards of "
+                         "one comparison")
     cells = _in_plan_order(matrices)
     target = stamped_path(out, "merged")
     (target / RUNS).mkdir(parents=True)
@@ -75,7 +78,7 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[Path, MatrixFile]:
         columns=list({c.faults: c for m in matrices for c in m.columns}.values()),
         started=min(m.started for m in matrices),
         wall_s=round(sum(m.wall_s for m in matrices), 1),
-        cells=cells, shard=None,
+        cells=cells, shard=None, page=matrices[0].page,
     )  # fmt: skip
     save_matrix(target, merged)
     return target, merged

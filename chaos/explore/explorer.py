@@ -23,7 +23,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from chaos.campaign import Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
-from chaos.explore.faults import check_explorable
+from chaos.explore.fault_steps import check_explorable
 from chaos.explore.machine import Exploration, Failure, ViolationFound, machine_for
 from chaos.explore.profiles import select_profile
 from chaos.explore.program import Program

@@ -21,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from chaos import checker
 from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
-from chaos.explore.faults import (
+from chaos.explore.fault_steps import (
     CLIENT_CRASH,
     SLEEP_TTLS,
     STOP_POINTS,

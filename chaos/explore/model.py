@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chaos.explore.faults import explorable
+from chaos.explore.fault_steps import explorable
 from chaos.explore.program import CLIENT_OPS, Step
 
 

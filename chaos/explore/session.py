@@ -1,4 +1,4 @@
-"""The driver: runs step programs against one live topology, one example at a time.
+"""An exploration's session: runs step programs against one live topology, one example at a time.
 
 A topology takes seconds to start and an example a fraction of one, so one topology serves
 a whole exploration and is put back to a clean slate before every example (``reset``):
@@ -36,7 +36,7 @@ from chaos import checker, locks
 from chaos import history as h
 from chaos.checker import Verdict
 from chaos.checker.reader import HistoryReader
-from chaos.explore.faults import CLIENT_CRASH, explorable
+from chaos.explore.fault_steps import CLIENT_CRASH, explorable
 from chaos.explore.model import Model
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.locks import build_context
@@ -45,7 +45,7 @@ from chaos.nemesis.faults import FAULTS, ClientPause, ClientPauseAt, Heal, Targe
 from chaos.topology import Topology
 from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until
-from chaos.workload.harness import RunEnv, record_end, record_start
+from chaos.workload.harness import WorkloadEnv, record_end, record_start
 from chaos.workload.stepper import StepperPool
 from chaos.workload.worker import WorkloadConfig
 
@@ -137,7 +137,7 @@ class Session:
         self.config = WorkloadConfig(
             lock=shape.lock, ttl_ms=shape.ttl_ms, work_ms=0.0, duration_s=3600.0
         )
-        self._env: RunEnv | None = None
+        self._env: WorkloadEnv | None = None
         self.can_extend = _can_extend(topology, self.config)
         self._faults_fired = True  # since the last reset (who knows before the first)
 
@@ -165,14 +165,14 @@ class Session:
         except BaseException:
             history.close()
             raise
-        self._env = RunEnv(self.topology, pool, history, self.config, self.seed)
+        self._env = WorkloadEnv(self.topology, pool, history, self.config, self.seed)
         self._open: dict[str, _Open] = {}
         self._rng = random.Random(f"targets:{self.seed}")
         self.model = Model.of(self.clients)
         self._idle_ttls = 0.0  # waited since the last step that was not a wait
 
     @property
-    def env(self) -> RunEnv:
+    def env(self) -> WorkloadEnv:
         if self._env is None:
             raise RuntimeError("no example is running: call begin() first")
         return self._env

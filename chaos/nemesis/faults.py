@@ -34,7 +34,7 @@ from chaos.topology import base
 from chaos.topology.base import Topology, host_port
 from chaos.topology.node import restart_nodes
 from chaos.workload.clocks import set_offset as set_client_clock
-from chaos.workload.harness import RunEnv
+from chaos.workload.harness import WorkloadEnv
 from chaos.workload.inject import PausePoint
 
 Heal = Callable[[], None]
@@ -65,7 +65,7 @@ class Target:
 
 
 def wait_for_holder(
-    env: RunEnv,
+    env: WorkloadEnv,
     rng: random.Random,
     timeout_s: float = AIM_WAIT_S,
     acquired_within_ms: float | None = None,
@@ -203,11 +203,11 @@ class Fault(ABC):
         """Parameters for one occurrence; ``duration_ms`` is how long it stays on."""
         return {"duration_ms": round(rng.uniform(1.0, 2.0) * ttl_ms)}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(client=wait_for_holder(env, rng))
 
     @abstractmethod
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal: ...
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal: ...
 
 
 # -- client process faults ---------------------------------------------------------------
@@ -224,7 +224,7 @@ class ClientPause(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         duration = params.get("duration_ms")
         env.pool.pause(target.client, duration or None)
@@ -247,7 +247,7 @@ class ClientPauseAt(Fault):
         client=Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)"),
     )
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         if "client" in params:
             return Target(client=str(params["client"]))
         return super().aim(env, rng, params)
@@ -259,7 +259,7 @@ class ClientPauseAt(Fault):
             "op": "release",
         }
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         point = PausePoint(
             params["command"],
@@ -295,7 +295,7 @@ class ClientCrash(Fault):
             return {"duration_ms": 0}
         return {"duration_ms": 0, "command": "*", "op": "acquire", "nth": 2}
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         if params.get("command"):
             point = PausePoint(
@@ -316,10 +316,10 @@ class SlowWork(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(client=rng.choice(sorted(env.pool.workers)))
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         env.pool.slow_work(target.client, params["work_ms"])
         return _nothing
@@ -381,7 +381,7 @@ class Latency(Fault):
             "stream": rng.choice(["upstream", "downstream"]),
         }
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         return toxic_on_client(
             env.topology,
@@ -406,13 +406,13 @@ class Partition(Fault):
             "scope": rng.choice(["one", "minority", "majority"]),
         }
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         n = len(env.topology.nodes)
         count = {"one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1}
         nodes = sorted(rng.sample(range(n), min(n, count[params["scope"]])))
         return Target(client=wait_for_holder(env, rng), nodes=nodes)
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         return cut_client_links(env.topology, target.client, target.nodes)
 
@@ -427,7 +427,7 @@ class Reset(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(0.5, 1.5) * ttl_ms), "toxicity": 0.5}
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         return toxic_on_client(
             env.topology, target.client, "reset_peer", stream="upstream",
@@ -438,7 +438,7 @@ class Reset(Fault):
 # -- server faults -------------------------------------------------------------------------
 
 
-def holder_nodes(env: RunEnv, client: str) -> list[int]:
+def holder_nodes(env: WorkloadEnv, client: str) -> list[int]:
     """Nodes on which a key that ``client``'s current acquire wrote still holds a value that
     acquire sent (a string, or a hash field or value): the nodes its grant rests on, whatever
     the lock names its key and whatever it stores (its own UUID, a prefixed key). Learnt from
@@ -469,7 +469,7 @@ def _still_holds(node: base.ServerNode, keys: list[str], values: set[str]) -> bo
     return False
 
 
-def undermine_grant(env: RunEnv, rng: random.Random) -> Target:
+def undermine_grant(env: WorkloadEnv, rng: random.Random) -> Target:
     """The holder and enough of the nodes it counted on that what remains of its grant is no
     longer a majority — so another client can win one (Kleppmann's Redlock scenarios).
     The holder is caught just after it acquired, with its whole critical section ahead."""
@@ -490,10 +490,10 @@ class ServerPause(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(0.2, 0.8) * ttl_ms)}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(nodes=[rng.randrange(len(env.topology.nodes))])
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         for node in nodes:
             node.pause()
@@ -519,10 +519,10 @@ class CrashRestart(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(self.delay_ttls * ttl_ms * rng.uniform(1.5, 2.0))}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return undermine_grant(env, rng)
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         empty = self.persistence == "none"
         for node in nodes:
@@ -571,10 +571,10 @@ class ClockJump(Fault):
             "offset_ms": round(rng.uniform(1.5, 3.0) * ttl_ms) * rng.choice([1, 1, 1, -1]),
         }
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return undermine_grant(env, rng)
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         for node in nodes:
             node.set_clock_offset(params["offset_ms"] / 1000)
@@ -610,10 +610,10 @@ class Failover(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(3.0, 5.0) * ttl_ms), "promote_timeout_ms": 8000}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(nodes=[env.topology.master_index(env.config.lock_name)])
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         (old,) = target.nodes
         api, links = env.topology.toxiproxy, env.topology.cluster_links(old)
         for link in links:
@@ -664,7 +664,7 @@ class ClientClock(Fault):
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {"duration_ms": round(rng.uniform(8.0, 16.0) * ttl_ms), "skew_ms": 4 * ttl_ms}
 
-    def aim(self, env: RunEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         if "client" in params:
             return Target(client=str(params["client"]))
         # Waits for a holder longer than other faults do: clients with a fakeable clock are
@@ -673,7 +673,7 @@ class ClientClock(Fault):
         others = [c for c in sorted(env.pool.workers) if c != holder]
         return Target(client=rng.choice(others or [holder]))
 
-    def apply(self, env: RunEnv, target: Target, params: dict[str, Any]) -> Heal:
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         directory = env.config.client_clocks
         if directory is None:

@@ -13,11 +13,11 @@ from typing import Any
 
 from chaos import history as h
 from chaos.nemesis.faults import FAULTS, Heal, Target
-from chaos.workload.harness import RunEnv
+from chaos.workload.harness import WorkloadEnv
 
 
 def fire(
-    env: RunEnv, fault_id: str, name: str, params: dict[str, Any], aim: Callable[[], Target]
+    env: WorkloadEnv, fault_id: str, name: str, params: dict[str, Any], aim: Callable[[], Target]
 ) -> tuple[Target, Heal]:
     """Aim, record the start, apply; returns the target and the heal. On failure a ``stop``
     with the error is recorded and the exception propagates."""
@@ -42,7 +42,7 @@ def fire(
         raise
 
 
-def heal(env: RunEnv, fault_id: str, heal: Heal) -> None:
+def heal(env: WorkloadEnv, fault_id: str, heal: Heal) -> None:
     """Heal and record the stop (with the error, which propagates, if healing fails)."""
     try:
         heal()
@@ -52,5 +52,5 @@ def heal(env: RunEnv, fault_id: str, heal: Heal) -> None:
     env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id})
 
 
-def _stopped_with(env: RunEnv, fault_id: str, exc: Exception) -> None:
+def _stopped_with(env: WorkloadEnv, fault_id: str, exc: Exception) -> None:
     env.history.log(h.INFO, h.NEMESIS, h.STOP, value={"id": fault_id, "error": str(exc)})

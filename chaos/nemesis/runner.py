@@ -10,7 +10,7 @@ import time
 from chaos.nemesis import record
 from chaos.nemesis.faults import FAULTS, Heal
 from chaos.nemesis.schedule import FaultEvent, Schedule
-from chaos.workload.harness import RunEnv
+from chaos.workload.harness import WorkloadEnv
 
 
 class ScheduledNemesis:
@@ -25,7 +25,7 @@ class ScheduledNemesis:
         self._ids = itertools.count(1)
         self.errors: list[str] = []
 
-    def start(self, env: RunEnv) -> None:
+    def start(self, env: WorkloadEnv) -> None:
         self._env = env
         self._rng = random.Random(f"targets:{self.schedule.seed}")
         self._t0 = time.monotonic()

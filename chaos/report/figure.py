@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan
 from chaos.report.run import RunRecord
+from chaos.report.style import LOOKS
 
 MAX_HOLDS = 3000  # holds drawn at most; a longer run is drawn as a window
 MAX_VIOLATIONS = 400  # violations drawn at most (the most severe first); the table has all
@@ -37,7 +38,6 @@ MIN_WIDTH = 0.004  # an instantaneous fault or violation is drawn this share of 
 NEMESIS_LANE = "nemesis"
 CHECKER_LANE = "checker"
 
-KIND_COLOR = {"soft": "#f2b705", "liveness": "#f46036", "data": "#7b2cbf", "hard": "#d7263d"}
 HOLD_COLOR = "#b8cfee"
 LEASE_COLOR = "#2e5eaa"
 FAULT_COLOR = "#8d99ae"
@@ -226,10 +226,10 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
     verdict = run.verdict
     # A data violation spans from the first lost write to the final read: drawn thin and
     # first, so the overlaps and outages within it stay visible.
-    flagged = {kind: _Bars(f"{kind} violation", KIND_COLOR[kind], 0.25 if kind == "data"
+    flagged = {kind: _Bars(f"{kind} violation", LOOKS[kind].color, 0.25 if kind == "data"
                            else 0.7, group=kind)
                for kind in ("data", "liveness", "soft", "hard")}
-    overlaps = {kind: _Bars(f"{kind} overlap", KIND_COLOR[kind], 0.95, 0.4, legend=False,
+    overlaps = {kind: _Bars(f"{kind} overlap", LOOKS[kind].color, 0.95, 0.4, legend=False,
                             group=kind)
                 for kind in ("soft", "hard")}
     shown = [(i, v) for i, v in enumerate(verdict.violations)
@@ -241,7 +241,7 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
         for process in violation.processes if violation.kind in overlaps else []:
             overlaps[violation.kind].add(process, violation.start_s, violation.end_s, text,
                                          index, min_len)
-    lost = _Marks("lost write", KIND_COLOR["data"], "star", 12)
+    lost = _Marks("lost write", LOOKS["data"].color, "star", 12)
     if verdict.lost_write_ids:
         data_index = next(i for i, v in enumerate(verdict.violations) if v.kind == "data")
         for op, at_ns, writer in _acked(run, set(verdict.lost_write_ids), span):

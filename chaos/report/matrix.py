@@ -1,6 +1,8 @@
 """A comparison's files: ``matrix.json`` (its shape, typed, like the checker's ``Verdict``),
-and the pages built from it alone: ``index.html`` (the lock × fault matrix, each cell linking
-to its run's report) and ``junit.xml`` (one test case per cell).
+and the pages built from it alone: ``index.html`` and ``junit.xml`` (one test case per cell).
+``index.html`` is the lock × fault matrix for ``compare``, where rows and columns are the
+user's choice, or, for the demo, the truth table's claims one per row (``MatrixFile.page``);
+every cell links to its run's report.
 
 ``chaos.experiments.compare`` writes ``matrix.json`` with ``save_matrix`` after every cell; the
 pages, ``lockchaos compare``'s table and ``lockchaos report COMPARE_DIR`` read it back with
@@ -120,6 +122,10 @@ class Column(msgspec.Struct, kw_only=True):
     label: str
 
 
+Page = Literal["matrix", "claims"]
+PAGES: dict[str, str] = {"matrix": "index.html.j2", "claims": "claims.html.j2"}
+
+
 class MatrixFile(msgspec.Struct, kw_only=True):
     """``matrix.json``: every planned cell, in plan order, rows ``locks`` by ``columns``."""
 
@@ -131,6 +137,9 @@ class MatrixFile(msgspec.Struct, kw_only=True):
     wall_s: float
     cells: list[CellEntry]
     shard: list[int] | None = None  # [K, N]: shard K of N (``lockchaos merge`` joins them)
+    # What index.html shows: the lock × fault matrix (``compare``), or one row per claim of
+    # the truth table and per unclaimed lock (the demo, whose cells are those claims).
+    page: Page = "matrix"
 
 
 def save_matrix(directory: Path, matrix: MatrixFile) -> Path:
@@ -144,11 +153,11 @@ def load_matrix(path: Path) -> MatrixFile:
 
 
 def write_compare_reports(directory: Path, matrix: MatrixFile) -> Path:
-    """Write ``index.html`` and ``junit.xml`` for ``matrix`` into ``directory``; returns the
-    index's path."""
+    """Write ``index.html`` (the page ``matrix.page`` says) and ``junit.xml`` for ``matrix``
+    into ``directory``; returns the index's path."""
     grid = {(cell.lock, cell.faults): cell for cell in matrix.cells}
     index = directory / INDEX
-    render("index.html.j2", index, matrix=matrix, grid=grid)
+    render(PAGES[matrix.page], index, matrix=matrix, grid=grid)
     write_junit(directory / JUNIT, matrix.title, [_case(cell) for cell in matrix.cells],
                 {"seeds": str(matrix.seeds)})
     return index

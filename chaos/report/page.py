@@ -14,24 +14,11 @@ import jinja2
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from chaos.report.figure import (
-    KIND_COLOR,
-    MAX_VIOLATIONS,
-    choose_window,
-    figure_html,
-    timeline_figure,
-)
+from chaos.report.figure import MAX_VIOLATIONS, choose_window, figure_html, timeline_figure
 from chaos.report.run import RunRecord
+from chaos.report.style import LOOKS
 
 TABLE_ROWS = 500  # violations listed in the report's table at most (verdict.json has all)
-VERDICT_WORDS = {
-    "ok": "no violation",
-    "inconclusive": "the run did not exercise the lock (inconclusive)",
-    "soft": "overlaps only past a lease (soft)",
-    "liveness": "the lock stayed unavailable (liveness)",
-    "data": "acknowledged writes were lost (data)",
-    "hard": "the lock granted overlapping valid leases (hard)",
-}
 
 
 @cache
@@ -52,10 +39,9 @@ def _plotlyjs() -> Markup:
 
 
 def render(template: str, path: Path, **context: Any) -> None:
-    """Render ``template`` with ``context`` into ``path``."""
-    text = _environment().get_template(template).render(
-        verdict_words=VERDICT_WORDS, kind_colors=KIND_COLOR, **context
-    )
+    """Render ``template`` with ``context`` into ``path``; every page gets the verdicts'
+    ``looks`` (``chaos.report.style``)."""
+    text = _environment().get_template(template).render(looks=LOOKS, **context)
     path.write_text(text, encoding="utf-8")
 
 

@@ -1,8 +1,11 @@
-"""A verdict in words on a terminal: what ``lockchaos check-history`` and the compose demo's
-checker print. ``judge_file`` turns every reason a file cannot be judged into one line."""
+"""A verdict in words on a terminal: the one summary ``lockchaos run`` and ``check-history``
+(and the compose demo's checker) print, with a run's own facts when there is a run.
+``judge_file`` turns every reason a file cannot be judged into one line."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -12,10 +15,20 @@ from chaos.checker import LockErrors, Verdict, check_file
 from chaos.checker.coverage import FaultCoverage
 from chaos.errors import UsageError
 from chaos.history import HistoryError
+from chaos.report.style import LOOKS
 
 SHOWN = 20  # explanations printed in the summary; --json has them all
-STYLE = {"ok": "bold green", "inconclusive": "bold yellow", "soft": "yellow",
-         "liveness": "magenta", "data": "bold red", "hard": "bold red"}
+INDENT = "  "  # the lines under the headline
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run knows beyond its history: where its files went, how many faults its
+    schedule held (the history has only those that fired), what the nemesis failed to do."""
+
+    run_dir: Path
+    faults_scheduled: int
+    nemesis_errors: Sequence[str] = ()
 
 
 def judge_file(path: Path, liveness_factor: float) -> Verdict:
@@ -30,40 +43,47 @@ def judge_file(path: Path, liveness_factor: float) -> Verdict:
         raise UsageError(f"{exc}; expected a lockchaos history (one JSON event per line)") from None
 
 
-def print_verdict(verdict: Verdict, console: Console) -> None:
+def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = None) -> None:
+    """The verdict, what the run did, why it is inconclusive or what went wrong (the first
+    ``SHOWN`` violations), and, for a run, its directory and what the nemesis could not do."""
     head = Text("verdict: ")
-    head.append(verdict.verdict.upper(), style=STYLE[verdict.verdict])
-    ttl = f"{verdict.ttl_ms:g} ms" if verdict.ttl_ms is not None else "unknown"
-    head.append(f"  (lock {verdict.lock or 'unknown'}, TTL {ttl}, {verdict.duration_s:.3f} s, "
-                f"{verdict.counts['events']} events)")
+    head.append(verdict.verdict, style=LOOKS[verdict.verdict].terminal)
+    if run is not None:
+        head.append(f" — run dir {run.run_dir}")
     console.print(head)
+    counts = verdict.counts
+    ttl = f"{verdict.ttl_ms:g} ms" if verdict.ttl_ms is not None else "unknown"
+    scheduled = f", {run.faults_scheduled} faults scheduled" if run is not None else ""
     lost = "not judged" if verdict.lost_writes is None else str(verdict.lost_writes)
-    console.print(
+    for facts in (
+        f"lock {verdict.lock or 'unknown'}, TTL {ttl}, {verdict.duration_s:.3f} s, "
+        f"{counts['events']} events, {counts.get('lock_cycles', 0)} lock cycles{scheduled}",
         f"hard {verdict.hard_violations} · soft {verdict.soft_violations} · liveness "
         f"{verdict.liveness_violations} · lost writes {lost} · stale accesses rejected by "
-        f"fencing {verdict.stale_writes_rejected}", markup=False,
-    )
-    counts = verdict.counts
-    console.print(
+        f"fencing {verdict.stale_writes_rejected}",
         f"acquires {counts['acquire_ok']} ok / {counts['acquire_fail']} failed / "
         f"{counts['acquire_info']} indeterminate · releases {counts['release_ok']} ok / "
         f"{counts['release_fail']} failed / {counts['release_info']} indeterminate · crashes "
-        f"{counts['crashes']} · faults {counts['faults']}", markup=False,
-    )
+        f"{counts['crashes']} · faults {counts['faults']}",
+    ):
+        console.print(Text(INDENT + facts))
     for reason in verdict.inconclusive_reasons:
-        console.print(Text(f"inconclusive: {reason}", style=STYLE["inconclusive"]))
-    print_lock_errors(verdict, console)
-    print_coverage(verdict, console)
-    if verdict.first_hard_violation_s is not None:
-        console.print(f"first hard violation at {verdict.first_hard_violation_s:.3f} s")
+        console.print(Text(f"{INDENT}inconclusive: {reason}", style=LOOKS["inconclusive"].terminal))
+    _print_lock_errors(verdict, console)
+    _print_coverage(verdict, console)
+    if (first_hard := verdict.first_hard_violation_s) is not None:
+        console.print(Text(f"{INDENT}first hard violation at {first_hard:.3f} s"))
     for number, violation in enumerate(verdict.violations[:SHOWN], 1):
-        line = Text(f"{number:>3}. ", style=STYLE[violation.kind])
+        line = Text(f"{INDENT}{number:>3}. ", style=LOOKS[violation.kind].terminal)
         line.append(violation.explanation)
         console.print(line)
     if len(verdict.violations) > SHOWN:
-        console.print(f"… and {len(verdict.violations) - SHOWN} more (--json lists them all)")
+        console.print(Text(f"{INDENT}… and {len(verdict.violations) - SHOWN} more (--json lists "
+                           "them all)"))
     for note in verdict.notes:  # what could not be judged, or was skipped
-        console.print(Text(f"warning: {note}", style="yellow"))
+        console.print(Text(f"{INDENT}warning: {note}", style="yellow"))
+    for error in run.nemesis_errors if run is not None else ():
+        console.print(Text(f"{INDENT}nemesis: {error}", style="yellow"))
 
 
 def coverage_line(name: str, entry: FaultCoverage) -> str:
@@ -72,16 +92,16 @@ def coverage_line(name: str, entry: FaultCoverage) -> str:
             f"{entry.active_s:.2f} s")
 
 
-def print_coverage(verdict: Verdict, console: Console, indent: str = "") -> None:
+def _print_coverage(verdict: Verdict, console: Console) -> None:
     """What each fault did to the lock: a fault that never hit a holder tested nothing."""
     if not verdict.coverage:
         return
-    console.print(Text(indent + "faults: " + "; ".join(
+    console.print(Text(INDENT + "faults: " + "; ".join(
         coverage_line(name, entry) for name, entry in verdict.coverage.items()
     )))
     for name, entry in verdict.coverage.items():
         if not entry.hit_holder:
-            console.print(Text(f"{indent}warning: {name} never hit a holder", style="yellow"))
+            console.print(Text(f"{INDENT}warning: {name} never hit a holder", style="yellow"))
 
 
 def lock_error_line(errors: LockErrors) -> str:
@@ -91,14 +111,14 @@ def lock_error_line(errors: LockErrors) -> str:
             f"error (first: {errors.error}, {errors.process} at {errors.at_s:.3f} s)")
 
 
-def print_lock_errors(verdict: Verdict, console: Console, indent: str = "") -> None:
+def _print_lock_errors(verdict: Verdict, console: Console) -> None:
     """Bugs in the lock, per operation, and the first one's traceback: each was judged as an
     indeterminate outcome, which is sound but would hide the bug if nobody said so."""
     for errors in verdict.lock_errors:
-        line = f"{indent}bug in the lock: {lock_error_line(errors)}"
+        line = f"{INDENT}bug in the lock: {lock_error_line(errors)}"
         console.print(Text(line, style="bold red"))
         if errors.traceback:
-            console.print(Text(_indent(errors.traceback, indent + "    "), style="dim"))
+            console.print(Text(_indent(errors.traceback, INDENT * 3), style="dim"))
 
 
 def _indent(text: str, indent: str) -> str:

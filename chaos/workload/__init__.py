@@ -3,7 +3,7 @@
 ``run_workload(topology, WorkloadConfig(lock="lua"), path)`` runs one recorded workload.
 """
 
-from chaos.workload.harness import Nemesis, RunEnv, RunResult, run_workload
+from chaos.workload.harness import Nemesis, WorkloadEnv, WorkloadResult, run_workload
 from chaos.workload.inject import PausePoint
 from chaos.workload.pool import WorkerPool
 from chaos.workload.worker import WorkloadConfig
@@ -11,9 +11,9 @@ from chaos.workload.worker import WorkloadConfig
 __all__ = [
     "Nemesis",
     "PausePoint",
-    "RunEnv",
-    "RunResult",
     "WorkerPool",
     "WorkloadConfig",
+    "WorkloadEnv",
+    "WorkloadResult",
     "run_workload",
 ]

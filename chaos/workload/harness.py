@@ -1,4 +1,4 @@
-"""One run of the workload: start event, workers (and a nemesis), final read, end event.
+"""One workload: start event, workers (and a nemesis), final read, end event.
 
 The final read goes into the history so the checker needs nothing but the file: which
 acknowledged writes survived is decided from the history alone.
@@ -21,8 +21,9 @@ FINISH_GRACE_S = 10.0  # a worker mid-operation at the deadline gets this long t
 
 
 @dataclass(frozen=True)
-class RunEnv:
-    """What a nemesis may touch during a run."""
+class WorkloadEnv:
+    """What a nemesis may touch while a workload runs (a campaign's, or an explore example's:
+    the workload's, not a run directory's)."""
 
     topology: Topology
     pool: WorkerPool
@@ -34,13 +35,15 @@ class RunEnv:
 class Nemesis(Protocol):
     """Injects faults during a run; ``stop`` must heal everything it broke."""
 
-    def start(self, env: RunEnv) -> None: ...
+    def start(self, env: WorkloadEnv) -> None: ...
 
     def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
-class RunResult:
+class WorkloadResult:
+    """What a workload left behind: its history, the operations completed, the final read."""
+
     history_path: Path
     completed_ops: int
     final_state: list[str]
@@ -56,7 +59,7 @@ def run_workload(
     nemesis: Nemesis | None = None,
     params: dict[str, Any] | None = None,
     on_start: Callable[[WorkerPool], None] | None = None,
-) -> RunResult:
+) -> WorkloadResult:
     """Run ``clients`` workers for ``config.duration_s`` and record everything in the history.
 
     ``params`` are extra run parameters (faults, schedule…) written into the start event;
@@ -70,7 +73,7 @@ def run_workload(
         try:
             pool.start()
             if nemesis is not None:
-                nemesis.start(RunEnv(topology, pool, history, config, seed))
+                nemesis.start(WorkloadEnv(topology, pool, history, config, seed))
             if on_start is not None:
                 on_start(pool)
             pool.wait(config.duration_s + FINISH_GRACE_S)
@@ -79,7 +82,7 @@ def run_workload(
                 nemesis.stop()
             pool.stop()
         final = record_end(history, resource, pool.completed)
-    return RunResult(history_path, pool.completed, final)
+    return WorkloadResult(history_path, pool.completed, final)
 
 
 def record_start(
