@@ -88,22 +88,24 @@ class FromDriver(msgspec.Struct, tag_field="type", kw_only=True):
     """A line the driver writes."""
 
 
-class Described(FromDriver, tag="describe", kw_only=True):
-    capabilities: list[str]
-    driver: str | None = None
-    language: str | None = None
-    library: str | None = None
+class SelfDescription(FromDriver, kw_only=True):
+    """What a driver says of itself, in ``describe`` and ``hello``."""
 
-
-class HelloReply(FromDriver, tag="hello", kw_only=True):
-    """Ready (``ok``), or cannot run here (not ``ok``, ``message`` says why in one line)."""
-
-    ok: bool
-    message: str | None = None
     driver: str | None = None
     language: str | None = None
     library: str | None = None
     capabilities: list[str] = msgspec.field(default_factory=list)
+
+
+class Described(SelfDescription, tag="describe", kw_only=True):
+    """The answer to ``describe``."""
+
+
+class HelloReply(SelfDescription, tag="hello", kw_only=True):
+    """Ready (``ok``), or cannot run here (not ``ok``, ``message`` says why in one line)."""
+
+    ok: bool
+    message: str | None = None
 
 
 class Ok(FromDriver, tag="ok", kw_only=True):
