@@ -166,6 +166,9 @@ def test_an_exec_driver_written_in_a_test_runs_like_any_lock(
 
 # -- the harness side of the protocol, against drivers that misbehave ------------------------
 
+# docs/driver-protocol.md's worked example: plain Python, RESP over a socket, both capabilities.
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples/drivers/python/driver.py"
+
 
 def _driver(tmp_path: Path, body: str) -> str:
     """``exec:`` for a small Python driver whose request loop is ``body``."""
@@ -315,6 +318,36 @@ def test_the_hello_names_every_node_and_sentinel_through_the_clients_proxies(
     assert set(schema["required"]) <= set(hello) <= set(schema["properties"])
 
 
+class RecordingPausePoints:
+    """Pause points as a driver sees them through its ``LockContext``, recording each command
+    announced to them (``armed`` non-empty: announce; empty: do not)."""
+
+    def __init__(self, armed: tuple[str, ...]) -> None:
+        self.armed = armed
+        self.commands: list[str] = []
+
+    def before_command(self, command: str) -> None:
+        self.commands.append(command)
+
+
+@pytest.mark.parametrize("armed", [("a point",), ()], ids=["armed", "unarmed"])
+def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(
+    single: LocalTopology, armed: tuple[str, ...]
+) -> None:
+    """The harness's injector reaches a driver through ``ctx.pause_points`` (the worker hands
+    it to ``build_context``), never through an import of the workload."""
+    points = RecordingPausePoints(armed)
+    ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=500, pause_points=points)
+    lock = locks.load(f"exec:{sys.executable} {EXAMPLE}")(ctx)
+    try:
+        lease = lock.acquire()
+        assert lease and lock.release(lease)
+    finally:
+        lock.close()  # type: ignore[attr-defined]
+        ctx.close()
+    assert points.commands == (["SET", "EVAL"] if armed else [])
+
+
 def test_client_pause_freezes_the_driver_and_a_crash_kills_it(
     tmp_path: Path, single: LocalTopology
 ) -> None:
@@ -419,8 +452,7 @@ def test_the_pytest_plugin_runs_a_java_lock(lockchaos_clients: Any, lockchaos_ch
 def test_the_docs_worked_example_driver_runs_with_both_capabilities(tmp_path: Path) -> None:
     """examples/drivers/python/driver.py (docs/driver-protocol.md): plain Python, RESP over a
     socket, extend and pause-points: paused before its release's EVAL, never hard."""
-    example = Path(__file__).resolve().parents[1] / "examples/drivers/python/driver.py"
-    lock = f"exec:{sys.executable} {example}"
+    lock = f"exec:{sys.executable} {EXAMPLE}"
     locks.check_faults(lock, [FAULTS["client-pause-at"]])  # it announces pause-points
     campaign = Campaign.from_options(
         lock,
