@@ -8,7 +8,7 @@ the same node in the same run, so the ratio says how much of Redis's raw speed t
     python bench/throughput.py [--duration 5] [--lock lua]
 
 ``--drivers`` compares, in one run on five standalone masters, the lock cycles per second of
-every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/locks/driver.py) with the
+every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/drivers/) with the
 Python ``lua`` lock (and the Python ``redlock`` for the two Redlocks), counted from each run's
 first acquire (a JVM's start-up is not a lock's speed); then the protocol's own cost per round
 trip: sequential acquire+release pairs from one client against a driver that answers without
@@ -150,15 +150,15 @@ def round_trip_ms(topo: topology.Topology, lock: str, pairs: int) -> float:
 
 
 def drivers_main(duration_s: float, pairs: int) -> None:
-    from chaos.locks import driver
+    from chaos.drivers import catalog
 
     out: dict[str, object] = {"clients": DRIVER_CLIENTS, "nodes": 5, "duration_s": duration_s}
     with topology.start("standalone", nodes=5) as topo, tempfile.TemporaryDirectory() as tmp:
         null_py = Path(tmp) / "null_driver.py"
         null_py.write_text(NULL_PYTHON)
-        java_null = [*driver.BUNDLED_DRIVERS["jedis-lua"].argv()[:-1], "null"]
+        java_null = [*catalog.BUNDLED_DRIVERS["jedis-lua"].argv()[:-1], "null"]
         runs: dict[str, dict[str, float]] = {}
-        for lock in ["lua", "redlock", *driver.BUNDLED_DRIVERS]:
+        for lock in ["lua", "redlock", *catalog.BUNDLED_DRIVERS]:
             runs[lock] = cycles(topo, lock, duration_s)
         out["cycles"] = runs
         per_pair = {

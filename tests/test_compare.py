@@ -13,9 +13,9 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
+from chaos.drivers.catalog import INFOS as DRIVER_INFOS
 from chaos.experiments.compare import claim_for, plan_matrix
 from chaos.experiments.truth_table import CELLS, DRIVER_CELLS
-from chaos.locks.driver import INFOS as DRIVER_INFOS
 from chaos.report.matrix import load_matrix
 
 

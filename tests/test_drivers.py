@@ -1,4 +1,4 @@
-"""Locks in other languages through the driver protocol (chaos/locks/driver.py), on real
+"""Locks in other languages through the driver protocol (chaos/drivers/), on real
 topologies: the bundled Jedis, Redisson, redsync and node-redlock drivers (built by
 ``scripts/drivers-setup.sh`` during ``make setup``) break where their seeds say they break, an
 ``exec:`` driver written in a test runs like any lock, and the harness side of the protocol
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 import time
@@ -24,12 +25,15 @@ from chaos import history as h
 from chaos import locks
 from chaos.campaign import Campaign
 from chaos.cli import main
+from chaos.drivers import adapter, catalog
+from chaos.drivers.process import DriverBroken
+from chaos.drivers.protocol import encode
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
 from chaos.experiments.truth_table import DRIVER_CELLS, Cell
-from chaos.locks import driver
 from chaos.locks.context import build_context
 from chaos.locks.contract import Lease, LockContext
+from chaos.nemesis import FAULTS
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
@@ -64,7 +68,7 @@ def test_driver_cell(tmp_path: Path, cell: Cell) -> None:
 
 
 def _duration(cell: Cell) -> float:
-    java = driver.BUNDLED_DRIVERS[cell.lock].language == "java"
+    java = catalog.BUNDLED_DRIVERS[cell.lock].language == "java"
     if cell.stop_on:
         if "client-clock" in cell.faults:
             return CLIENT_CLOCK_DURATION_S
@@ -163,6 +167,9 @@ def test_an_exec_driver_written_in_a_test_runs_like_any_lock(
 
 # -- the harness side of the protocol, against drivers that misbehave ------------------------
 
+# docs/driver-protocol.md's worked example: plain Python, RESP over a socket, both capabilities.
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples/drivers/python/driver.py"
+
 
 def _driver(tmp_path: Path, body: str) -> str:
     """``exec:`` for a small Python driver whose request loop is ``body``."""
@@ -191,7 +198,7 @@ def _ctx(single: LocalTopology) -> LockContext:
 
 def _start(
     tmp_path: Path, single: LocalTopology, handler: str, caps: str = "[]"
-) -> driver.DriverLock:
+) -> adapter.DriverLock:
     command = _driver(
         tmp_path, HELLO_THEN.format(caps=caps, handler=textwrap.indent(handler, "    "))
     )
@@ -222,7 +229,7 @@ elif m["type"] == "extend":
         assert lock.acquire() == Lease(token="c1:a", validity_ms=150.5, fence=7)
         assert lock.acquire() is None
         assert lock.release(Lease(token="c1:a")) is False  # a definite error: certainly not
-        with pytest.raises(driver.DriverError, match="timed out"):  # indeterminate: raises
+        with pytest.raises(adapter.DriverError, match="timed out"):  # indeterminate: raises
             lock.release(Lease(token="c1:b"))
         assert locks.can_extend(lock)
         assert lock.extend(Lease(token="c1:a")) == Lease(token="c1:a", validity_ms=200)  # type: ignore[attr-defined]
@@ -244,16 +251,24 @@ def test_garbage_death_and_hangs_each_get_one_clear_line(
 ) -> None:
     garbage = _start(tmp_path, single, 'print("this is not json", flush=True)')
     try:
-        with pytest.raises(driver.DriverBroken, match="not a JSON object: 'this is not json'"):
+        with pytest.raises(DriverBroken, match="not a JSON object: 'this is not json'"):
             garbage.acquire()
-        with pytest.raises(driver.DriverBroken):  # and stays broken, without a hot loop
+        with pytest.raises(DriverBroken):  # and stays broken, without a hot loop
             garbage.acquire()
     finally:
         garbage.close()
+    no_id = _start(tmp_path, single, 'out(type="ok", token="c1:a")')
+    try:
+        with pytest.raises(
+            DriverBroken, match=re.escape("not the protocol (Object missing required field `id`)")
+        ):
+            no_id.acquire()
+    finally:
+        no_id.close()
     dies = _start(tmp_path, single, 'sys.stderr.write("RuntimeError: boom\\n"); sys.exit(3)')
     try:
         with pytest.raises(
-            driver.DriverBroken,
+            DriverBroken,
             match=re.escape("exited with status 3 (stderr: RuntimeError: boom)"),
         ):
             dies.acquire()
@@ -264,7 +279,7 @@ def test_garbage_death_and_hangs_each_get_one_clear_line(
     started = time.monotonic()
     try:
         with pytest.raises(
-            driver.DriverBroken, match=re.escape("did not answer acquire #1 within 0.5 s")
+            DriverBroken, match=re.escape("did not answer acquire #1 within 0.5 s")
         ):
             hangs.acquire()
         assert time.monotonic() - started < 3
@@ -290,7 +305,7 @@ def test_the_hello_names_every_node_and_sentinel_through_the_clients_proxies(
     sentinel: LocalTopology,
 ) -> None:
     view = sentinel.client_view("c2")
-    hello = driver.hello_message(build_context(view, lock_name="k", ttl_ms=300))
+    hello = json.loads(encode(adapter.hello(build_context(view, lock_name="k", ttl_ms=300))))
     assert hello["client_id"] == "c2" and hello["ttl_ms"] == 300 and hello["lock_name"] == "k"
     assert [(n["host"], n["port"]) for n in hello["nodes"]] == [tuple(a) for a in view.nodes]
     assert [(s["host"], s["port"]) for s in hello["sentinels"]] == [
@@ -300,8 +315,38 @@ def test_the_hello_names_every_node_and_sentinel_through_the_clients_proxies(
     assert {k: (v["host"], v["port"]) for k, v in hello["route"].items()} == {
         k: tuple(v) for k, v in view.route.items()
     }
-    schema = json.loads(Path("docs/driver-protocol.schema.json").read_text())
-    assert set(hello) <= set(schema["$defs"]["hello"]["properties"])
+    schema = json.loads(Path("docs/driver-protocol.schema.json").read_text())["$defs"]["hello"]
+    assert set(schema["required"]) <= set(hello) <= set(schema["properties"])
+
+
+class RecordingPausePoints:
+    """Pause points as a driver sees them through its ``LockContext``, recording each command
+    announced to them (``armed`` non-empty: announce; empty: do not)."""
+
+    def __init__(self, armed: tuple[str, ...]) -> None:
+        self.armed = armed
+        self.commands: list[str] = []
+
+    def before_command(self, command: str) -> None:
+        self.commands.append(command)
+
+
+@pytest.mark.parametrize("armed", [("a point",), ()], ids=["armed", "unarmed"])
+def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(
+    single: LocalTopology, armed: tuple[str, ...]
+) -> None:
+    """The harness's injector reaches a driver through ``ctx.pause_points`` (the worker hands
+    it to ``build_context``), never through an import of the workload."""
+    points = RecordingPausePoints(armed)
+    ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=500, pause_points=points)
+    lock = locks.load(f"exec:{sys.executable} {EXAMPLE}")(ctx)
+    try:
+        lease = lock.acquire()
+        assert lease and lock.release(lease)
+    finally:
+        lock.close()  # type: ignore[attr-defined]
+        ctx.close()
+    assert points.commands == (["SET", "EVAL"] if armed else [])
 
 
 def test_client_pause_freezes_the_driver_and_a_crash_kills_it(
@@ -342,9 +387,40 @@ def _children(pid: int) -> list[int]:
 
 def test_bundled_drivers_are_listed_with_language_and_library() -> None:
     listed = {info.name: info for info in locks.catalog()}
-    for name, entry in driver.BUNDLED_DRIVERS.items():
+    for name, entry in catalog.BUNDLED_DRIVERS.items():
         assert listed[name].summary.startswith(f"{entry.language} ({entry.library}): ")
     assert listed["redsync"].topology == "standalone" and listed["node-redlock"].min_nodes == 3
+
+
+def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built drivers are looked for in drivers/ of every cache (chaos.topology.binaries), not
+    next to the source; a missing build is one line naming the command that builds it."""
+    monkeypatch.delenv("LOCKCHAOS_DRIVERS_DIR", raising=False)
+    entry = catalog.BUNDLED_DRIVERS["redsync"]
+    built = next(d for d in catalog.build_dirs() if (d / entry.build / entry.ready).exists())
+    monkeypatch.setenv("LOCKCHAOS_CACHE", str(built.parent))
+    assert entry.argv() == [str(built / "redsync" / "redsync-driver")]
+    monkeypatch.setenv("LOCKCHAOS_CACHE", str(tmp_path))
+    with pytest.raises(
+        UsageError,
+        match=r"^lock 'redsync': its go driver is not built \(no redsync-driver in "
+        + re.escape(str(tmp_path / "drivers" / "redsync"))
+        + r"\): run `make setup` in this checkout$",
+    ):
+        locks.load("redsync")
+
+
+@pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
+def test_each_drivers_module_can_be_imported_first(module: str) -> None:
+    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
+    contract of chaos.locks: whichever module a program imports first, both load."""
+    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr
 
 
 def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
@@ -354,11 +430,16 @@ def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
         tmp_path,
         'm = json.loads(sys.stdin.readline())\nout(type="describe", capabilities=[])\n',
     )
-    with pytest.raises(UsageError, match="client-pause-at needs a driver with the 'pause-points'"):
-        locks.check_faults(f"exec:{plain}", ["client-pause-at"])
-    locks.check_faults(f"exec:{plain}", ["client-pause", "slow-work"])  # fine
-    locks.check_faults("jedis-get-then-del", ["client-pause-at"])  # has the capability
-    locks.check_faults("lua", ["client-pause-at"])  # Python locks take every fault
+    pause_at = [FAULTS["client-pause-at"]]
+    with pytest.raises(
+        UsageError,
+        match=r"^lock 'exec:.*': client-pause-at needs a driver with the 'pause-points' "
+        r"capability, which this one does not announce \(docs/driver-protocol.md\)$",
+    ):
+        locks.check_faults(f"exec:{plain}", pause_at)
+    locks.check_faults(f"exec:{plain}", [FAULTS["client-pause"], FAULTS["slow-work"]])  # fine
+    locks.check_faults("jedis-get-then-del", pause_at)  # has the capability
+    locks.check_faults("lua", pause_at)  # Python locks take every fault
 
 
 @pytest.mark.lockchaos(lock="jedis-del-release", faults="slow-work")
@@ -372,9 +453,8 @@ def test_the_pytest_plugin_runs_a_java_lock(lockchaos_clients: Any, lockchaos_ch
 def test_the_docs_worked_example_driver_runs_with_both_capabilities(tmp_path: Path) -> None:
     """examples/drivers/python/driver.py (docs/driver-protocol.md): plain Python, RESP over a
     socket, extend and pause-points: paused before its release's EVAL, never hard."""
-    example = Path(__file__).resolve().parents[1] / "examples/drivers/python/driver.py"
-    lock = f"exec:{sys.executable} {example}"
-    locks.check_faults(lock, ["client-pause-at"])  # it announces pause-points
+    lock = f"exec:{sys.executable} {EXAMPLE}"
+    locks.check_faults(lock, [FAULTS["client-pause-at"]])  # it announces pause-points
     campaign = Campaign.from_options(
         lock,
         "client-pause-at:command=EVAL,partition",

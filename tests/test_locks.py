@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
+from chaos.drivers.catalog import INFOS as DRIVER_INFOS
 from chaos.history import now
 from chaos.locks import BUNDLED, build_context, create, scripts
 from chaos.locks.contract import ExtendableLockClient, Lease, LockClient, LockContext
-from chaos.locks.driver import INFOS as DRIVER_INFOS
 from chaos.locks.fenced import fence_key
 from chaos.locks.redlock import node_timeout_s
 from chaos.locks.watchdog import Watchdog
@@ -29,7 +29,7 @@ MARGIN_S = 0.08
 # Redlock's own tests use 1 s: per-node timeouts of TTL/10 = 100 ms, so a loaded machine does
 # not turn a slow reply into a lost vote (at 300 ms they would be 30 ms).
 REDLOCK_TTL = 1000
-# The Python locks: the drivers in other languages (chaos.locks.driver) have their own
+# The Python locks: the drivers in other languages (chaos.drivers) have their own
 # contract tests in tests/test_drivers.py, on the topologies they are built for.
 ALL = [name for name in BUNDLED if name not in DRIVER_INFOS]
 SINGLE = [name for name in ALL if name != "redlock"]

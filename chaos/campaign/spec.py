@@ -182,7 +182,7 @@ class Campaign(msgspec.Struct, frozen=True):
         for name, overrides in self.faults:  # built without parse_faults (the API, compare)
             FAULTS[name].check_params(overrides)
         locks.load(self.lock)
-        locks.check_faults(self.lock, self.fault_names)
+        locks.check_faults(self.lock, self.fault_objects)
         check_provider(
             self.provider,
             config=self.provider_config_path,

@@ -1,9 +1,10 @@
 """Locks under test: the plugin contract, the bundled lock zoo, and how ``--lock`` is loaded.
 
-``--lock`` takes a bundled short name (``lua``, ``redlock``, … — ``lockchaos list``) or
+``--lock`` takes a bundled short name (``lua``, ``redlock``, … — ``lockchaos list``),
 ``module:attr`` naming a factory ``make(ctx: LockContext) -> LockClient`` (``module`` may also
-be a path to a ``.py`` file). The contract lives in ``chaos.locks.contract`` and is documented
-in ``docs/writing-a-lock-adapter.md``.
+be a path to a ``.py`` file), or ``exec:'CMD ARGS'``, a lock in any language run as a driver
+(``chaos.drivers``). The contract lives in ``chaos.locks.contract`` and is documented in
+``docs/writing-a-lock-adapter.md``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import Protocol, cast
 
 import redis
 
+# The module, not its names: chaos.drivers.catalog imports chaos.locks.contract, so whichever of
+# the two packages is imported first, the other finds this one partly loaded; its names are
+# looked up when a lock is loaded.
+from chaos.drivers import catalog as drivers
 from chaos.errors import UsageError
 from chaos.locks.context import build_context
 from chaos.locks.contract import (
@@ -52,25 +58,27 @@ BUNDLED: dict[str, str] = {
     "php-lock": "chaos.locks.php_lock:make",
     "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
     "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
+    # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
+    "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
+    "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",
+    "jedis-del-release": "chaos.drivers.catalog:jedis_del_release",
+    "jedis-get-then-del": "chaos.drivers.catalog:jedis_get_then_del",
+    "jedis-lua": "chaos.drivers.catalog:jedis_lua",
+    "redisson": "chaos.drivers.catalog:redisson",
+    "redisson-lease": "chaos.drivers.catalog:redisson_lease",
+    "redsync": "chaos.drivers.catalog:redsync",
+    "node-redlock": "chaos.drivers.catalog:node_redlock",
 }
-# Locks in other languages, run through the driver protocol (chaos/locks/driver.py).
-from chaos.locks.driver import INFOS as _DRIVER_INFOS  # noqa: E402
-
-BUNDLED.update({name: entry.target for name, entry in _DRIVER_INFOS.items()})
 
 _HINT = "run `lockchaos list` for the bundled locks, or pass module:attr"
 
 
 def load(spec: str) -> LockFactory:
     """The factory a ``--lock`` value names; ``UsageError`` (one line) if there is none."""
-    if spec.startswith("exec:"):  # a driver in any language: docs/driver-protocol.md
-        from chaos.locks.driver import exec_factory
-
-        return cast(LockFactory, exec_factory(spec[len("exec:") :]))
-    if spec in _DRIVER_INFOS:  # a bundled driver: one line up front if it is not built
-        from chaos.locks.driver import BUNDLED_DRIVERS
-
-        BUNDLED_DRIVERS[spec].argv()
+    if spec.startswith(drivers.EXEC):  # a driver in any language: docs/driver-protocol.md
+        return cast(LockFactory, drivers.exec_factory(spec[len(drivers.EXEC) :]))
+    if spec in drivers.BUNDLED_DRIVERS:  # a bundled driver: one line up front if it is not built
+        drivers.BUNDLED_DRIVERS[spec].argv()
     target = BUNDLED.get(spec, spec)
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
@@ -159,12 +167,32 @@ def create(spec: str, ctx: LockContext) -> LockClient:
     return check_client(client, spec)
 
 
-def check_faults(spec: str, faults: list[str]) -> None:
-    """``UsageError`` up front when the lock cannot take one of ``faults`` (today: a driver
-    without the pause-points capability and ``client-pause-at``); Python locks take them all."""
-    from chaos.locks.driver import check_capabilities
+class ClientNeeds(Protocol):
+    """What a fault asks of the lock client (``chaos.nemesis.Fault`` has these)."""
 
-    check_capabilities(spec, faults)
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def client_needs(self) -> frozenset[str]: ...
+
+
+def check_faults(spec: str, faults: Iterable[ClientNeeds]) -> None:
+    """``UsageError`` up front, naming the fault and what it lacks, when the client of lock
+    ``spec`` cannot do what one of ``faults`` needs from it. A Python lock can do all of it
+    (its commands go through the harness's connections); a driver, what it says it can (asked
+    only when a fault needs something)."""
+    wanting = [fault for fault in faults if fault.client_needs]
+    has = drivers.capabilities(spec) if wanting else None
+    if has is None:
+        return
+    for fault in wanting:
+        missing = sorted(fault.client_needs - has)
+        if missing:
+            raise UsageError(
+                f"lock {spec!r}: {fault.name} needs a driver with the {missing[0]!r} "
+                "capability, which this one does not announce (docs/driver-protocol.md)"
+            )
 
 
 def can_extend(client: LockClient) -> bool:
@@ -204,6 +232,7 @@ def check_topology(spec: str, kind: str, nodes: int) -> None:
 
 __all__ = [
     "BUNDLED",
+    "ClientNeeds",
     "ExtendableLockClient",
     "Lease",
     "LockClient",

@@ -21,7 +21,13 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnection
 
 from chaos.errors import UsageError
-from chaos.locks.contract import LockContext, RenewalReporter, ignore_renewal
+from chaos.locks.contract import (
+    NO_PAUSE_POINTS,
+    LockContext,
+    PausePoints,
+    RenewalReporter,
+    ignore_renewal,
+)
 from chaos.topology.base import ClientView
 
 DEFAULT_SOCKET_TIMEOUT_S = 0.5
@@ -83,8 +89,13 @@ def build_context(
     report_renewal: RenewalReporter = ignore_renewal,
     connection_class: type[redis.Connection] = redis.Connection,
     socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
+    pause_points: PausePoints = NO_PAUSE_POINTS,
 ) -> LockContext:
-    """Connections for ``view.client_id`` to every node (and the Sentinel master, if any)."""
+    """Connections for ``view.client_id`` to every node (and the Sentinel master, if any).
+
+    ``connection_class`` and ``pause_points`` are the two ways the harness's pause points reach
+    a lock: the connections redis-py uses, and what a lock sending its own commands (a driver
+    process) calls before each of them."""
     if not lock_name:
         raise UsageError("the lock name (the Redis key) must not be empty")
     if ttl_ms <= 0:
@@ -137,6 +148,7 @@ def build_context(
         nodes=nodes,
         master=master,
         report_renewal=report_renewal,
+        pause_points=pause_points,
     )
 
 

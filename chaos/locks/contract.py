@@ -26,12 +26,16 @@ undecidable outcomes that are not Redis errors raises ``Indeterminate`` (or a su
 A lock that keeps its lease alive by itself (a watchdog thread) reports every successful
 background renewal with ``ctx.report_renewal(lease, validity_ms, invoked_at_ns)``, where
 ``invoked_at_ns`` is ``chaos.history.now()`` taken just before the renewal command was sent.
+
+A lock whose Redis commands do not go through the context's connections (a driver process,
+``chaos.drivers``) calls ``ctx.pause_points.before_command(name)`` right before each command it
+sends, so the harness's pause points (``client-pause-at``) can stop it there.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,6 +104,36 @@ def ignore_renewal(lease: Lease, validity_ms: float | None, invoked_at_ns: int) 
     """The default ``report_renewal``: renewals go unrecorded (outside the harness)."""
 
 
+# What a fault may need from a lock client beyond acquire/release (``Fault.client_needs``). A
+# Python lock has every one (its commands go through the harness's connections); a driver has
+# those it announces (docs/driver-protocol.md, ``capabilities``).
+PAUSE_POINTS = "pause-points"  # it can be stopped, slowed or killed right before a command
+
+
+class PausePoints(Protocol):
+    """The harness's pause-injection points, as a lock that sends its own commands sees them:
+    ``armed`` (empty when none waits: then nothing need be announced) and ``before_command``,
+    called with the command's name in capitals right before it is sent (it may stop, slow or
+    kill this process there)."""
+
+    @property
+    def armed(self) -> Sequence[object]: ...
+
+    def before_command(self, command: str) -> None: ...
+
+
+class _NoPausePoints:
+    """The default ``pause_points``: nothing is ever armed (outside the harness)."""
+
+    armed: tuple[()] = ()
+
+    def before_command(self, command: str) -> None:
+        """Nothing to fire."""
+
+
+NO_PAUSE_POINTS: PausePoints = _NoPausePoints()
+
+
 @dataclass
 class LockContext:
     """Everything a lock factory gets, for one client process.
@@ -121,6 +155,7 @@ class LockContext:
     # lock on one key sends, so a lock written for one master runs on a cluster unchanged.
     master: redis.Redis | None = None
     report_renewal: RenewalReporter = ignore_renewal
+    pause_points: PausePoints = NO_PAUSE_POINTS
 
     @property
     def primary(self) -> redis.Redis:
@@ -192,6 +227,8 @@ class LockInfo:
 __all__ = [
     "GAVE_UP",
     "INDETERMINATE_ERRORS",
+    "NO_PAUSE_POINTS",
+    "PAUSE_POINTS",
     "ExtendableLockClient",
     "GaveUp",
     "Indeterminate",
@@ -200,6 +237,7 @@ __all__ = [
     "LockContext",
     "LockFactory",
     "LockInfo",
+    "PausePoints",
     "RenewalReporter",
     "ignore_renewal",
     "is_lock_bug",

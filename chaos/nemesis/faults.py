@@ -9,7 +9,8 @@ and ``apply`` and the stop event after healing.
 Everything else about a fault is declared on its class, so adding a fault is one class here
 (or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
 start event for the checker (which knows no fault by name), ``needs``/``provider_needs``/
-``persistence`` say what topology it needs, ``stepping`` how the explorer switches it
+``persistence`` say what topology it needs, ``client_needs`` what the lock client must be
+able to do (a driver that cannot is refused up front), ``stepping`` how the explorer switches it
 on and off (``None``: not as an on/off step), and ``parameters`` which ``--faults name:key=value``
 overrides it takes (``check_params`` refuses any other, before anything starts).
 """
@@ -30,6 +31,7 @@ import redis
 
 from chaos import history as h
 from chaos.errors import UsageError
+from chaos.locks.contract import PAUSE_POINTS
 from chaos.topology import base
 from chaos.topology.base import Topology, host_port
 from chaos.topology.node import restart_nodes
@@ -182,6 +184,9 @@ class Fault(ABC):
     # It moves client clocks: every client of its run then starts under libfaketime
     # (chaos.workload.clocks), which a campaign sets up before the clients start.
     fakes_client_clocks: ClassVar[bool] = False
+    # What it asks of the lock client (chaos.locks.contract: PAUSE_POINTS): every Python lock
+    # can do it all; a driver that does not announce it refuses the fault before anything starts.
+    client_needs: ClassVar[frozenset[str]] = frozenset()
     # The overrides it takes (``--faults name:key=value``); the keys ``params`` draws.
     parameters: ClassVar[Mapping[str, Param]] = takes(duration_ms=DURATION)
 
@@ -242,6 +247,7 @@ class ClientPauseAt(Fault):
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
     effects = frozenset({h.STALLS_CLIENT})
+    client_needs = frozenset({PAUSE_POINTS})
     parameters = takes(
         duration_ms=DURATION, command=COMMAND, op=OP, nth=NTH,
         client=Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)"),

@@ -5,7 +5,8 @@ makes uses ``InjectingConnection`` (or its Sentinel-managed twin), which consult
 process-wide ``injector`` before sending each command. The worker tells the injector which
 operation it is in (acquire, release, extend), so a point can name both the command and the
 operation: ``PausePoint("DEL", op="release")`` fires on the DEL of ``get-then-del``'s release,
-not on any other DEL.
+not on any other DEL. A lock that sends its own commands (a driver process) reaches the same
+injector through its ``LockContext.pause_points`` (the worker hands it to ``build_context``).
 
 Actions:
   ``pause`` — the process SIGSTOPs itself (every thread freezes, watchdogs included, like a

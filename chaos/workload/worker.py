@@ -111,6 +111,7 @@ class Worker:
             report_renewal=self._renewed,
             connection_class=InjectingConnection,
             socket_timeout_s=self.config.socket_timeout_s,
+            pause_points=injector,
         )
         self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
         resource_conn = redis.Redis(
@@ -321,7 +322,7 @@ def worker_main(
 ) -> None:
     """Process entry point (forked by the pool); ``worker_class`` decides what ``run`` does."""
     die_with_parent(signal.SIGKILL)
-    # Its own process group: a lock driver (chaos/locks/driver.py) started by this client is
+    # Its own process group: a lock driver (chaos/drivers/) started by this client is
     # stopped, continued and killed with it (the pool signals the group).
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)

@@ -1,0 +1,313 @@
+"""Which drivers there are: the bundled ones by name, a user's by ``exec:'CMD ARGS'``.
+
+The bundled drivers (Jedis, Redisson, go-redsync, node-redlock; sources in
+examples/drivers/) are built by a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into
+``drivers/`` of its cache. They are found in the caches lockchaos searches for every program
+it runs (``chaos.topology.binaries.caches``: ``LOCKCHAOS_CACHE``, a checkout's ``.cache``, the
+per-user cache) or in ``LOCKCHAOS_DRIVERS_DIR`` alone when that is set. Each is registered in
+``chaos.locks.BUNDLED`` as an ordinary short name.
+
+Known flaw: a driver is exactly as safe as the lock it runs; each bundled driver's flaw is in
+its entry (``lockchaos list``).
+
+What a driver can do for a fault (``Fault.client_needs``) is declared here for a bundled one
+and asked of a user's with a ``describe`` request (``capabilities``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The module, not its names: importing chaos.drivers.adapter first imports chaos.locks (for
+# its contract), which imports this module while adapter is still loading.
+from chaos.drivers import adapter
+from chaos.drivers.process import DriverBroken, DriverProcess
+from chaos.drivers.protocol import Describe, Described
+from chaos.errors import UsageError
+from chaos.locks.contract import PAUSE_POINTS, LockContext, LockInfo
+from chaos.topology.binaries import IN_CHECKOUT, caches
+
+EXEC = "exec:"  # --lock exec:'CMD ARGS': a user's driver
+
+# -- a user's driver: exec:'CMD ARGS' -----------------------------------------------------------
+
+
+def parse_exec(command: str) -> list[str]:
+    """``exec:'CMD ARGS'`` → argv; ``UsageError`` (one line) if it cannot be run."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"lock '{EXEC}{command}': cannot parse the command: {exc}") from None
+    if not argv:
+        raise UsageError(f"lock '{EXEC}': give the driver's command, e.g. exec:'python3 driver.py'")
+    program = argv[0]
+    if os.sep in program:
+        if not os.access(program, os.X_OK):
+            raise UsageError(f"lock '{EXEC}{command}': {program} is not an executable file")
+    elif shutil.which(program) is None:
+        raise UsageError(f"lock '{EXEC}{command}': {program!r} is not on PATH")
+    return argv
+
+
+def exec_factory(command: str) -> Callable[[LockContext], adapter.DriverLock]:
+    argv = parse_exec(command)
+
+    def make(ctx: LockContext) -> adapter.DriverLock:
+        return adapter.start(ctx, argv, f"{EXEC}{command}")
+
+    return make
+
+
+def describe(command: str) -> Described | None:
+    """Start a user's driver, send ``describe``, return its answer (None if it gave none
+    within the hello's time; it exits at end of input)."""
+    driver = DriverProcess(parse_exec(command), label=f"{EXEC}{command}")
+    try:
+        driver.send(Describe())
+        reply = driver.receive(adapter.HELLO_TIMEOUT_S)
+    except DriverBroken:
+        return None
+    finally:
+        driver.close()
+    return reply if isinstance(reply, Described) else None
+
+
+# -- the bundled drivers -------------------------------------------------------------------------
+
+
+def build_dirs() -> list[Path]:
+    """Where built drivers are looked for, in order."""
+    override = os.environ.get("LOCKCHAOS_DRIVERS_DIR")
+    if override:
+        return [Path(override)]
+    return [cache / "drivers" for _, cache in caches()]
+
+
+def _build_hint() -> str:
+    if IN_CHECKOUT:
+        return "run `make setup` in this checkout"
+    return ("the bundled drivers are built by `make setup` in a lockchaos checkout: "
+            "set LOCKCHAOS_DRIVERS_DIR to its .cache/drivers")  # fmt: skip
+
+
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx128m",
+             "-XX:-UsePerfData", "-Xshare:auto"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """A bundled driver: where its build lives, how to start it, what it can do."""
+
+    info: LockInfo
+    build: str  # its directory under drivers/ in a cache
+    language: str
+    library: str
+    launcher: Callable[[Path], list[str]]
+    ready: str  # a file inside the build directory that exists once it is built
+    capabilities: frozenset[str] = frozenset({PAUSE_POINTS})  # as its hello announces them
+
+    def argv(self) -> list[str]:
+        """How to start it; ``UsageError`` (one line) if it is built nowhere."""
+        searched = [root / self.build for root in build_dirs()]
+        for root in searched:
+            if (root / self.ready).exists():
+                return self.launcher(root)
+        raise UsageError(
+            f"lock {self.info.name!r}: its {self.language} driver is not built (no "
+            f"{self.ready} in {', '.join(map(str, searched))}): {_build_hint()}"
+        )
+
+
+def _java(main: str, *args: str) -> Callable[[Path], list[str]]:
+    def argv(root: Path) -> list[str]:
+        java = os.environ.get("LOCKCHAOS_JAVA") or shutil.which("java") or "java"
+        cp = f"{root / 'classes'}:{root / 'lib'}/*"
+        return [java, *JVM_FLAGS, "-cp", cp, main, *args]
+
+    return argv
+
+
+def _go(root: Path) -> list[str]:
+    return [str(root / "redsync-driver")]
+
+
+def _node(root: Path) -> list[str]:
+    node = os.environ.get("LOCKCHAOS_NODE") or shutil.which("node") or "node"
+    return [node, str(root / "driver.js")]
+
+
+def _info(name: str, summary: str, seed: str, flaw: str, **flags: Any) -> LockInfo:
+    return LockInfo(
+        name=name,
+        target=f"{__name__}:{name.replace('-', '_')}",
+        summary=summary,
+        seed=seed,
+        flaw=flaw,
+        **flags,
+    )
+JEDIS = "Jedis 8.0.2"
+REDISSON = "Redisson 3.45.1"
+REDSYNC = "go-redsync v4.13.0 + go-redis v9"
+NODE_REDLOCK = "redlock 5.0.0-beta.2 + ioredis 5"
+_SEED_004 = "004_8e2bee48344fb8f7.txt"
+
+
+def _jedis(name: str, variant: str, summary: str, seed: str, flaw: str) -> Bundled:
+    info = _info(name, f"java ({JEDIS}): {summary}", seed, flaw)
+    launcher = _java("lockchaos.JedisDriver", variant)
+    return Bundled(info, "jedis", "java", JEDIS, launcher, "classes/lockchaos/JedisDriver.class")
+
+
+BUNDLED_DRIVERS: dict[str, Bundled] = {
+    b.info.name: b
+    for b in (
+        _jedis(
+            "jedis-setnx-expire",
+            "setnx-expire",
+            "jedis.setnx then jedis.expire (seconds), Lua compare-and-delete release",
+            f"{_SEED_004}, 错误示例1 wrongGetLock1, as Java",
+            "a crash between SETNX and EXPIRE leaves a key with no expiry: deadlock.",
+        ),
+        _jedis(
+            "jedis-getset-timestamp",
+            "getset-timestamp",
+            "setnx(expiry timestamp), get, getSet when expired; jedis.del release",
+            f"{_SEED_004}, 错误示例2 wrongGetLock2, as Java",
+            "expiry is judged by each client's clock and any client's DEL releases the lock.",
+        ),
+        _jedis(
+            "jedis-del-release",
+            "del-release",
+            "SET NX PX, released by jedis.del(lockKey)",
+            f"{_SEED_004}, 解锁 错误示例1 wrongReleaseLock1, as Java",
+            "a holder whose lease expired deletes the lock another client now holds.",
+        ),
+        _jedis(
+            "jedis-get-then-del",
+            "get-then-del",
+            "SET NX PX; release = jedis.get, compare, jedis.del",
+            f"{_SEED_004}, 解锁 错误示例2 wrongReleaseLock2, as Java",
+            "the lock can change hands between the GET and the DEL, which then deletes it.",
+        ),
+        _jedis(
+            "jedis-lua",
+            "lua",
+            "seed 003's Lua SETNX+EXPIRE acquire, 004's Lua compare-and-delete release",
+            "003_ad4e3d3f63ce056d.txt (Lua setnx + expire) and 004's releaseDistributedLock",
+            "no fencing: a holder paused past its TTL keeps acting as the holder.",
+        ),
+        Bundled(
+            _info(
+                "redisson",
+                f"java ({REDISSON}): RLock.tryLock() with the watchdog (no lease time)",
+                "003_ad4e3d3f63ce056d.txt (Redisson's hash lock and its watchdog)",
+                "a GC pause longer than the watchdog's timeout lets another client in "
+                "(soft); a Sentinel failover loses the lock (hard).",
+                renews=True,
+            ),
+            "redisson",
+            "java",
+            REDISSON,
+            _java("lockchaos.RedissonDriver", "watchdog"),
+            "classes/lockchaos/RedissonDriver.class",
+        ),
+        Bundled(
+            _info(
+                "redisson-lease",
+                f"java ({REDISSON}): RLock.tryLock(0, leaseTime = TTL): no watchdog",
+                "003_ad4e3d3f63ce056d.txt (Redisson's hash lock)",
+                "no fencing and no renewal: slow work past the lease lets another client in.",
+            ),
+            "redisson",
+            "java",
+            REDISSON,
+            _java("lockchaos.RedissonDriver", "lease"),
+            "classes/lockchaos/RedissonDriver.class",
+        ),
+        Bundled(
+            _info(
+                "redsync",
+                f"go ({REDSYNC}): Redlock: Mutex.TryLock on N standalone masters",
+                "003_ad4e3d3f63ce056d.txt (Redlock), as go-redsync implements it",
+                "safety rests on timing: an empty restart of nodes the holder counted on "
+                "lets a second client win a quorum (Kleppmann 2016).",
+                topology="standalone",
+                min_nodes=3,
+            ),
+            "redsync",
+            "go",
+            REDSYNC,
+            _go,
+            "redsync-driver",
+        ),
+        Bundled(
+            _info(
+                "node-redlock",
+                f"node ({NODE_REDLOCK}): Redlock.acquire on N standalone masters",
+                "003_ad4e3d3f63ce056d.txt (Redlock), as the redlock npm package implements it",
+                "safety rests on timing: an empty restart of nodes the holder counted on "
+                "lets a second client win a quorum (Kleppmann 2016).",
+                topology="standalone",
+                min_nodes=3,
+            ),
+            "node-redlock",
+            "node",
+            NODE_REDLOCK,
+            _node,
+            "node_modules/redlock/package.json",
+        ),
+    )
+}
+
+INFOS: dict[str, LockInfo] = {name: b.info for name, b in BUNDLED_DRIVERS.items()}
+
+
+def bundled(name: str) -> Callable[[LockContext], adapter.DriverLock]:
+    spec = BUNDLED_DRIVERS[name]
+
+    def make(ctx: LockContext) -> adapter.DriverLock:
+        return adapter.start(ctx, spec.argv(), name)
+
+    make.__name__ = name.replace("-", "_")
+    return make
+
+
+def capabilities(spec: str) -> frozenset[str] | None:
+    """What the driver ``--lock spec`` names can do for a fault: a bundled one's declared
+    capabilities, a user's as its ``describe`` answer says (none if it gives no answer);
+    None when ``spec`` is not a driver (a Python lock, which can do all a fault may ask)."""
+    if spec in BUNDLED_DRIVERS:
+        return BUNDLED_DRIVERS[spec].capabilities
+    if spec.startswith(EXEC):
+        described = describe(spec[len(EXEC) :])
+        return frozenset(described.capabilities if described else ())
+    return None
+
+
+jedis_setnx_expire = bundled("jedis-setnx-expire")
+jedis_getset_timestamp = bundled("jedis-getset-timestamp")
+jedis_del_release = bundled("jedis-del-release")
+jedis_get_then_del = bundled("jedis-get-then-del")
+jedis_lua = bundled("jedis-lua")
+redisson = bundled("redisson")
+redisson_lease = bundled("redisson-lease")
+redsync = bundled("redsync")
+node_redlock = bundled("node-redlock")
+
+__all__ = [
+    "BUNDLED_DRIVERS",
+    "EXEC",
+    "INFOS",
+    "Bundled",
+    "build_dirs",
+    "capabilities",
+    "describe",
+    "exec_factory",
+    "parse_exec",
+]

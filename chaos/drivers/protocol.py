@@ -1,0 +1,183 @@
+"""The driver protocol's messages: one JSON object per line, tagged by ``type``.
+
+The shapes here are the schema (docs/driver-protocol.schema.json) as msgspec Structs, so a
+line is checked as it is read: a line that is not JSON, or not one of the driver's messages,
+is a ``ProtocolError`` naming what was wrong. Unknown fields are ignored, so a driver may say
+more than the harness reads. ``PROTOCOL`` is the version the harness speaks; it goes out in
+``hello`` and ``describe``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+PROTOCOL = 1
+# The capabilities a driver may announce: ``extend`` (its client has extend()) and
+# ``pause-points`` (chaos.locks.contract.PAUSE_POINTS: it announces each command).
+EXTEND = "extend"
+
+
+class ProtocolError(Exception):
+    """A line from the driver that is not the protocol (the text says why, in one line)."""
+
+
+# -- harness → driver ------------------------------------------------------------------------
+
+
+class ToDriver(msgspec.Struct, tag_field="type", kw_only=True):
+    """A line the harness writes."""
+
+
+class Address(msgspec.Struct):
+    host: str
+    port: int
+
+
+class Describe(ToDriver, tag="describe", kw_only=True):
+    """Instead of ``hello``: what can you do? (The driver answers and exits at end of input.)"""
+
+    protocol: int = PROTOCOL
+
+
+class Hello(ToDriver, tag="hello", kw_only=True):
+    """The first line: who this client is and where to connect, every address through this
+    client's own proxies (Sentinel: where to discover the master, and ``route`` from each
+    address the Sentinels report to this client's proxy for that node)."""
+
+    protocol: int = PROTOCOL
+    client_id: str
+    lock_name: str
+    ttl_ms: int
+    nodes: list[Address]
+    socket_timeout_ms: int
+    password: str | None = None
+    sentinels: list[Address] = msgspec.field(default_factory=list)
+    master_name: str | None = None
+    route: dict[str, Address] = msgspec.field(default_factory=dict)
+
+
+class Request(ToDriver, omit_defaults=True, kw_only=True):
+    """One operation. ``announce``: say ``before`` each command and wait for ``go``."""
+
+    id: int
+    announce: bool = False
+
+
+class Acquire(Request, tag="acquire", kw_only=True):
+    pass
+
+
+class Release(Request, tag="release", kw_only=True):
+    token: str
+
+
+class Extend(Request, tag="extend", kw_only=True):
+    token: str
+
+
+class Go(ToDriver, tag="go", kw_only=True):
+    """Send the command you announced."""
+
+    id: int
+
+
+# -- driver → harness ------------------------------------------------------------------------
+
+
+class FromDriver(msgspec.Struct, tag_field="type", kw_only=True):
+    """A line the driver writes."""
+
+
+class SelfDescription(FromDriver, kw_only=True):
+    """What a driver says of itself, in ``describe`` and ``hello``."""
+
+    driver: str | None = None
+    language: str | None = None
+    library: str | None = None
+    capabilities: list[str] = msgspec.field(default_factory=list)
+
+
+class Described(SelfDescription, tag="describe", kw_only=True):
+    """The answer to ``describe``."""
+
+
+class HelloReply(SelfDescription, tag="hello", kw_only=True):
+    """Ready (``ok``), or cannot run here (not ``ok``, ``message`` says why in one line)."""
+
+    ok: bool
+    message: str | None = None
+
+
+class Ok(FromDriver, tag="ok", kw_only=True):
+    """Granted, released or extended; ``validity_ms`` counts from when the request was sent
+    (``None``: the TTL)."""
+
+    id: int
+    token: str | None = None
+    validity_ms: float | None = None
+    fence: int | None = None
+
+
+class Refused(FromDriver, tag="refused", kw_only=True):
+    """A definite no."""
+
+    id: int
+    message: str | None = None
+
+
+class Error(FromDriver, tag="error", kw_only=True):
+    """``definite``: it certainly did not happen (as ``Refused``); else it may have."""
+
+    id: int
+    definite: bool
+    message: str | None = None
+
+
+class Before(FromDriver, tag="before", kw_only=True):
+    """Pause points: the driver is about to send ``command`` for request ``id``."""
+
+    id: int
+    command: str
+
+
+class Renewed(FromDriver, tag="renewed", kw_only=True):
+    """Unasked: a background renewal of ``token`` succeeded, ``age_ms`` before this line."""
+
+    token: str
+    validity_ms: float | None = None
+    age_ms: float = 0.0
+
+
+class Log(FromDriver, tag="log", kw_only=True):
+    """Unasked: a line for the driver's log."""
+
+    message: str
+
+
+Answer = Ok | Refused | Error  # what ends a request
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(
+    Described | HelloReply | Ok | Refused | Error | Before | Renewed | Log
+)
+
+
+def encode(message: ToDriver) -> bytes:
+    """``message`` as one line."""
+    return _encoder.encode(message) + b"\n"
+
+
+def decode(line: str) -> FromDriver:
+    """The message on one line the driver wrote; ``ProtocolError`` if it is none."""
+    shown = line if len(line) <= 80 else line[:77] + "..."
+    try:
+        message: FromDriver = _decoder.decode(line)
+    except msgspec.ValidationError as exc:  # JSON, but not one of the driver's messages
+        raise ProtocolError(f"wrote a line that is not the protocol ({exc}): {shown!r}") from None
+    except msgspec.DecodeError:
+        raise ProtocolError(f"wrote a line that is not a JSON object: {shown!r}") from None
+    return message
+
+
+def wire_text(message: msgspec.Struct) -> str:
+    """``message`` as it was on the wire, cut for an error line."""
+    return _encoder.encode(message).decode()[:120]
