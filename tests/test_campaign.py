@@ -16,13 +16,13 @@ import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from run_parsing import parse_run
 
 from chaos import checker
 from chaos.campaign import Campaign, CampaignFile, choose_layout
 from chaos.cli import main
-from chaos.commands import run as run_command
 from chaos.errors import UsageError
-from chaos.experiments.execute import Outcome, run_campaign
+from chaos.experiments.execute import run_campaign
 from chaos.nemesis import FAULTS, generate, parse_faults
 from chaos.report import load_run
 from chaos.topology.node import wait_until
@@ -123,28 +123,10 @@ def test_bad_input_is_one_line_and_exit_2(
     assert not any(tmp_path.iterdir())  # nothing started, nothing written
 
 
-class _Parsed(Exception):
-    """Raised by the stand-in campaign runner: the command line parsed into ``campaign``."""
-
-    def __init__(self, campaign: Campaign) -> None:
-        super().__init__(campaign)
-        self.campaign = campaign
-
-
-def _parse_replay(replay: str, monkeypatch: pytest.MonkeyPatch) -> Campaign:
-    """The Campaign that ``lockchaos run`` builds from a printed replay command (through
-    its real option parsing), caught just before it would run."""
-
-    def parsed(campaign: Campaign, out: Path, schedule: object = None) -> Outcome:
-        raise _Parsed(campaign)
-
+def _words(replay: str) -> list[str]:
     words = shlex.split(replay)
     assert words[:2] == ["lockchaos", "run"], replay
-    with monkeypatch.context() as patch:
-        patch.setattr(run_command, "run_campaign", parsed)
-        with pytest.raises(_Parsed) as caught:
-            main(words[1:])
-    return caught.value.campaign
+    return words[2:]
 
 
 def test_a_runs_replay_command_rebuilds_its_campaign(
@@ -169,7 +151,7 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
     record = load_run(run_campaign(campaign, tmp_path).run_dir)
     replay = record.replay()
     assert replay is not None
-    assert _parse_replay(replay, monkeypatch) == campaign
+    assert parse_run(_words(replay), monkeypatch) == campaign
 
     # Where the topology ran (docker, or the servers an external provider's file names) is
     # part of the run too: a replay of such a run must not quietly rerun it locally.
@@ -181,7 +163,7 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
     moved = replace(record, campaign=CampaignFile(**msgspec.structs.asdict(elsewhere)))
     moved_replay = moved.replay()
     assert moved_replay is not None
-    assert _parse_replay(moved_replay, monkeypatch) == elsewhere
+    assert parse_run(_words(moved_replay), monkeypatch) == elsewhere
 
     # The two campaigns between them set every field away from its default, so an option
     # the replay dropped would come back as the default and fail one comparison above.

@@ -8,12 +8,12 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 import msgspec
 import pytest
 import typer
+from run_parsing import parse_run
 from typer.testing import CliRunner
 
 from chaos.campaign import (
@@ -27,7 +27,6 @@ from chaos.campaign import (
 )
 from chaos.checker import check_file
 from chaos.cli import app, main
-from chaos.commands import run as run_command
 from chaos.experiments.audit import OPTIONS as AUDIT_OPTIONS
 from chaos.history import Event, write_history
 from chaos.pytest_plugin import OPTIONS as PLUGIN_OPTIONS
@@ -40,26 +39,6 @@ EVERYTHING = Campaign(
     clients=2, duration_s=1.5, ttl_ms=150, work_ms=20.0, nest_depth=2, seed=7,
     stop_on_first=True, fail_on="soft", allow_inconclusive=True, extend_during_work=False,
 )
-
-
-class _Parsed(Exception):
-    def __init__(self, campaign: Campaign) -> None:
-        super().__init__(campaign)
-        self.campaign = campaign
-
-
-def _parse_run(words: list[str], monkeypatch: pytest.MonkeyPatch) -> Campaign:
-    """The Campaign ``lockchaos run WORDS`` builds (its real option parsing), caught just
-    before it would run."""
-
-    def parsed(campaign: Campaign, out: Path, schedule: object = None) -> Any:
-        raise _Parsed(campaign)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(run_command, "run_campaign", parsed)
-        with pytest.raises(_Parsed) as caught:
-            main(["run", *words])
-    return caught.value.campaign
 
 
 def test_every_field_is_declared_with_its_knob() -> None:
@@ -154,9 +133,9 @@ def test_an_unknown_option_in_the_api_is_one_line() -> None:
 def test_the_replay_words_parse_back_to_the_same_campaign(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert _parse_run(EVERYTHING.options(), monkeypatch) == EVERYTHING
+    assert parse_run(EVERYTHING.options(), monkeypatch) == EVERYTHING
     plain = Campaign("redlock")
-    assert _parse_run(plain.options(), monkeypatch) == plain
+    assert parse_run(plain.options(), monkeypatch) == plain
     assert "--nodes" not in plain.options() and "--faults" not in plain.options()
 
 
@@ -213,7 +192,7 @@ def test_an_old_campaign_json_still_reports_and_replays(
     replay = load_run(run_dir).replay()
     assert replay is not None and replay.startswith("lockchaos run ")
     assert replay in (run_dir / "report.html").read_text().replace("&#39;", "'")
-    again = _parse_run(shlex.split(replay)[2:], monkeypatch)
+    again = parse_run(shlex.split(replay)[2:], monkeypatch)
     assert again == Campaign.from_options(
         "lua", "client-crash:nth=2", topology="standalone", clients=3, duration_s=3.0,
         work_ms=50.0, seed=4, stop_on_first=True, extend_during_work=False,

@@ -2,7 +2,8 @@
 
 The lock decides part of it (Redlock wants independent masters), the faults the rest (a
 failover wants a master with replicas, a restart that keeps its keys wants an AOF), and
-``choose_layout`` refuses, as bad input, the choices that cannot mix.
+``choose_layout`` refuses, as bad input, the choices that cannot mix; ``open_topology``
+starts it from the campaign's provider.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ REDLOCK_NODES = 5  # masters for a lock that needs independent ones, unless told
 
 
 class Wants(Protocol):
-    """What of a campaign decides its topology (``chaos.campaign.Campaign`` has these)."""
+    """What of a campaign decides its topology and who runs it (``chaos.campaign.Campaign``
+    has these; a protocol, as the campaign's declaration reads ``TOPOLOGIES`` from here)."""
 
     @property
     def lock(self) -> str: ...
