@@ -1,5 +1,6 @@
-"""The pytest plugin: its option and marker (through pytester), its Toxiproxy fixture against
-real processes, and docs/pytest.md's example being the test that runs."""
+"""The pytest plugin: its option and marker (through pytester), where it is loaded from, and
+docs/pytest.md's example being the test that runs (its fixtures against real processes:
+tests/redis/test_pytest_plugin_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,14 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import redis
-
-from chaos.pytest_plugin import LinkFaults
-from chaos.topology import Topology
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = "tests/redis/test_pytest_plugin_example.py"  # docs/pytest.md shows this file
 
 SHOW_LOCK = """
 import pytest
@@ -109,24 +106,6 @@ def test_the_server_option_reaches_the_campaign(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*lockchaos: --server valkey-8.1 needs --provider docker*"])
 
 
-def test_the_clients_and_checker_fixtures_catch_a_broken_lock(pytester: pytest.Pytester) -> None:
-    """``--lock del-release`` under slow work: the checker fixture fails the test with the
-    explanation (so a green example means something)."""
-    pytester.makepyfile(
-        """
-        import pytest
-
-        @pytest.mark.lockchaos(faults="slow-work")
-        def test_it(lockchaos_clients, lockchaos_checker):
-            result = lockchaos_clients(clients=3, duration_s=1.5, ttl_ms=100, work_ms=20)
-            lockchaos_checker.assert_passes(result)
-        """
-    )
-    result = _run(pytester, "--lock", "del-release")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*lockchaos verdict hard (failing on hard); history *", "*•*"])
-
-
 def test_hypothesis_profiles_are_registered_and_loaded_only_when_asked(
     pytester: pytest.Pytester,
 ) -> None:
@@ -168,7 +147,7 @@ def test_the_root_conftest_loads_the_plugin_once(autoload: bool) -> None:
     PYTEST_DISABLE_PLUGIN_AUTOLOAD): the options exist and nothing is registered twice."""
     env = dict(os.environ)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    argv = [sys.executable, "-m", "pytest", "--co", "-q", "tests/test_pytest_plugin_example.py"]
+    argv = [sys.executable, "-m", "pytest", "--co", "-q", EXAMPLE]
     if not autoload:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         argv += ["-p", "pytest_timeout"]  # the ini file sets its option
@@ -179,37 +158,10 @@ def test_the_root_conftest_loads_the_plugin_once(autoload: bool) -> None:
     assert "1 test collected" in done.stdout
 
 
-def _proxied(topo: Topology, client: str) -> redis.Redis:
-    host, port = topo.client_view(client).nodes[0]
-    return redis.Redis(host, port, socket_timeout=1.0, socket_connect_timeout=1.0)
-
-
-@pytest.mark.lockchaos(lock="lua", topology="standalone", nodes=1)
-def test_toxiproxy_fixture_cuts_delays_and_heals_one_clients_links(
-    lockchaos_topology: Topology, lockchaos_toxiproxy: LinkFaults
-) -> None:
-    c1, c2 = _proxied(lockchaos_topology, "c1"), _proxied(lockchaos_topology, "c2")
-    assert c1.ping() and c2.ping()
-    heal = lockchaos_toxiproxy.cut("c1")
-    with pytest.raises(redis.ConnectionError):
-        c1.ping()
-    assert c2.ping()  # only c1's links
-    heal()
-    assert c1.ping()
-    lockchaos_toxiproxy.latency("c1", latency_ms=150)
-    started = time.monotonic()
-    c1.ping()
-    assert time.monotonic() - started >= 0.15
-    lockchaos_toxiproxy.heal()
-    started = time.monotonic()
-    c1.ping()
-    assert time.monotonic() - started < 0.15
-
-
 def test_docs_example_is_the_test_that_runs() -> None:
     doc = (ROOT / "docs" / "pytest.md").read_text()
     example = re.search(r"```python\n(.*?)```", doc, re.S)
     assert example is not None
-    code = (ROOT / "tests" / "test_pytest_plugin_example.py").read_text()
+    code = (ROOT / EXAMPLE).read_text()
     assert example.group(1) == code
     assert len(code.strip().splitlines()) <= 20

@@ -1,22 +1,18 @@
-"""Issue 13's history facts and explanations, on hand-written histories, plus the client clock.
+"""Issue 13's history facts and explanations, on hand-written histories.
 
 Each history is the smallest one that shows a flaw the seed posts name: a client whose clock
 runs ahead (004, flaw 1), a losing GETSET that overwrote the holder's expiry (004, flaw 2), a
 nested acquire refused by its own holder (003: a string lock is not reentrant), and waiters
 that give up while a dead holder's key lives (002: acquire_timeout must exceed lock_timeout).
-The last test runs a real process under libfaketime.
+The client clock itself, a real process under libfaketime: tests/redis/test_client_clocks.py.
 """
 
 from __future__ import annotations
-
-import time
-from pathlib import Path
 
 import pytest
 from test_checker_support import History
 
 from chaos.history import GAVE_UP
-from chaos.workload import clocks
 
 
 def test_a_client_whose_clock_ran_ahead_is_named_as_the_cause() -> None:
@@ -134,46 +130,6 @@ def test_giving_up_behind_a_live_holder_is_contention() -> None:
     h.attempt("c2", 50, 2050, error=GAVE_UP)
     h.release("c1", 3000)
     assert h.check().liveness_violations == 0
-
-
-def test_a_client_clock_moves_time_time_but_not_the_monotonic_clock(tmp_path: Path) -> None:
-    """A process started through ``clocks.start`` reads a wall clock ``offset_ms`` ahead (and
-    back when the file changes), its monotonic clock is the harness's, and ``time.sleep``
-    works (libfaketime 0.9.10 fails Python's own with EINVAL)."""
-    clocks.set_offset(tmp_path, "c1", 800)
-    reader, writer = clocks.SPAWN.Pipe(duplex=False)
-    process = clocks.SPAWN.Process(target=_report_clocks, args=(writer,), daemon=True)
-    clocks.start(process, tmp_path, "c1")
-    writer.close()
-    try:
-        assert reader.poll(60), "the faked-clock process did not report"
-        wall, mono, slept = reader.recv()
-        assert 0.7 < wall - time.time() < 0.9
-        assert abs(mono - time.monotonic()) < 0.5
-        assert slept >= 0.05
-        clocks.set_offset(tmp_path, "c1", -300)
-        assert reader.poll(10)
-        wall, _, _ = reader.recv()
-        assert -0.4 < wall - time.time() < -0.2
-    finally:
-        process.join(10)
-        if process.is_alive():
-            process.kill()
-    assert clocks.offset_ms(tmp_path, "c1") == -300
-
-
-def _report_clocks(writer: object) -> None:
-    from multiprocessing.connection import Connection
-
-    assert isinstance(writer, Connection)
-    started = time.monotonic()
-    time.sleep(0.05)
-    writer.send((time.time(), time.monotonic(), time.monotonic() - started))
-    first = time.time() - time.monotonic()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and abs(time.time() - time.monotonic() - first) < 0.5:
-        time.sleep(0.01)  # until the harness moves this clock back
-    writer.send((time.time(), time.monotonic(), 0.0))
 
 
 def test_client_pause_at_takes_a_client_or_every_client() -> None:

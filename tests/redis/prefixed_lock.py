@@ -1,6 +1,6 @@
 """A Redlock as third-party libraries write it: its own random value (a bare UUID, no client
 prefix) under its own key (``redlock:<name>``). Faults aimed at "the nodes the holder counted
-on" must find them all the same (tests/test_holder_nodes.py)."""
+on" must find them all the same (tests/redis/test_holder_nodes.py)."""
 
 from __future__ import annotations
 

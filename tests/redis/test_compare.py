@@ -1,4 +1,5 @@
-"""``lockchaos compare`` on real topologies, the demo's plan, and compare's bad input."""
+"""``lockchaos compare`` on real topologies, whole and in shards merged back (its plan, the
+demo's, and its bad input: tests/pure/test_compare_plan.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ import msgspec
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
-from chaos import locks
 from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.cli import main
-from chaos.commands.demo import demo_plans
-from chaos.locks.driver import INFOS as DRIVER_INFOS
 from chaos.report.matrix import load_matrix
-from chaos.run.compare import claim_for, plan_matrix
-from chaos.run.truth_table import CELLS, DRIVER_CELLS
+from chaos.run.truth_table import CELLS
 
 
 def test_two_locks_by_two_faults_match_the_truth_table(
@@ -85,49 +82,27 @@ def test_two_locks_by_two_faults_match_the_truth_table(
     assert {name: (directory / name).read_bytes() for name in pages} == pages
 
 
-def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "matrix.json").write_text('{"title": "x", "cells": [{"lock": 1}]}\n')
-    assert main(["report", str(tmp_path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "not a lockchaos matrix" in err
+SHARD_ARGS = ["compare", "--locks", "del-release,lua", "--faults", "slow-work,latency",
+              "--duration", "2"]
 
 
-def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
-    python_only = demo_plans(10.0, 5.0)
-    assert {plan.lock for plan in python_only} == set(locks.BUNDLED) - set(DRIVER_INFOS)
-    plans = demo_plans(10.0, 5.0, drivers=True)
-    assert {plan.lock for plan in plans} == set(locks.BUNDLED)
-    cells = [*CELLS, *DRIVER_CELLS]
-    assert {(c.lock, c.faults, c.options) for c in cells} <= {
-        (p.lock, p.faults, p.options) for p in plans
-    }
-    for plan in plans:
-        claim = claim_for(plan)
-        assert plan.stop_on == ((claim.stop_on if claim else None) or "hard")
-        plan.campaign(1).validate()
-
-
-@pytest.mark.parametrize(
-    ("args", "says"),
-    [
-        (["--locks", "nope", "--faults", "slow-work"], "unknown lock"),
-        (["--locks", "lua", "--faults", "slow-work,bogus"], "unknown fault"),
-        (["--locks", "lua", "--faults", ","], "--faults is empty"),
-        (["--locks", "lua", "--faults", "slow-work", "--seeds", "0"], "--seeds"),
-        (["--locks", "lua", "--faults", "slow-work", "--duration", "-1"], "--duration"),
-    ],
-)
-def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
-) -> None:
-    assert main(["compare", *args, "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and says in err
-    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
-
-
-def test_a_column_may_combine_faults() -> None:
-    (plan,) = plan_matrix(["lua"], ["latency+partition"], 5.0)
-    assert plan.faults == "latency,partition" and plan.name == "lua × latency + partition"
+def test_two_shards_merge_into_the_whole_comparison(tmp_path: Path) -> None:
+    shard_dirs = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        assert main([*SHARD_ARGS, "--shard", f"{k}/2", "--out", str(out)]) == 0
+        (directory,) = out.iterdir()
+        assert load_matrix(directory / "matrix.json").shard == [k, 2]
+        shard_dirs.append(directory)
+    assert main(["merge", *map(str, reversed(shard_dirs)), "--out", str(tmp_path / "all")]) == 0
+    (merged,) = (tmp_path / "all").iterdir()
+    matrix = load_matrix(merged / "matrix.json")
+    assert [(c.lock, c.faults) for c in matrix.cells] == [
+        ("del-release", "slow-work"), ("del-release", "latency"),
+        ("lua", "slow-work"), ("lua", "latency"),
+    ]  # plan order, though the shards were given last first
+    assert all(cell.status == "done" for cell in matrix.cells)
+    for cell in matrix.cells:
+        assert cell.report is not None and (merged / cell.report).is_file()
+    assert JUnitXml.fromfile(str(merged / "junit.xml")).tests == 4
+    assert (merged / "index.html").is_file()

@@ -1,7 +1,7 @@
 """`lockchaos run` on locks that cannot be tested, or are buggy, end to end on real processes
 (issue 12): exit 0 must mean "this lock survived", never "nothing was tested".
 
-The locks are ``tests/broken_locks.py``. ``capfd`` (not ``capsys``) captures what the forked
+The locks are ``tests/redis/broken_locks.py``. ``capfd`` (not ``capsys``) captures what the forked
 client processes write on the file descriptors too: a traceback from any of them would show.
 """
 

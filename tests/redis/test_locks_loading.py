@@ -18,7 +18,7 @@ from chaos.locks import BUNDLED, build_context, catalog, check_client, check_top
 from chaos.locks.contract import ExtendableLockClient, Lease, LockContext
 from chaos.topology import LocalTopology
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "writing-a-lock-adapter.md"
 SEED_FILE = re.compile(r"\b(\d{3}_[0-9a-f]{16}\.txt)\b")
 SEEDS = {

@@ -18,6 +18,7 @@ from test_locks import KEY, Clients, direct, hooked
 from chaos.locks import scripts
 from chaos.locks.contract import GAVE_UP
 from chaos.locks.lua_retry_sleep import LuaRetrySleepLock
+from chaos.locks.watchdog import Watchdog
 from chaos.topology import LocalTopology
 
 
@@ -90,7 +91,9 @@ def test_php_lock_uses_uniqid_and_gives_up_after_its_window(
     refused = c2.acquire()
     waited = time.monotonic() - started
     assert refused is GAVE_UP and not refused
-    assert 0 < waited <= 1.2  # retry window = expire / 2, in whole-second timestamps
+    # retry window = expire / 2, in whole-second timestamps: it gives up while the key
+    # (2 s) still lives (bench/timings.py measures the window)
+    assert 0 < waited < 2.0
     assert c1.release(lease) is True
 
 
@@ -126,8 +129,9 @@ def test_reentrant_watchdog_keeps_the_hash_alive_through_a_nested_hold(
     assert list(direct(single).hgetall(KEY).values()) == ["1"]
     assert c1.release(outer) is True and not direct(single).exists(KEY)
     watchdog = outer.state
-    time.sleep(0.25)
-    assert watchdog is not None and not watchdog.alive  # stopped with the last release
+    assert isinstance(watchdog, Watchdog)
+    watchdog.join(1.0)
+    assert not watchdog.alive  # stopped with the last release
     assert scripts.REENTRANT_RENEW in scripts.ALL
 
 
@@ -162,7 +166,7 @@ def test_retry_loop_outwaits_a_dead_holders_key_and_claims_its_wait(
 
 
 def test_000s_loop_sleeps_a_millisecond_between_tries_and_002s_does_not(
-    single: LocalTopology, clients: Clients
+    single: LocalTopology, clients: Clients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """c1 holds the lock and releases it 0.3 s later; each waiter is granted then. 000's
     ``time.sleep(0.001)`` bounds its tries by the milliseconds it waited; 002's loop never
@@ -179,19 +183,21 @@ def test_000s_loop_sleeps_a_millisecond_between_tries_and_002s_does_not(
         granted = waiter.acquire()
         waited = time.monotonic() - started
         release.join()
-        assert granted and 0.28 <= waited < 0.9, (name, waited)
+        # granted once the holder released, within its window (bench/timings.py: how soon)
+        assert granted and 0.28 <= waited < WINDOW_RATIO[name], (name, waited)
         assert waiter.release(granted) is True
         if name == "lua-retry-sleep":
             assert len(conn.log) <= waited * 1000 + 1, "at least 1 ms between tries"
-    pauses: dict[str, float] = {}
+    slept: dict[str, list[float]] = {}
     for name in RETRY_LOOPS:
         lock = clients.make(single, name, "c3", ttl_ms=1000)
         assert isinstance(lock, LuaRetrySleepLock)
-        started = time.monotonic()
-        for _ in range(200):
-            lock.between_tries()
-        pauses[name] = time.monotonic() - started
-    assert pauses["lua-retry-sleep"] >= 0.2 > pauses["lua-retry-busy"] * 4, pauses
+        slept[name] = []
+        with monkeypatch.context() as patch:
+            patch.setattr(time, "sleep", slept[name].append)
+            for _ in range(200):
+                lock.between_tries()
+    assert slept == {"lua-retry-sleep": [0.001] * 200, "lua-retry-busy": []}
 
 
 def test_retry_loops_give_up_after_the_posts_window_scaled_to_the_ttl(
@@ -216,7 +222,8 @@ def test_retry_loops_give_up_after_the_posts_window_scaled_to_the_ttl(
     for name in RETRY_LOOPS:
         refused, waited = results[name]
         assert refused is GAVE_UP, name
-        assert WINDOW_RATIO[name] - 0.01 <= waited <= WINDOW_RATIO[name] + 0.5, (name, waited)
+        # its own window, not the other's nor the key's 4 s (bench/timings.py: how close)
+        assert WINDOW_RATIO[name] - 0.01 <= waited < WINDOW_RATIO[name] + 1.0, (name, waited)
 
 
 @pytest.mark.parametrize(("ttl_ms", "lock_timeout"), [(200, 1), (1000, 1), (1500, 2)])

@@ -4,7 +4,7 @@ binaries and processes, no mocks.
 Debian's redis-server on PATH (jemalloc) stands in for a user who has not run
 ``lockchaos setup``: runs without a clock fault use it (its nodes off libfaketime), a clock
 fault is refused in one line naming the fix. The end-to-end install of the wheel is
-tests/test_install.py.
+tests/redis/test_install.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from chaos.errors import UsageError
 from chaos.topology import LocalTopology, binaries
 from chaos.topology.base import CLOCK
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEBIAN_REDIS = "/usr/bin/redis-server"  # apt's redis-server: links jemalloc
 
 

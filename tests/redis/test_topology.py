@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -86,7 +85,9 @@ def test_cutting_replication_stops_writes_reaching_replicas_and_healing_resyncs(
         wait_until(lambda: replica.client().get("before") == b"1", "initial replication")
         topo.toxiproxy.disable(topo.internal[0].name)
         master.client().set("during", "1")
-        time.sleep(0.3)  # a replica that is connected would have had it in well under 300 ms
+        # WAIT for a replica to acknowledge the write (300 ms at most): none can, replication
+        # is cut — a replica that is connected would have had it in well under 300 ms
+        assert master.client().wait(1, 300) == 0
         assert replica.client().get("during") is None
         assert replica.info("replication")["master_link_status"] == "down"
         topo.toxiproxy.enable(topo.internal[0].name)

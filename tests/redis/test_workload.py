@@ -6,6 +6,7 @@ import collections
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -87,35 +88,33 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
     assert after.t - point.t >= 1000e6
 
 
-def test_a_paused_client_resumes_on_time_while_others_keep_writing(
+def test_a_paused_client_resumes_by_the_clock_not_at_another_clients_message(
     single: LocalTopology, tmp_path: Path
 ) -> None:
-    """A pause of 300 ms ends 300 ms later, not at the next message another client's write
-    sends the pool: resumed on c2's release, c1's stale DEL would land in the gap before
-    c2's next acquire and remove nothing (get-then-del's story would almost never happen)."""
+    """A pause of 300 ms ends 300 ms later, not at the next message another client sends the
+    pool: resumed on c2's release, c1's stale DEL would land in the gap before c2's next
+    acquire and remove nothing (get-then-del's story would almost never happen). c2 is
+    stopped for a second while c1 pauses, so a resume that waited for its next message would
+    come at least 0.7 s late; by the clock it is a few ms late (bench/timings.py measures
+    how many while c2 keeps writing)."""
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="get-then-del", ttl_ms=200, work_ms=40, duration_s=6)
-    late_ms = []
     with running(single, config, path, clients=2, seed=1) as pool:
-        for round_ in range(1, 4):
-            pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=300, op="release"))
+        pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=300, op="release"))
+        wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
+        pool.pause("c2", 1000)
 
-            def paused_and_done(count: int = round_) -> bool:
-                events = h.read_history(path)
-                points = _by(events, f=h.PAUSE_POINT)
-                return len(points) == count and any(
-                    e.t > points[-1].t for e in _by(events, process="c1", f=h.RELEASE)
-                )
+        def resumed() -> bool:
+            events = h.read_history(path)
+            (point,) = _by(events, f=h.PAUSE_POINT)
+            return any(e.t > point.t for e in _by(events, process="c1", f=h.RELEASE))
 
-            wait_until(paused_and_done, f"pause {round_} to end", timeout_s=3)
+        wait_until(resumed, "the pause to end", timeout_s=3)
     events = h.read_history(path)
-    for point in _by(events, f=h.PAUSE_POINT):
-        after = next(e for e in _by(events, process="c1", f=h.RELEASE) if e.t > point.t)
-        late_ms.append((after.t - point.t) / 1e6 - 300)
-    assert len(late_ms) == 3 and min(late_ms) >= 0
-    # resumed by the clock: a few ms late at most (c2 writes every ~40 ms, so a resume
-    # driven by its messages would be 20 ms late on average)
-    assert sorted(late_ms)[1] < 12, late_ms
+    (point,) = _by(events, f=h.PAUSE_POINT)
+    after = next(e for e in _by(events, process="c1", f=h.RELEASE) if e.t > point.t)
+    late_ms = (after.t - point.t) / 1e6 - 300
+    assert 0 <= late_ms < 500, late_ms
 
 
 def test_crash_between_setnx_and_expire_leaves_a_key_without_ttl_and_a_fresh_client(
@@ -143,13 +142,14 @@ def test_pausing_a_watchdog_client_stops_its_renewals(
     config = WorkloadConfig(lock="watchdog", ttl_ms=150, work_ms=600, duration_s=3)
     with running(single, config, path, clients=1, seed=1) as pool:
         wait_until(lambda: len(_by(h.read_history(path), f=h.RENEW)) >= 2, "renewals")
-        paused_at = h.now()
         pool.pause("c1")
-        time.sleep(0.4)
+        wait_until(lambda: process_state(pool.pid("c1")) == "T", "stopped", timeout_s=2)
+        paused_at = h.now()
+        time.sleep(0.4)  # stopped for more than two TTLs: a watchdog alive would renew twice
         resumed_at = h.now()
         pool.resume("c1")
     renewals = [e.t for e in _by(h.read_history(path), f=h.RENEW)]
-    assert not [t for t in renewals if paused_at + 10e6 < t < resumed_at]
+    assert not [t for t in renewals if paused_at < t < resumed_at]
 
 
 def test_fenced_resource_rejects_lower_tokens_for_reads_and_writes(single: LocalTopology) -> None:
@@ -173,8 +173,10 @@ def test_a_paused_stale_fenced_holder_cannot_overwrite(
     with running(single, config, path, clients=3, seed=3) as pool:
         for _ in range(4):
             wait_until(lambda: bool(pool.holders()), "a holder", timeout_s=2)
-            pool.pause(pool.holders()[0], 300)  # three TTLs: others take the lock
-            time.sleep(0.45)
+            holder, paused_at = pool.holders()[0], h.now()
+            pool.pause(holder, 300)  # three TTLs: others take the lock
+            wait_until(partial(_went_on, path, holder, paused_at), "the holder to go on",
+                       timeout_s=3)
     events = h.read_history(path)
     rejected = [e for e in events if e.error == h.STALE_TOKEN]
     assert rejected, "a holder paused past its lease must be fenced off"
@@ -184,15 +186,21 @@ def test_a_paused_stale_fenced_holder_cannot_overwrite(
     assert sorted(final) == sorted(e.value for e in _by(events, f=h.WRITE, type=h.OK))
 
 
+def _went_on(path: Path, process: str, since: int) -> bool:
+    """``process`` recorded something after ``since``: a pause of it has ended."""
+    return any(e.process == process and e.t > since for e in h.read_history(path))
+
+
 def test_indeterminate_outcomes_are_recorded_not_fatal(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
     config = WorkloadConfig(lock="lua", ttl_ms=200, work_ms=5, duration_s=1.5)
     with running(single, config, path, clients=1, seed=1) as pool:
-        time.sleep(0.3)
+        wait_until(lambda: bool(_by(h.read_history(path), f=h.ACQUIRE, type=h.OK)), "locking")
         single.toxiproxy.disable(single.client_links("c1")[0].name)
-        time.sleep(0.3)
+        wait_until(lambda: any(e.error for e in _by(h.read_history(path), type=h.INFO)),
+                   "an indeterminate outcome")
         single.toxiproxy.enable(single.client_links("c1")[0].name)
         assert pool.wait(5)
     events = h.read_history(path)
