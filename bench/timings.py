@@ -170,21 +170,12 @@ def _resumed(path: Path, count: int) -> bool:
 
 def explore_wait_end() -> float:
     """Seconds from c1's stale DEL returning to the next acquire (c2's lease: 100 ms)."""
-    program = Program(
-        lock="del-release",
-        ttl_ms=100,
-        clients=2,
-        topology="standalone",
-        nodes=1,
-        steps=(
-            Step("acquire", "c1"),
-            Step("sleep", ttls=1.5),
-            Step("acquire", "c2"),
-            Step("release", "c1"),
-            Step("sleep", ttls=1.5),
-            Step("acquire", "c2"),
-        ),
-    )
+    # c1's key expires while it waits, c2 takes the lock, c1's stale DEL removes c2's key;
+    # then the wait whose end is measured, and c2 asks again
+    wait = Step("sleep", ttls=1.5)
+    steps = (Step("acquire", "c1"), wait, Step("acquire", "c2"), Step("release", "c1"), wait)
+    program = Program("del-release", ttl_ms=100, clients=2, topology="standalone", nodes=1,
+                      steps=(*steps, Step("acquire", "c2")))
     with TemporaryDirectory() as tmp:
         history = Path(tmp) / "h.jsonl"
         _, outcomes = replay(program, history_path=history)
