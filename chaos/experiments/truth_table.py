@@ -240,7 +240,7 @@ CELLS: tuple[Cell, ...] = (
 
 # The same claims about the bundled drivers in other languages (chaos.drivers): seed 004's
 # Java as written (Jedis), Redisson's RLock, go-redsync and node-redlock. They run in
-# tests/test_drivers.py (their JVMs and Node processes need longer quiet runs) and in
+# tests/drivers/test_drivers.py (their JVMs and Node processes need longer quiet runs) and in
 # ``lockchaos demo --drivers``.
 DRIVER_CELLS: tuple[Cell, ...] = (
     Cell(

@@ -1,0 +1,315 @@
+"""The docker provider for real, where a Docker engine, Compose v2 and lockchaos's images are
+here (scripts/docker-setup.sh provides them). (Its files and refusals without an engine:
+tests/pure/test_compose_file.py; seed 001's demo services against local processes:
+tests/redis/test_compose_demo.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chaos.campaign import Campaign
+from chaos.cli import main
+from chaos.errors import UsageError
+from chaos.experiments.execute import run_campaign
+from chaos.locks import build_context, create
+from chaos.topology import images
+from chaos.topology.docker import (
+    COMPOSE_FILE,
+    IMAGE_VARIABLES,
+    LAYOUT,
+    PROJECT,
+    RUN_LABEL,
+    DockerTopology,
+)
+
+KEY = "lockchaos:lock"  # the workload's lock key
+
+
+def _engine_answers() -> bool:
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _docker_missing() -> str:
+    """What the docker provider lacks here, in one line ("" when nothing)."""
+    if not ENGINE:
+        return "no Docker engine: `docker info` failed (scripts/docker-setup.sh starts one as root)"
+    try:
+        compose = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        compose = None
+    if compose is None or compose.returncode != 0:
+        return "no Compose v2: `docker compose version` failed (scripts/docker-setup.sh builds it)"
+    absent = []
+    for image in IMAGE_VARIABLES.values():
+        shown = subprocess.run(["docker", "image", "inspect", image], capture_output=True,
+                               timeout=20)  # fmt: skip
+        if shown.returncode != 0:
+            absent.append(image)
+    if absent:
+        return f"no image {', '.join(absent)} (scripts/docker-setup.sh builds them)"
+    return ""
+
+
+ENGINE = _engine_answers()
+MISSING = _docker_missing()
+needs_engine = pytest.mark.skipif(bool(MISSING), reason=MISSING)
+
+
+# -- with a Docker engine --------------------------------------------------------------------
+
+
+def _docker_ids(kind: str, label: str) -> list[str]:
+    """Ids of the containers (``kind="ps -a"``) or networks (``"network ls"``) with ``label``."""
+    done = subprocess.run(
+        ["docker", *kind.split(), "-q", "--filter", f"label={label}"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return done.stdout.split()
+
+
+def _containers() -> list[str]:
+    project = f"com.docker.compose.project={PROJECT}"
+    return _docker_ids("ps -a", project) + _docker_ids("network ls", project)
+
+
+@pytest.fixture
+def docker_out(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    assert _containers() == []  # everything the provider started is gone, network included
+
+
+@needs_engine
+@pytest.mark.parametrize(
+    ("fault", "hard", "ttl_ms", "work_ms"),
+    [("server-pause", False, 200, 50), ("crash-restart", True, 8000, 5000)],
+)
+def test_docker_server_faults_act_on_the_containers(
+    fault: str, hard: bool, ttl_ms: int, work_ms: int, docker_out: Path
+) -> None:
+    """lua survives a paused server; an empty restart of its node loses the lock (hard).
+    Killing and restarting a container's server takes about 0.2 s, longer than the default
+    50 ms hold (the holder has released before the node is back: no overlap to find): the
+    crash-restart run holds the lock 5 s of an 8 s lease, so the others take it from the
+    emptied node while the holder still holds it."""
+    campaign = Campaign(lock="lua", faults=[(fault, {})], provider="docker", duration_s=12,
+                        clients=3, ttl_ms=ttl_ms, work_ms=work_ms, stop_on_first=hard)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.counts["faults"] >= 1
+    assert (outcome.verdict.hard_violations > 0) is hard
+
+
+@needs_engine
+def test_docker_sentinel_failover_breaks_lua(docker_out: Path) -> None:
+    campaign = Campaign(lock="lua", faults=[("failover", {})], provider="docker",
+                        duration_s=8, stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
+
+
+@needs_engine
+def test_a_run_publishes_only_the_ports_its_clients_need() -> None:
+    """Every published port costs the engine time to set up and tear down (its NAT rules):
+    2 clients × 1 node publish 2 client ports, not the whole range; a third client's link
+    is refused in one line, and so are more clients than the range holds."""
+    with DockerTopology("standalone", nodes=1, clients=2) as topo:
+        published = topo._container(LAYOUT.toxiproxy).attrs["NetworkSettings"]["Ports"]
+        first = LAYOUT.client_ports[0]
+        assert {f"{first}/tcp", f"{first + 1}/tcp"} <= set(published)
+        assert f"{first + 2}/tcp" not in published
+        topo.client_view("c1"), topo.client_view("c2")
+        with pytest.raises(UsageError, match="started for fewer clients"):
+            topo.client_view("c3")
+    with pytest.raises(UsageError, match="run at most 20 clients"):
+        DockerTopology("standalone", nodes=5, clients=21)
+
+
+@needs_engine
+def test_docker_cluster_failover_breaks_lua_through_each_clients_proxies(docker_out: Path) -> None:
+    """003 on a Redis Cluster in containers: six nodes announce the Toxiproxy container's
+    address, so the slot map, replication and the cluster bus all cross links; the lock key's
+    master is cut off and its replica takes over before the key reached it (hard)."""
+    with DockerTopology("cluster") as topo:
+        roles = sorted(node["role"] for node in topo.describe()["nodes"])
+        assert roles == ["master"] * 3 + ["slave"] * 3
+        view = topo.client_view("c1")
+        assert view.cluster and set(view.route.values()) == set(view.nodes)
+        master = topo.master_index(KEY)
+        ctx = build_context(view, lock_name=KEY, ttl_ms=500)
+        try:
+            lock = create("lua", ctx)
+            lease = lock.acquire()  # the client's cluster client follows the slot map ...
+            assert lease is not None and lock.release(lease) is True
+            node = ctx.primary.get_node_from_key(KEY)  # type: ignore[attr-defined]
+        finally:
+            ctx.close()
+        assert (node.host, node.port) == view.nodes[master]  # ... to its own proxy
+        assert [link.name for link in topo.cluster_links(master)] == [
+            f"int-c{master}", f"bus-c{master}"
+        ]
+    campaign = Campaign(lock="lua", faults=[("failover", {})], topology="cluster",
+                        provider="docker", duration_s=15, stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
+    assert outcome.verdict.violations[0].cause == "failover"
+
+
+@needs_engine
+def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
+    docker_out: Path,
+) -> None:
+    """Kleppmann's scenario in containers: libfaketime in lockchaos's images, the offset file
+    rewritten in the nodes the holder counted on (standalone, 5 nodes, on valkey-8.1 here);
+    campaign.json and report.html name the images the run used, with their ids."""
+    # A holder works 150 ms of its 400 ms lease: wide enough for the jump (a write into three
+    # containers) to land inside it even on a loaded machine.
+    campaign = Campaign(lock="redlock", faults=[("clock-jump", {"offset_ms": 1200})],
+                        provider="docker", server="valkey-8.1", duration_s=15, ttl_ms=400,
+                        work_ms=150, stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
+    assert any("clock-jump" in line for line in outcome.verdict.explanations)
+    recorded = json.loads((outcome.run_dir / "campaign.json").read_text())
+    assert recorded["server"] == "valkey-8.1" and recorded["layout"]["nodes"] == 5
+    valkey, toxiproxy = images.image_for("valkey-8.1"), images.image_for("toxiproxy")
+    assert set(recorded["images"]) == {valkey, toxiproxy}
+    assert all(ident.startswith("sha256:") for ident in recorded["images"].values())
+    page = (outcome.run_dir / "report.html").read_text()
+    short = recorded["images"][valkey].removeprefix("sha256:")[:12]
+    assert f"{valkey} ({short})" in page and "--server valkey-8.1" in page
+
+
+@needs_engine
+def test_docker_client_clock_breaks_getset_timestamp(docker_out: Path) -> None:
+    """client-clock moves a client's clock (a process here, under libfaketime): it needs
+    nothing of the provider, and breaks the GETSET-timestamp lock against containers too."""
+    campaign = Campaign(lock="getset-timestamp", faults=[("client-clock", {})],
+                        provider="docker", server="redis-8.0", clients=3, duration_s=8,
+                        stop_on_first=True)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    assert outcome.verdict.hard_violations > 0
+
+
+@needs_engine
+@pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
+                                               ("lua", "failover")])
+def test_compare_across_servers_matches_the_truth_table_on_each(
+    locks: str, column: str, docker_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`compare --servers redis-7.0,redis-8.0,valkey-8.1`: one matrix whose rows are
+    `lock @ server`, every cell as the truth table claims on every server (split in two
+    columns to keep each test near a minute and a half; del-release × failover has no claim)."""
+    servers = list(images.SERVERS)
+    args = ["compare", "--provider", "docker", "--servers", ",".join(servers), "--locks",
+            locks, "--faults", column, "--duration", "4", "--out", str(docker_out)]
+    assert main(args) == 0
+    index = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    matrix = json.loads((index.parent / "matrix.json").read_text())
+    rows = [f"{lock} @ {server}" for lock in locks.split(",") for server in servers]
+    assert matrix["locks"] == rows
+    assert [cell["server"] for cell in matrix["cells"]] == servers * len(locks.split(","))
+    for cell in matrix["cells"]:
+        assert cell["status"] == "done" and cell["expected"] is not None, cell["lock"]
+        assert cell["expected"]["matched"] == 1, (cell["lock"], cell["runs"][0]["truth_problem"])
+        run_dir = index.parent / cell["runs"][0]["run_dir"]
+        recorded = json.loads((run_dir / "campaign.json").read_text())
+        assert recorded["server"] == cell["server"]
+        assert images.image_for(cell["server"]) in recorded["images"]
+    page = index.read_text()
+    assert f"servers {', '.join(servers)}" in page
+    assert all(row in page for row in rows)
+
+
+def _run_labels() -> list[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={RUN_LABEL}",
+         "--format", f'{{{{.Label "{RUN_LABEL}"}}}}'],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return done.stdout.split()
+
+
+@needs_engine
+def test_containers_do_not_outlive_a_sigkilled_runner() -> None:
+    """`lockchaos up` killed with SIGKILL (no teardown at all): its reaper removes every
+    container and the network labelled with its run id."""
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "chaos.cli", "up", "--provider", "docker", "--nodes", "1",
+         "--hold", "300", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    mine = f"{runner.pid}-"
+    try:
+        assert runner.stdout is not None
+        described = json.loads(runner.stdout.readline() or "{}")  # printed once it holds
+        assert described.get("provider") == "docker" and runner.poll() is None
+        owned = [run for run in _run_labels() if run.startswith(mine)]
+        assert len(owned) == 3  # toxiproxy, resource, n0
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(r.startswith(mine) for r in _run_labels()):
+        time.sleep(0.5)
+    assert not [r for r in _run_labels() if r.startswith(mine)]
+    run_id = owned[0]
+    assert _docker_ids("network ls", f"{RUN_LABEL}={run_id}") == []
+
+
+@needs_engine
+def test_a_second_docker_run_is_refused_while_the_first_lives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The host ports are fixed: a second run must not take the first one's containers down
+    (it would break that run halfway); it gets one line and exit 2, and the first goes on."""
+    with DockerTopology("standalone", nodes=1) as first:
+        args = ["run", "--lock", "lua", "--provider", "docker", "--out", str(tmp_path)]
+        assert main(args) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert f"another lockchaos run (pid {os.getpid()}) is using the docker provider" in line
+        assert first.nodes[0].ping() and first.resource.ping()
+    assert _containers() == []
+
+
+@needs_engine
+def test_docker_compose_up_runs_seed_001s_demo() -> None:
+    """`cd compose && docker compose up --scale worker=4`, offline: the demo services' image
+    (compose/Dockerfile builds FROM python:3.11-slim where a registry is reachable) is built
+    by chaos.topology.images instead — Debian's python3 with the wheelhouse's dependencies
+    (built once, about 80 s), plus a wheel of this checkout (seconds, when it changed)."""
+    images.build(["demo"], progress=lambda line: None)
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": f"{PROJECT}-demo",
+           "LOCKCHAOS_DEMO_DURATION_S": "10"}
+    compose = ["docker", "compose"]  # in compose/, as the docs say
+    cwd = COMPOSE_FILE.parent
+    try:
+        up = subprocess.run([*compose, "up", "--detach", "--scale", "worker=4"], cwd=cwd,
+                            env=env, capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr[-2000:]
+        waited = subprocess.run([*compose, "wait", "checker"], cwd=cwd, env=env,
+                                capture_output=True, text=True, timeout=120)
+        logs = subprocess.run([*compose, "logs", "checker"], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60)
+        # "0", or 'container "…" exited with status code 0' (Compose 2.29): no hard violation
+        assert waited.stdout.split()[-1:] == ["0"], logs.stdout[-2000:]
+        assert "verdict:" in logs.stdout and "soft" in logs.stdout
+    finally:
+        subprocess.run([*compose, "down", "--volumes"], cwd=cwd, env=env, capture_output=True,
+                       timeout=120)

@@ -1,0 +1,182 @@
+"""The bundled lock drivers in other languages (chaos/drivers/), on real topologies: the
+Jedis, Redisson, redsync and node-redlock drivers (built by ``scripts/drivers-setup.sh`` during
+``make setup``) break where their seeds say they break, report their own renewals, stop with
+their client, are found in the caches, and run under the pytest plugin. (Drivers written in
+Python, and the harness side of the protocol: tests/redis/test_exec_drivers.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cells import DURATION_S, QUIET_DURATION_S, run_cell
+
+from chaos import history as h
+from chaos import locks
+from chaos.campaign import Campaign
+from chaos.cli import main
+from chaos.drivers import catalog
+from chaos.errors import UsageError
+from chaos.experiments.execute import run_campaign
+from chaos.experiments.truth_table import DRIVER_CELLS, Cell
+from chaos.topology import LocalTopology
+from chaos.topology.node import wait_until
+from chaos.topology.processes import process_state
+from chaos.workload import WorkerPool, WorkloadConfig
+
+# -- the truth-table cells of the bundled drivers (chaos.experiments.truth_table.DRIVER_CELLS) --
+
+CELLS = DRIVER_CELLS
+
+# Five JVMs starting at once on two cores take 3-5 s of the run before their first acquire.
+JVM_QUIET_DURATION_S = 10.0
+# A hard Java cell ends at its first violation; five JVMs starting on a loaded machine can
+# take half of a 10 s cap before the first acquire.
+JVM_HARD_DURATION_S = 20.0
+CLIENT_CLOCK_DURATION_S = 15.0  # clients under libfaketime start 3 s later, JVMs 4-5 s more
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[cell.name for cell in CELLS])
+def test_driver_cell(tmp_path: Path, cell: Cell) -> None:
+    """The same run and the same judgement as tests/redis/test_truth_table.py's cells."""
+    _, outcome = run_cell(cell, _duration(cell), tmp_path)
+    if cell.expected == "no hard":
+        assert outcome.completed_ops > 20  # it was really locking, not failing all along
+    # Every grant came from the driver of the client that recorded it (tokens are "cN:…").
+    acquired = [
+        e for e in h.read_history(outcome.run_dir / "history.jsonl")
+        if e.f == h.ACQUIRE and e.type == h.OK
+    ]  # fmt: skip
+    assert acquired and all(str(e.token).startswith(f"{e.process}:") for e in acquired)
+
+
+def _duration(cell: Cell) -> float:
+    java = catalog.BUNDLED_DRIVERS[cell.lock].language == "java"
+    if cell.stop_on:
+        if "client-clock" in cell.faults:
+            return CLIENT_CLOCK_DURATION_S
+        return JVM_HARD_DURATION_S if java else DURATION_S
+    return JVM_QUIET_DURATION_S if java else QUIET_DURATION_S
+
+
+def test_redisson_reports_its_watchdog_renewals(tmp_path: Path) -> None:
+    """Work of 2.5 TTLs: Redisson's watchdog (not the harness) keeps the lease, and every
+    renewal it made is in the history as the lease's own renewal. (A cold JVM's first lock may
+    miss its first renewal at a 200 ms TTL — a real soft violation — so this counts holds.)"""
+    campaign = Campaign.from_options("redisson", "", duration_s=5.0, work_ms=500, clients=2)
+    outcome = run_campaign(campaign, tmp_path)
+    events = h.read_history(outcome.run_dir / "history.jsonl")
+    renewals = [e for e in events if e.f == h.RENEW and e.type == h.OK]
+    acquired = {e.token: e.t for e in events if e.f == h.ACQUIRE and e.type == h.OK}
+    assert outcome.completed_ops >= 3
+    renewed = {e.token for e in renewals}
+    assert len(renewed) >= len(acquired) - 2, (len(renewed), len(acquired))
+    assert all(e.token in acquired and e.t > acquired[e.token] for e in renewals)
+    assert outcome.verdict.hard_violations == 0
+
+
+# -- the done-when commands -----------------------------------------------------------------
+
+
+def test_run_redsync_on_five_masters_with_crash_restart_exits_1_hard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5",
+         "--faults", "crash-restart", "--duration", "10", "--stop-on-first",
+         "--out", str(tmp_path), "--json"]
+    )  # fmt: skip
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 1 and printed["verdict"] == "hard", printed
+
+
+# A lock driver in 30 lines: SET NX PX, Lua compare-and-delete, over redis-py, in Python.
+def test_client_pause_freezes_the_driver_and_a_crash_kills_it(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    config = WorkloadConfig(lock="jedis-lua", ttl_ms=1000, work_ms=20, duration_s=30)
+    with h.HistoryWriter(tmp_path / "history.jsonl") as history:
+        pool = WorkerPool(single, config, history, clients=1, seed=1)
+        pool.start()
+        try:
+            worker = pool.pid("c1")
+            wait_until(lambda: bool(_children(worker)), "the driver to start", timeout_s=20)
+            (java,) = _children(worker)
+            pool.pause("c1")
+            wait_until(lambda: process_state(java) == "T", "the driver to stop", timeout_s=2)
+            pool.resume("c1")
+            wait_until(
+                lambda: process_state(java) in ("R", "S", "D"), "the driver to go on", timeout_s=2
+            )
+            pool.kill("c1")
+            wait_until(lambda: process_state(java) in ("", "Z"), "the driver to die", timeout_s=5)
+        finally:
+            pool.stop()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_bundled_drivers_are_listed_with_language_and_library() -> None:
+    listed = {info.name: info for info in locks.catalog()}
+    for name, entry in catalog.BUNDLED_DRIVERS.items():
+        assert listed[name].summary.startswith(f"{entry.language} ({entry.library}): ")
+    assert listed["redsync"].topology == "standalone" and listed["node-redlock"].min_nodes == 3
+
+
+def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built drivers are looked for in drivers/ of every cache (chaos.topology.binaries), not
+    next to the source; a missing build is one line naming the command that builds it."""
+    monkeypatch.delenv("LOCKCHAOS_DRIVERS_DIR", raising=False)
+    entry = catalog.BUNDLED_DRIVERS["redsync"]
+    built = next(d for d in catalog.build_dirs() if (d / entry.build / entry.ready).exists())
+    monkeypatch.setenv("LOCKCHAOS_CACHE", str(built.parent))
+    assert entry.argv() == [str(built / "redsync" / "redsync-driver")]
+    monkeypatch.setenv("LOCKCHAOS_CACHE", str(tmp_path))
+    with pytest.raises(
+        UsageError,
+        match=r"^lock 'redsync': its go driver is not built \(no redsync-driver in "
+        + re.escape(str(tmp_path / "drivers" / "redsync"))
+        + r"\): run `make setup` in this checkout$",
+    ):
+        locks.load("redsync")
+
+
+@pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
+def test_each_drivers_module_can_be_imported_first(module: str) -> None:
+    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
+    contract of chaos.locks: whichever module a program imports first, both load."""
+    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr
+
+
+@pytest.mark.lockchaos(lock="jedis-del-release", faults="slow-work")
+def test_the_pytest_plugin_runs_a_java_lock(lockchaos_clients: Any, lockchaos_checker: Any) -> None:
+    """The plugin's fixtures take a driver like any lock: 004's DEL release, as Java, breaks."""
+    result = lockchaos_clients(clients=3, duration_s=6.0, ttl_ms=200, seed=1)
+    verdict = lockchaos_checker(result)
+    assert verdict.hard_violations > 0, verdict.explanations[:2]
+
+

@@ -1,0 +1,63 @@
+"""What ``lockchaos compare`` plans (the demo's cells, combined columns) and refuses (bad
+input, a matrix that is not one), in one line and exit 2, before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chaos import locks
+from chaos.cli import main
+from chaos.commands.demo import demo_plans
+from chaos.drivers.catalog import INFOS as DRIVER_INFOS
+from chaos.experiments.compare import claim_for, plan_matrix
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS
+
+
+def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "matrix.json").write_text('{"title": "x", "cells": [{"lock": 1}]}\n')
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "not a lockchaos matrix" in err
+
+
+def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
+    python_only = demo_plans(10.0, 5.0)
+    assert {plan.lock for plan in python_only} == set(locks.BUNDLED) - set(DRIVER_INFOS)
+    plans = demo_plans(10.0, 5.0, drivers=True)
+    assert {plan.lock for plan in plans} == set(locks.BUNDLED)
+    cells = [*CELLS, *DRIVER_CELLS]
+    assert {(c.lock, c.faults, c.options) for c in cells} <= {
+        (p.lock, p.faults, p.options) for p in plans
+    }
+    for plan in plans:
+        claim = claim_for(plan)
+        assert plan.stop_on == ((claim.stop_on if claim else None) or "hard")
+        plan.campaign(1).validate()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--locks", "nope", "--faults", "slow-work"], "unknown lock"),
+        (["--locks", "lua", "--faults", "slow-work,bogus"], "unknown fault"),
+        (["--locks", "lua", "--faults", ","], "--faults is empty"),
+        (["--locks", "lua", "--faults", "slow-work", "--seeds", "0"], "--seeds"),
+        (["--locks", "lua", "--faults", "slow-work", "--duration", "-1"], "--duration"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    assert main(["compare", *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and says in err
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+
+
+def test_a_column_may_combine_faults() -> None:
+    (plan,) = plan_matrix(["lua"], ["latency+partition"], 5.0)
+    assert plan.faults == "latency,partition" and plan.name == "lua × latency + partition"

@@ -1,0 +1,94 @@
+"""Redis Cluster topology (local provider; tests/docker/test_docker_provider.py runs it in
+containers): 3 masters with a replica each, every link through Toxiproxy, clients following
+the slot map through their own proxies, and seed 003's failover problem reproduced on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from chaos.campaign import Campaign
+from chaos.cli import main
+from chaos.experiments.execute import run_campaign
+from chaos.locks import build_context, create
+from chaos.topology import LocalTopology, start
+from chaos.workload.inject import InjectingConnection
+
+KEY = "lockchaos:lock"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalTopology]:
+    with start("cluster") as topo:
+        yield topo
+
+
+def test_the_cluster_forms_with_three_masters_and_their_replicas(cluster: LocalTopology) -> None:
+    roles = [node["role"] for node in cluster.describe()["nodes"]]
+    assert sorted(roles) == ["master"] * 3 + ["slave"] * 3
+    assert cluster.master_index(KEY) in range(3)
+
+
+def test_a_client_follows_the_slot_map_through_its_own_proxies(cluster: LocalTopology) -> None:
+    view = cluster.client_view("c1")
+    # a TTL no stall of a loaded machine outlasts: this checks routing, not expiry
+    ctx = build_context(view, lock_name=KEY, ttl_ms=10_000, connection_class=InjectingConnection)
+    try:
+        lock = create("lua", ctx)
+        lease = lock.acquire()
+        assert lease is not None
+        node = ctx.primary.get_node_from_key(KEY)  # type: ignore[attr-defined]
+        assert (node.host, node.port) == view.nodes[cluster.master_index(KEY)]  # its proxy
+        assert lock.release(lease) is True
+    finally:
+        ctx.close()
+    # cutting this client's own link to the key's master cuts its lock traffic, nobody else's
+    link = cluster.client_links("c1")[cluster.master_index(KEY)]
+    cluster.toxiproxy.disable(link.name)
+    try:
+        ctx = build_context(view, lock_name=KEY, ttl_ms=500)
+        with pytest.raises(redis.ConnectionError):  # its proxy refuses: nobody answers
+            create("lua", ctx).acquire()
+        ctx.close()
+        other = build_context(cluster.client_view("c2"), lock_name=KEY, ttl_ms=500)
+        lease = create("lua", other).acquire()
+        assert lease is not None
+        other.close()
+    finally:
+        cluster.toxiproxy.enable(link.name)
+
+
+def test_failover_on_a_cluster_breaks_the_lua_lock(tmp_path: Path) -> None:
+    """003: the master fails before the lock key reached its replica; the promoted replica
+    grants the lock again."""
+    outcome = run_campaign(
+        Campaign(lock="lua", faults=[("failover", {})], topology="cluster", duration_s=15.0,
+                 stop_on_first=True),
+        tmp_path,
+    )
+    assert outcome.verdict.hard_violations > 0, outcome.verdict.explanations[:3]
+    assert outcome.verdict.violations[0].cause == "failover"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["explore", "--lock", "lua", "--topology", "cluster"], "explore runs on"),
+        (["run", "--lock", "lua", "--topology", "cluster", "--provider", "external",
+          "--provider-config", "{config}"], "cluster runs on --provider local or docker"),
+        (["run", "--lock", "redlock", "--topology", "cluster"], "needs independent masters"),
+    ],
+)
+def test_what_a_cluster_cannot_do_is_one_line(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "external.toml"  # servers nobody needs to reach: refused before
+    config.write_text('toxiproxy = "http://127.0.0.1:9"\nnodes = ["127.0.0.1:9"]\n'
+                      'resource = "127.0.0.1:9"\n')
+    args = [arg.format(config=config) for arg in args]
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -1,0 +1,110 @@
+"""``lockchaos compare`` on real topologies, whole and in shards merged back (its plan, the
+demo's, and its bad input: tests/pure/test_compare_plan.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from junitparser import Failure, JUnitXml, Skipped
+
+from chaos.checker import Verdict
+from chaos.checker.verdict import RANK
+from chaos.cli import main
+from chaos.experiments.truth_table import CELLS
+from chaos.report.matrix import load_matrix
+
+
+def test_two_locks_by_two_faults_match_the_truth_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lua × slow-work (soft, lost writes) and lua × failover (hard) are truth-table cells;
+    redlock × failover cannot run (Sentinel against independent masters): n/a, no crash.
+    6 s: the truth table's quiet duration (lua × slow-work's claim, 20/20 in docs/results.md);
+    lua × failover stops at its first hard violation."""
+    code = main(["compare", "--locks", "lua,redlock", "--faults", "slow-work,failover",
+                 "--duration", "6", "--out", str(tmp_path)])
+    assert code == 0
+    index = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    (directory,) = tmp_path.iterdir()
+    assert index == (directory / "index.html").resolve() and index.is_file()
+    matrix = load_matrix(directory / "matrix.json")
+    cells = {(c.lock, c.faults): c for c in matrix.cells}
+    assert set(cells) == {(lock, fault) for lock in ("lua", "redlock")
+                          for fault in ("slow-work", "failover")}
+
+    na = cells["redlock", "failover"]
+    assert na.status == "n/a" and na.reason and "sentinel" in na.reason and na.runs == []
+
+    judged = 0
+    for cell in CELLS:
+        if (cell.lock, cell.faults) in cells and not cell.options:  # the plain cells
+            result = cells[cell.lock, cell.faults]
+            (run,) = result.runs
+            verdict = msgspec.json.decode((directory / run.run_dir / "verdict.json").read_bytes(),
+                                          type=Verdict)
+            assert cell.judge(verdict) is None, (cell.name, cell.judge(verdict),
+                                                 verdict.explanations)
+            assert run.truth_problem is None and run.verdict == verdict.verdict
+            assert result.expected and result.expected.matched == 1 and result.claim_held
+            judged += 1
+    assert judged == 2
+    assert cells["lua", "failover"].verdict == "hard"
+    assert cells["lua", "failover"].first_hard_s is not None
+    assert cells["lua", "slow-work"].lost_writes
+
+    page = index.read_text()
+    for entry in cells.values():
+        if entry.status == "done":
+            assert entry.report and (directory / entry.report).is_file()  # links to its report
+            assert f'href="{entry.report}"' in page
+    assert "n/a" in page and na.reason in page
+
+    xml = JUnitXml.fromfile(str(directory / "junit.xml"))
+    (suite,) = list(xml)
+    results = {case.name: case.result for case in suite}
+    assert suite.tests == 4
+    failed = {name for name, result in results.items()
+              if any(isinstance(r, Failure) for r in result)}
+    skipped = {name for name, result in results.items()
+               if any(isinstance(r, Skipped) for r in result)}
+    assert failed == {c.name for c in cells.values()
+                      if c.verdict and RANK[c.verdict] >= RANK["hard"]}
+    assert "lua × failover" in failed and skipped == {"redlock × failover"}
+    assert suite.failures == len(failed)
+
+    # `lockchaos report` rebuilds both pages from matrix.json alone, byte for byte.
+    pages = {name: (directory / name).read_bytes() for name in ("index.html", "junit.xml")}
+    for name in pages:
+        (directory / name).unlink()
+    capsys.readouterr()
+    assert main(["report", str(directory)]) == 0
+    assert capsys.readouterr().out.strip() == str(directory / "index.html")
+    assert {name: (directory / name).read_bytes() for name in pages} == pages
+
+
+SHARD_ARGS = ["compare", "--locks", "del-release,lua", "--faults", "slow-work,latency",
+              "--duration", "2"]
+
+
+def test_two_shards_merge_into_the_whole_comparison(tmp_path: Path) -> None:
+    shard_dirs = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        assert main([*SHARD_ARGS, "--shard", f"{k}/2", "--out", str(out)]) == 0
+        (directory,) = out.iterdir()
+        assert load_matrix(directory / "matrix.json").shard == [k, 2]
+        shard_dirs.append(directory)
+    assert main(["merge", *map(str, reversed(shard_dirs)), "--out", str(tmp_path / "all")]) == 0
+    (merged,) = (tmp_path / "all").iterdir()
+    matrix = load_matrix(merged / "matrix.json")
+    assert [(c.lock, c.faults) for c in matrix.cells] == [
+        ("del-release", "slow-work"), ("del-release", "latency"),
+        ("lua", "slow-work"), ("lua", "latency"),
+    ]  # plan order, though the shards were given last first
+    assert all(cell.status == "done" for cell in matrix.cells)
+    for cell in matrix.cells:
+        assert cell.report is not None and (merged / cell.report).is_file()
+    assert JUnitXml.fromfile(str(merged / "junit.xml")).tests == 4
+    assert (merged / "index.html").is_file()

@@ -1,0 +1,324 @@
+"""Locks in other languages through the driver protocol (chaos/drivers/), with drivers
+written in Python (``exec:``), so only Redis is needed: an ``exec:`` driver written in a test
+runs like any lock, the docs' worked example runs with both capabilities, and the harness side
+of the protocol turns every kind of reply — and every way a driver can misbehave — into what
+the lock contract says. (The bundled Jedis, Redisson, redsync and node-redlock drivers:
+tests/drivers/test_drivers.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from chaos import history as h
+from chaos import locks
+from chaos.campaign import Campaign
+from chaos.cli import main
+from chaos.drivers import adapter
+from chaos.drivers.process import DriverBroken
+from chaos.drivers.protocol import encode
+from chaos.errors import UsageError
+from chaos.experiments.execute import run_campaign
+from chaos.locks.context import build_context
+from chaos.locks.contract import Lease, LockContext
+from chaos.nemesis import FAULTS
+from chaos.topology import LocalTopology
+
+EXEC_DRIVER = """
+import json, secrets, sys
+import redis
+
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+r = hello = None
+
+def reply(**message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "hello":
+        hello, node = m, m["nodes"][0]
+        r = redis.Redis(node["host"], node["port"], socket_timeout=m["socket_timeout_ms"] / 1000)
+        reply(type="hello", ok=True, language="python", library="redis-py", capabilities=[])
+        continue
+    try:
+        if m["type"] == "acquire":
+            token = f"{hello['client_id']}:{secrets.token_hex(8)}"
+            if r.set(hello["lock_name"], token, nx=True, px=hello["ttl_ms"]):
+                reply(type="ok", id=m["id"], token=token, validity_ms=hello["ttl_ms"])
+            else:
+                reply(type="refused", id=m["id"])
+        elif m["type"] == "release":
+            released = r.eval(RELEASE, 1, hello["lock_name"], m["token"])
+            reply(type="ok" if released else "refused", id=m["id"])
+    except redis.RedisError as exc:  # it may or may not have happened
+        reply(type="error", id=m["id"], definite=False, message=str(exc))
+"""
+
+
+def test_an_exec_driver_written_in_a_test_runs_like_any_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "driver.py"
+    script.write_text(EXEC_DRIVER)
+    assert len(EXEC_DRIVER.strip().splitlines()) <= 32
+    lock = f"exec:{sys.executable} {script}"
+    # 6 s: slow-work fires twice (in 4 s it fired once, and in one fresh-clone CI run nobody
+    # overlapped that one slow holder: no soft violation to see)
+    code = main(
+        ["run", "--lock", lock, "--faults", "slow-work,partition", "--duration", "6",
+         "--out", str(tmp_path / "out"), "--json"]
+    )  # fmt: skip
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 0, printed  # compare-and-delete: soft violations, never hard
+    assert printed["hard_violations"] == 0 and printed["soft_violations"] > 0, printed
+    events = h.read_history(Path(printed["run_dir"]) / "history.jsonl")
+    acquired = [e for e in events if e.f == h.ACQUIRE and e.type == h.OK]
+    assert len(acquired) > 20
+    assert {e.process for e in acquired} >= {"c1", "c2", "c3"}
+    # The partition made some operations indeterminate: the driver's definite:false errors.
+    assert any(e.type == h.INFO and e.f in (h.ACQUIRE, h.RELEASE) for e in events)
+
+
+# -- the harness side of the protocol, against drivers that misbehave ------------------------
+
+# docs/driver-protocol.md's worked example: plain Python, RESP over a socket, both capabilities.
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples/drivers/python/driver.py"
+
+
+def _driver(tmp_path: Path, body: str) -> str:
+    """``exec:`` for a small Python driver whose request loop is ``body``."""
+    script = tmp_path / "d.py"
+    script.write_text(
+        "import json, sys, time\n"
+        "def out(**m):\n"
+        "    sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n" + textwrap.dedent(body)
+    )
+    return f"{sys.executable} {script}"
+
+
+HELLO_THEN = """
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "hello":
+        out(type="hello", ok=True, capabilities={caps})
+        continue
+{handler}
+"""
+
+
+def _ctx(single: LocalTopology) -> LockContext:
+    return build_context(single.client_view("c1"), lock_name="k", ttl_ms=200)
+
+
+def _start(
+    tmp_path: Path, single: LocalTopology, handler: str, caps: str = "[]"
+) -> adapter.DriverLock:
+    command = _driver(
+        tmp_path, HELLO_THEN.format(caps=caps, handler=textwrap.indent(handler, "    "))
+    )
+    return locks.load(f"exec:{command}")(_ctx(single))  # type: ignore[return-value]
+
+
+def test_replies_become_leases_refusals_and_indeterminate_outcomes(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    lock = _start(
+        tmp_path,
+        single,
+        """\
+if m["type"] == "acquire" and m["id"] == 1:
+    out(type="ok", id=m["id"], token="c1:a", validity_ms=150.5, fence=7)
+elif m["type"] == "acquire":
+    out(type="refused", id=m["id"])
+elif m["type"] == "release" and m["token"] == "c1:a":
+    out(type="error", id=m["id"], definite=True, message="not there")
+elif m["type"] == "release":
+    out(type="error", id=m["id"], definite=False, message="timed out")
+elif m["type"] == "extend":
+    out(type="ok", id=m["id"], validity_ms=200)
+""",
+        caps='["extend"]',
+    )
+    try:
+        assert lock.acquire() == Lease(token="c1:a", validity_ms=150.5, fence=7)
+        assert lock.acquire() is None
+        assert lock.release(Lease(token="c1:a")) is False  # a definite error: certainly not
+        with pytest.raises(adapter.DriverError, match="timed out"):  # indeterminate: raises
+            lock.release(Lease(token="c1:b"))
+        assert locks.can_extend(lock)
+        assert lock.extend(Lease(token="c1:a")) == Lease(token="c1:a", validity_ms=200)  # type: ignore[attr-defined]
+    finally:
+        lock.close()
+
+
+def test_a_driver_without_extend_has_no_extend(tmp_path: Path, single: LocalTopology) -> None:
+    lock = _start(tmp_path, single, 'out(type="refused", id=m["id"])')
+    try:
+        assert not locks.can_extend(lock)
+        locks.check_client(lock)  # still a valid client
+    finally:
+        lock.close()
+
+
+def test_garbage_death_and_hangs_each_get_one_clear_line(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    garbage = _start(tmp_path, single, 'print("this is not json", flush=True)')
+    try:
+        with pytest.raises(DriverBroken, match="not a JSON object: 'this is not json'"):
+            garbage.acquire()
+        with pytest.raises(DriverBroken):  # and stays broken, without a hot loop
+            garbage.acquire()
+    finally:
+        garbage.close()
+    no_id = _start(tmp_path, single, 'out(type="ok", token="c1:a")')
+    try:
+        with pytest.raises(
+            DriverBroken, match=re.escape("not the protocol (Object missing required field `id`)")
+        ):
+            no_id.acquire()
+    finally:
+        no_id.close()
+    dies = _start(tmp_path, single, 'sys.stderr.write("RuntimeError: boom\\n"); sys.exit(3)')
+    try:
+        with pytest.raises(
+            DriverBroken,
+            match=re.escape("exited with status 3 (stderr: RuntimeError: boom)"),
+        ):
+            dies.acquire()
+    finally:
+        dies.close()
+    hangs = _start(tmp_path, single, "time.sleep(60)")
+    hangs.op_timeout_s = 0.5
+    started = time.monotonic()
+    try:
+        with pytest.raises(
+            DriverBroken, match=re.escape("did not answer acquire #1 within 0.5 s")
+        ):
+            hangs.acquire()
+        assert time.monotonic() - started < 3
+    finally:
+        hangs.close()
+
+
+def test_a_driver_that_fails_its_hello_is_one_usage_line(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    refuses = _driver(
+        tmp_path, 'sys.stdin.readline()\nout(type="hello", ok=False, message="needs 3 masters")\n'
+    )
+    with pytest.raises(UsageError, match="refused to start: needs 3 masters"):
+        locks.load(f"exec:{refuses}")(_ctx(single))
+    with pytest.raises(UsageError, match="is not on PATH"):
+        locks.load("exec:no-such-driver-anywhere --flag")
+    with pytest.raises(UsageError, match="give the driver's command"):
+        locks.load("exec:")
+
+
+def test_the_hello_names_every_node_and_sentinel_through_the_clients_proxies(
+    sentinel: LocalTopology,
+) -> None:
+    view = sentinel.client_view("c2")
+    hello = json.loads(encode(adapter.hello(build_context(view, lock_name="k", ttl_ms=300))))
+    assert hello["client_id"] == "c2" and hello["ttl_ms"] == 300 and hello["lock_name"] == "k"
+    assert [(n["host"], n["port"]) for n in hello["nodes"]] == [tuple(a) for a in view.nodes]
+    assert [(s["host"], s["port"]) for s in hello["sentinels"]] == [
+        tuple(a) for a in view.sentinels
+    ]
+    assert hello["master_name"] == view.master_name
+    assert {k: (v["host"], v["port"]) for k, v in hello["route"].items()} == {
+        k: tuple(v) for k, v in view.route.items()
+    }
+    schema = json.loads(Path("docs/driver-protocol.schema.json").read_text())["$defs"]["hello"]
+    assert set(schema["required"]) <= set(hello) <= set(schema["properties"])
+
+
+class RecordingPausePoints:
+    """Pause points as a driver sees them through its ``LockContext``, recording each command
+    announced to them (``armed`` non-empty: announce; empty: do not)."""
+
+    def __init__(self, armed: tuple[str, ...]) -> None:
+        self.armed = armed
+        self.commands: list[str] = []
+
+    def before_command(self, command: str) -> None:
+        self.commands.append(command)
+
+
+@pytest.mark.parametrize("armed", [("a point",), ()], ids=["armed", "unarmed"])
+def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(
+    single: LocalTopology, armed: tuple[str, ...]
+) -> None:
+    """The harness's injector reaches a driver through ``ctx.pause_points`` (the worker hands
+    it to ``build_context``), never through an import of the workload."""
+    points = RecordingPausePoints(armed)
+    ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=500, pause_points=points)
+    lock = locks.load(f"exec:{sys.executable} {EXAMPLE}")(ctx)
+    try:
+        lease = lock.acquire()
+        assert lease and lock.release(lease)
+    finally:
+        lock.close()  # type: ignore[attr-defined]
+        ctx.close()
+    assert points.commands == (["SET", "EVAL"] if armed else [])
+
+
+@pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
+def test_each_drivers_module_can_be_imported_first(module: str) -> None:
+    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
+    contract of chaos.locks: whichever module a program imports first, both load."""
+    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr
+
+
+def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
+    tmp_path: Path,
+) -> None:
+    plain = _driver(
+        tmp_path,
+        'm = json.loads(sys.stdin.readline())\nout(type="describe", capabilities=[])\n',
+    )
+    pause_at = [FAULTS["client-pause-at"]]
+    with pytest.raises(
+        UsageError,
+        match=r"^lock 'exec:.*': client-pause-at needs a driver with the 'pause-points' "
+        r"capability, which this one does not announce \(docs/driver-protocol.md\)$",
+    ):
+        locks.check_faults(f"exec:{plain}", pause_at)
+    locks.check_faults(f"exec:{plain}", [FAULTS["client-pause"], FAULTS["slow-work"]])  # fine
+    locks.check_faults("jedis-get-then-del", pause_at)  # has the capability
+    locks.check_faults("lua", pause_at)  # Python locks take every fault
+
+
+def test_the_docs_worked_example_driver_runs_with_both_capabilities(tmp_path: Path) -> None:
+    """examples/drivers/python/driver.py (docs/driver-protocol.md): plain Python, RESP over a
+    socket, extend and pause-points: paused before its release's EVAL, never hard."""
+    lock = f"exec:{sys.executable} {EXAMPLE}"
+    locks.check_faults(lock, [FAULTS["client-pause-at"]])  # it announces pause-points
+    campaign = Campaign.from_options(
+        lock,
+        "client-pause-at:command=EVAL,partition",
+        duration_s=5.0,
+        work_ms=150,
+        extend_during_work=True,
+    )
+    outcome = run_campaign(campaign, tmp_path)
+    events = h.read_history(outcome.run_dir / "history.jsonl")
+    fired = [e for e in events if e.f == h.PAUSE_POINT]
+    assert fired and all(e.value["command"] == "EVAL" for e in fired)
+    assert any(e.f == h.EXTEND and e.type == h.OK for e in events)
+    assert outcome.verdict.hard_violations == 0, outcome.verdict.explanations[:2]
+    assert outcome.completed_ops > 20

@@ -1,0 +1,193 @@
+"""The explorer on real processes: it finds and shrinks "A releases B's lock", a step program
+replays to the same verdict, the run directory's ``test_replay.py`` fails under pytest the way
+the exploration did, a wait ends once every lease and key has run out (and not before),
+programs never depend on what Redis answered, an exploration of a lock that holds exits 0,
+and ``run --search`` tries drawn schedules (bad input: tests/pure/test_explore_input.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaos import history as h
+from chaos.campaign import Campaign
+from chaos.checker import check_file
+from chaos.cli import main
+from chaos.explore import ExploreResult, Program, Step, explore, replay
+from chaos.explore.machine import Failure
+from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
+from chaos.explore.session import ENDED_EARLY
+from chaos.locks.base import SetNxPxLock
+from chaos.locks.contract import Lease, LockContext
+
+# Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
+# waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.
+A_RELEASES_B = Program(
+    lock="del-release",
+    ttl_ms=100,
+    clients=2,
+    topology="standalone",
+    nodes=1,
+    steps=(
+        Step("acquire", "c1"),
+        Step("sleep", ttls=1.5),
+        Step("acquire", "c2"),
+        Step("release", "c1"),
+        Step("acquire", "c1"),
+    ),
+)
+
+
+def run_pytest(test_file: Path) -> subprocess.CompletedProcess[str]:
+    """Run a replay file under pytest in its own process, as a user would."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, cwd=test_file.parent, check=False
+    )
+
+
+def test_a_program_replays_to_the_same_hard_verdict_every_time(tmp_path: Path) -> None:
+    for attempt in range(2):
+        verdict, outcomes = replay(A_RELEASES_B, history_path=tmp_path / f"h{attempt}.jsonl")
+        assert outcomes == ["granted", ENDED_EARLY, "granted", "returned true", "granted"]
+        assert verdict.verdict == "hard"
+        assert "c1 released c2's lock" in verdict.explanations[0]
+
+
+def test_the_same_program_with_the_lua_lock_holds(tmp_path: Path) -> None:
+    program = Program(**{**A_RELEASES_B.to_json(), "lock": "lua", "steps": A_RELEASES_B.steps})
+    verdict, outcomes = replay(program, history_path=tmp_path / "h.jsonl")
+    assert outcomes[3] == "returned false"  # compare-and-delete: not c1's key any more
+    assert verdict.hard_violations == 0
+
+
+def test_a_wait_ends_once_every_lease_has_run_out_even_one_whose_key_is_gone(
+    tmp_path: Path,
+) -> None:
+    # c1's stale DEL removes c2's key at once, but c2's lease stays valid (by its claim) for
+    # a TTL: the wait after it must last that long, and it ends early (not the 1.5×TTL asked;
+    # bench/timings.py measures how soon).
+    program = A_RELEASES_B.with_steps([*A_RELEASES_B.steps[:4], Step("sleep", ttls=1.5),
+                                       Step("acquire", "c2")])
+    history = tmp_path / "h.jsonl"
+    _, outcomes = replay(program, history_path=history)
+    assert outcomes[4] == ENDED_EARLY
+    events = h.read_history(history)
+    c2_lease = next(e.valid_until for e in events if e.process == "c2" and e.type == h.OK)
+    last_ask = [e.t for e in events if e.f == h.ACQUIRE and e.type == h.INVOKE][-1]
+    assert c2_lease is not None and c2_lease < last_ask
+
+
+def test_a_wait_with_a_renewing_holder_lasts_its_full_length(tmp_path: Path) -> None:
+    program = A_RELEASES_B.with_steps([Step("acquire", "c1"), Step("sleep", ttls=1.5),
+                                       Step("acquire", "c2")])
+    program = Program(**{**program.to_json(), "lock": "watchdog", "steps": program.steps})
+    history = tmp_path / "h.jsonl"
+    _, outcomes = replay(program, history_path=history)
+    assert outcomes == ["granted", "", "refused"]  # the watchdog kept c1's lease alive
+    asks = [e.t for e in h.read_history(history) if e.f == h.ACQUIRE and e.type == h.INVOKE]
+    assert asks[1] - asks[0] >= 150_000_000
+
+
+def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> None:
+    history = tmp_path / "found.jsonl"
+    verdict, outcomes = replay(A_RELEASES_B, history_path=history)
+    failure = Failure(A_RELEASES_B, outcomes, verdict, history.read_bytes())
+    campaign = Campaign(lock="del-release", ttl_ms=100, clients=2)
+    run_dir = write_run_dir(tmp_path / "out", campaign, failure, {"steps": 5})
+    for name in ("history.jsonl", "verdict.json", "program.json", REPLAY, "report.html"):
+        assert (run_dir / name).is_file(), name
+    done = run_pytest(run_dir / REPLAY)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "del-release broke (hard) under this program" in done.stdout
+    assert "4. c1 releases the lock → returned true" in done.stdout
+    assert "c1 released c2's lock" in done.stdout
+
+
+def test_an_exploration_of_a_lock_that_holds_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([
+        "explore", "--lock", "lua", "--max-examples", "4", "--steps", "6", "--clients", "2",
+        "--out", str(tmp_path),
+    ])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "no violation at or above hard" in out
+    assert not list(tmp_path.iterdir())  # no run directory without a failure
+
+
+@pytest.fixture(scope="module")
+def del_release(tmp_path_factory: pytest.TempPathFactory) -> ExploreResult:
+    """``explore --lock del-release`` with the defaults (seed 1), once for this module."""
+    out = tmp_path_factory.mktemp("explore")
+    return explore(Campaign(lock="del-release", ttl_ms=100, clients=2, seed=1), out=out)
+
+
+def test_explore_finds_a_releases_b_and_shrinks_it(del_release: ExploreResult) -> None:
+    found = del_release.failure
+    assert found is not None, del_release.summary()
+    assert len(found.program.steps) <= 6, found.program.numbered(found.outcomes)
+    first = found.verdict.violations[0]
+    assert (first.kind, first.cause) == ("hard", "foreign-release")
+    assert {"sleep", "release"} <= {step.kind for step in found.program.steps}
+    assert del_release.run_dir is not None
+    on_disk = json.loads((del_release.run_dir / PROGRAM).read_text())
+    assert Program.from_json(on_disk) == found.program
+    assert on_disk["outcomes"] == found.outcomes
+    assert check_file(del_release.run_dir / "history.jsonl").verdict == "hard"
+
+
+def test_its_replay_file_fails_under_pytest(del_release: ExploreResult) -> None:
+    assert del_release.run_dir is not None
+    done = run_pytest(del_release.run_dir / REPLAY)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "del-release broke (hard) under this program" in done.stdout
+    assert "released" in done.stdout
+
+
+# A lock that asks Redis and refuses every time: the opposite of lua's answers.
+REFUSING = f"{Path(__file__).resolve()}:refusing_lock"
+
+
+class RefusingLock(SetNxPxLock):
+    def acquire(self) -> Lease | None:
+        self.redis.get(self.key)
+        return None
+
+    def release(self, lease: Lease) -> bool:
+        return False
+
+
+def refusing_lock(ctx: LockContext) -> RefusingLock:
+    return RefusingLock(ctx)
+
+
+def test_programs_never_depend_on_what_redis_answered() -> None:
+    """Same seed, a lock granting every free lock against one refusing everything: the same
+    programs, step for step — the rule draws from the in-memory model, never from Redis."""
+    runs = [
+        explore(Campaign(lock=lock, ttl_ms=100, clients=2, seed=5), max_examples=6, steps=8)
+        for lock in ("lua", REFUSING)
+    ]
+    assert not any(run.failed for run in runs)
+    granted, refused = ([program.steps for program in run.programs] for run in runs)
+    assert len(granted) >= 6 and sum(map(len, granted)) > 20
+    assert granted == refused
+
+
+def test_run_search_tries_drawn_schedules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([
+        "run", "--lock", "lua", "--faults", "latency", "--search", "1", "--duration", "1",
+        "--clients", "2", "--out", str(tmp_path), "--json",
+    ])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["search"] == "search: 1 schedules tried, none broke the lock"
+    assert json.loads((Path(out["run_dir"]) / "schedule.json").read_text())["events"]
