@@ -1,6 +1,7 @@
-"""The docker provider and compose/: the Compose file and the Toxiproxy config checked
-against what the provider expects (no engine needed), seed 001's demo services run against
-local processes, and — where a Docker engine, Compose v2 and lockchaos's images are here
+"""The docker provider and its Compose files: the provider's (package data) and the
+Toxiproxy config checked against what the provider expects, seed 001's demo file (compose/,
+which includes it) against what its services read (no engine needed), the demo services run
+against local processes, and — where a Docker engine, Compose v2 and lockchaos's images are here
 (scripts/docker-setup.sh provides them) — the provider for real."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from chaos import checker, topology
 from chaos.cli import main
 from chaos.commands import compose as compose_demo
 from chaos.errors import UsageError
+from chaos.images.build import build as build_images
 from chaos.locks import build_context, create
 from chaos.nemesis import FAULTS
 from chaos.run.campaign import Campaign, run_campaign
@@ -42,6 +44,7 @@ from chaos.topology.remote import RemoteNode
 
 ROOT = Path(__file__).resolve().parents[1]
 TOXIPROXY_CONFIG = COMPOSE_FILE.parent / "toxiproxy.json"
+DEMO_DIR = ROOT / "compose"  # seed 001's Compose demo: a checkout's, not the package's
 KEY = "lockchaos:lock"  # the workload's lock key
 
 
@@ -83,6 +86,22 @@ needs_engine = pytest.mark.skipif(bool(MISSING), reason=MISSING)
 def compose() -> dict[str, Any]:
     parsed: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
     return parsed
+
+
+@pytest.fixture(scope="module")
+def demo_compose() -> dict[str, Any]:
+    parsed: dict[str, Any] = yaml.safe_load((DEMO_DIR / "docker-compose.yml").read_text())
+    return parsed
+
+
+def test_the_demo_file_includes_the_providers_from_the_package(
+    demo_compose: dict[str, Any],
+) -> None:
+    """The demo runs on the provider's own Toxiproxy and resource: the one Compose file
+    of them, the package's (so a checkout's copy cannot drift from what runs)."""
+    (included,) = demo_compose["include"]
+    assert (DEMO_DIR / included).resolve() == COMPOSE_FILE.resolve()
+    assert demo_compose["name"] == PROJECT
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +262,10 @@ def test_toxiproxy_accepts_the_config(proxies: dict[str, dict[str, Any]]) -> Non
         assert {p["name"] for p in reply.json()["proxies"]} == set(proxies)
 
 
-def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[str, Any]) -> None:
-    services = compose["services"]
+def test_the_demo_services_run_lockchaos_with_settings_it_reads(
+    demo_compose: dict[str, Any],
+) -> None:
+    services = demo_compose["services"]
     runner = CliRunner()
     helps = ""
     for name, command in [("demo-init", "init"), ("worker", "worker"), ("checker", "check")]:
@@ -264,26 +285,29 @@ def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[st
     assert services["checker"]["depends_on"]["worker"] == {
         "condition": "service_completed_successfully"
     }
-    dockerfile = (COMPOSE_FILE.parent / "Dockerfile").read_text()
+    dockerfile = (DEMO_DIR / "Dockerfile").read_text()
     assert "COPY chaos ./chaos" in dockerfile and "pip install" in dockerfile
     assert "!chaos" in (ROOT / ".dockerignore").read_text().splitlines()
 
 
-def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(compose: dict[str, Any]) -> None:
+def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(
+    compose: dict[str, Any], demo_compose: dict[str, Any]
+) -> None:
     """Seed 001's compose file runs ``redis-server --appendonly yes`` with /data on a volume;
     the demo's own node does the same, while every data node the docker provider runs keeps
     nothing on disk (its crash-restart must bring a node back empty)."""
     services = compose["services"]
-    demo = services["demo-redis"]
+    demo = demo_compose["services"]["demo-redis"]
     assert demo["command"] == ["redis-server", "--appendonly", "yes"]
-    assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in compose["volumes"]
-    assert demo["image"] == services[LAYOUT.resource[0]]["image"]
-    assert demo["labels"] == {RUN_LABEL: "${LOCKCHAOS_RUN:-manual}"}
+    assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in demo_compose["volumes"]
+    resource = services[LAYOUT.resource[0]]
+    for setting in ("image", "pull_policy", "labels", "healthcheck"):
+        assert demo[setting] == resource[setting], setting  # a server as the provider's
     assert "profiles" not in demo and "ports" not in demo  # `up` starts it; nothing published
-    assert "demo-redis" not in {name for name, _ in LAYOUT.data_nodes("standalone")}
+    assert "demo-redis" not in services  # the provider's file has none of the demo
     for name, service in services.items():
         command = " ".join(service.get("command", []))
-        if name != "demo-redis" and "redis-server" in command:
+        if "redis-server" in command:
             assert "--appendonly no" in command, name
     shown = CliRunner().invoke(compose_demo.app, ["worker", "--help"], env={"COLUMNS": "200"})
     assert "demo-redis:6379" in shown.output  # `lockchaos compose worker`'s default node
@@ -663,13 +687,13 @@ def test_a_second_docker_run_is_refused_while_the_first_lives(
 def test_docker_compose_up_runs_seed_001s_demo() -> None:
     """`cd compose && docker compose up --scale worker=4`, offline: the demo services' image
     (compose/Dockerfile builds FROM python:3.11-slim where a registry is reachable) is built
-    by chaos.topology.images instead — Debian's python3 with the wheelhouse's dependencies
+    by chaos.images instead — Debian's python3 with the wheelhouse's dependencies
     (built once, about 80 s), plus a wheel of this checkout (seconds, when it changed)."""
-    images.build(["demo"], progress=lambda line: None)
+    build_images(["demo"], progress=lambda line: None, source=ROOT)
     env = {**os.environ, "COMPOSE_PROJECT_NAME": f"{PROJECT}-demo",
            "LOCKCHAOS_DEMO_DURATION_S": "10"}
     compose = ["docker", "compose"]  # in compose/, as the docs say
-    cwd = COMPOSE_FILE.parent
+    cwd = DEMO_DIR
     try:
         up = subprocess.run([*compose, "up", "--detach", "--scale", "worker=4"], cwd=cwd,
                             env=env, capture_output=True, text=True, timeout=300)
