@@ -5,7 +5,7 @@
 #     dockerd started in the background (log and pidfile in .cache/docker/); never a second one
 #   * Compose v2: if `docker compose version` fails, `go install` into .cache/bin/docker-compose,
 #     linked as the CLI plugin (~/.docker/cli-plugins, and /usr/local/lib/docker/cli-plugins)
-#   * lockchaos's own images (lockchaos/redis:7.0, :8.0, lockchaos/valkey:8.1,
+#   * lockchaos's own images (lockchaos/redis:7.0, :8.0, lockchaos/valkey:8.1, :9.1,
 #     lockchaos/toxiproxy:2.12.0, and for seed 001's Compose demo lockchaos/python:3.11 and
 #     lockchaos-demo), built offline with debootstrap (`python -m chaos.images`, chaos/images/)
 #
@@ -113,7 +113,7 @@ absent="$("$PY" -m chaos.images missing 2>"$STATE/images.err")" \
 if [ -n "$absent" ]; then
     tools=()
     command -v debootstrap >/dev/null || tools+=(debootstrap)
-    command -v dpkg-source >/dev/null || tools+=(dpkg-dev)
+    command -v gpgv >/dev/null || tools+=(gpgv)
     { command -v make >/dev/null && command -v cc >/dev/null && command -v c++ >/dev/null; } \
         || tools+=(build-essential)
     if [ "${#tools[@]}" -gt 0 ]; then

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
+from chaos.images import sources
 from chaos.images.debian import debian_mirror
 from chaos.images.recipes import (
     ENTRYPOINT_SCRIPT,
@@ -43,6 +44,7 @@ from chaos.topology.images import (
 )
 
 WORK = binaries.CACHE / "images"
+SOURCES = binaries.CACHE / "sources"  # verified upstream tarballs (setup.sh's too)
 WHEELHOUSE = binaries.CACHE / "wheelhouse"  # dependency wheels (tests/test_install.py's too)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SITE_PACKAGES = "/usr/local/lib/python3.11/dist-packages"  # where Debian's python3 looks
@@ -152,7 +154,7 @@ def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
         raise UsageError("building lockchaos images needs root (debootstrap and chroot)")
     tools = ["debootstrap", "tar", "docker"]
     if any(isinstance(RECIPES[n], ServerRecipe) for n in names):
-        tools += ["dpkg-source", "make", "cc", "c++"]
+        tools += ["gpgv", "make", "cc", "c++"]
     absent = [tool for tool in tools if shutil.which(tool) is None]
     if absent:
         raise UsageError(f"building lockchaos images needs {', '.join(absent)} (apt-get install)")
@@ -180,7 +182,7 @@ def _build_one(
         argv.append("--include=" + ",".join(include))
     _run([*argv, recipe.suite, str(rootfs), mirror], log, DEBOOTSTRAP_TIMEOUT_S)
     if isinstance(recipe, ServerRecipe):
-        changes = _make_server(recipe, mirror, work, rootfs, log, progress)
+        changes = _make_server(recipe, work, rootfs, log, progress)
     elif isinstance(recipe, PythonRecipe):
         changes = _make_python(recipe, work, rootfs, log, progress)
     else:
@@ -198,14 +200,14 @@ def _build_one(
 
 def _make_server(
     recipe: ServerRecipe,
-    mirror: str,
     work: Path,
     rootfs: Path,
     log: Path,
     progress: Callable[[str], None],
 ) -> list[str]:
-    source = _fetch_source(recipe, mirror, work, rootfs, log)
-    progress(f"{recipe.name}: make {' '.join(recipe.make_flags)} ({source.name})")
+    tarball = sources.fetch(recipe.source, SOURCES, lambda line: progress(f"{recipe.name}: {line}"))
+    source = sources.unpack(tarball, work / "src")
+    progress(f"{recipe.name}: make {' '.join(recipe.make_flags)} ({tarball.name})")
     jobs = str(os.cpu_count() or 1)
     # GIT_CEILING_DIRECTORIES: the build stamps a git sha, and must not take lockchaos's
     _run(["make", "-C", str(source), f"-j{jobs}", *recipe.make_flags], log, BUILD_TIMEOUT_S,
@@ -256,27 +258,6 @@ def _make_server(
         f'CMD ["{program}-server"]',
         f"LABEL {VERSION_LABEL}={version.split()[2].removeprefix('v=')}",
     ]
-
-
-def _fetch_source(recipe: ServerRecipe, mirror: str, work: Path, rootfs: Path, log: Path) -> Path:
-    """``apt-get source`` inside the root file system (so from the image's own suite), then
-    ``dpkg-source -x`` here; the root file system keeps no trace of it."""
-    sources = rootfs / "etc" / "apt" / "sources.list.d" / "lockchaos-src.list"
-    sources.write_text(f"deb-src {mirror} {recipe.suite} main\n")
-    download = rootfs / "tmp" / "lockchaos-src"
-    download.mkdir(parents=True, exist_ok=True)
-    try:
-        _chroot(rootfs, {"PATH": PATH}, ["apt-get", "update", "-qq"], log)
-        _chroot(rootfs, {"PATH": PATH},
-                ["sh", "-c", f"cd /tmp/lockchaos-src && apt-get source --download-only "
-                             f"{recipe.source}"], log)  # fmt: skip
-        (dsc,) = download.glob("*.dsc")
-        tree = work / "src"
-        _run(["dpkg-source", "-x", str(dsc), str(tree)], log, STEP_TIMEOUT_S)
-    finally:
-        sources.unlink(missing_ok=True)
-        _remove_tree(download)
-    return tree
 
 
 def _make_toxiproxy(recipe: ToxiproxyRecipe, rootfs: Path) -> list[str]:

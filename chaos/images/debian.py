@@ -1,4 +1,4 @@
-"""The Debian mirror the images are built from: the one apt here is configured with."""
+"""The Debian mirror the images and their sources come from: the one apt here uses."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import os
 import re
 from pathlib import Path
 
-from chaos.errors import UsageError
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
 def debian_mirror() -> str:
-    """The Debian mirror apt is configured with (``LOCKCHAOS_DEBIAN_MIRROR`` overrides)."""
+    """The Debian mirror apt is configured with (``LOCKCHAOS_DEBIAN_MIRROR`` overrides;
+    ``DEFAULT_MIRROR`` where apt names none, e.g. on Ubuntu)."""
     override = os.environ.get("LOCKCHAOS_DEBIAN_MIRROR")
     if override:
         return override.rstrip("/")
@@ -30,10 +31,7 @@ def debian_mirror() -> str:
             words = re.sub(r"\[[^]]*\]", "", line.split("#", 1)[0]).split()
             if len(words) >= 3 and words[0] == "deb" and _is_debian_main(words[1], words[2]):
                 return words[1].rstrip("/")
-    raise UsageError(
-        "no Debian mirror found in /etc/apt/sources.list(.d): set LOCKCHAOS_DEBIAN_MIRROR "
-        "(e.g. http://deb.debian.org/debian)"
-    )
+    return DEFAULT_MIRROR
 
 
 def _deb822(stanza: str) -> dict[str, str]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
+from chaos.images.sources import LOCAL_REDIS, Upstream, file_sha256
 from chaos.topology import binaries
 from chaos.topology.images import IMAGES, TOXIPROXY_VERSION, image_for
 
@@ -71,12 +72,13 @@ class _Named:
 
 @dataclass(frozen=True)
 class ServerRecipe(_Named):
-    """A Redis-compatible server image: Debian packages + a MALLOC=libc build of the server."""
+    """A Redis-compatible server image: Debian packages + a MALLOC=libc build of the server
+    from its upstream source (of a newer suite, maybe: the rest stays the stable suite's)."""
 
     name: str  # "redis-7.0": what --server / the provider call it (chaos.topology.images)
-    suite: str  # Debian suite the packages and the source come from
+    suite: str  # Debian suite of the root file system and its packages
     packages: tuple[str, ...]
-    source: str  # Debian source package of the server
+    source: Upstream  # the server's upstream tarball (chaos.images.sources)
     program: str  # "redis" or "valkey": <program>-server, -sentinel, -cli, -check-*
     compat: bool = False  # also provide redis-server/-sentinel/-cli names (valkey)
     make_flags: tuple[str, ...] = ("MALLOC=libc", "BUILD_TLS=no", "USE_SYSTEMD=no")
@@ -122,10 +124,13 @@ _VALKEY_PACKAGES = ("valkey-server", "valkey-sentinel", "valkey-tools", "procps"
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in (
-        ServerRecipe("redis-7.0", "bookworm", _REDIS_PACKAGES, "redis", "redis"),
-        ServerRecipe("redis-8.0", "trixie", _REDIS_PACKAGES, "redis", "redis"),
-        ServerRecipe("valkey-8.1", "trixie", _VALKEY_PACKAGES, "valkey", "valkey",
-                     compat=True),
+        ServerRecipe("redis-7.0", "bookworm", _REDIS_PACKAGES, LOCAL_REDIS, "redis"),
+        ServerRecipe("redis-8.0", "trixie", _REDIS_PACKAGES,
+                     Upstream("redis", "8.0", ("sid", "trixie")), "redis"),
+        ServerRecipe("valkey-8.1", "trixie", _VALKEY_PACKAGES,
+                     Upstream("valkey", "8.1", ("trixie",)), "valkey", compat=True),
+        ServerRecipe("valkey-9.1", "trixie", _VALKEY_PACKAGES,
+                     Upstream("valkey", "9.1", ("sid",)), "valkey", compat=True),
         ToxiproxyRecipe("toxiproxy", "bookworm", TOXIPROXY_VERSION),
         PythonRecipe("python", "bookworm"),
         DemoRecipe("demo", "python"),
@@ -144,7 +149,7 @@ def recipe_hash(recipe: Recipe, mirror: str, source: Path | None = None) -> str:
     if isinstance(recipe, ServerRecipe):
         parts["entrypoint"] = ENTRYPOINT_SCRIPT
     elif isinstance(recipe, ToxiproxyRecipe):
-        parts["toxiproxy"] = _file_hash(Path(binaries.find("toxiproxy-server")))
+        parts["toxiproxy"] = file_sha256(Path(binaries.find("toxiproxy-server")))
     elif isinstance(recipe, PythonRecipe):
         parts["requirements"] = requirements()
     else:  # the demo: its base image as built, and lockchaos's sources
@@ -200,12 +205,4 @@ def _sources_hash(tree: Path) -> str:
         if path.is_file():
             digest.update(str(path.relative_to(tree)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
     return digest.hexdigest()

@@ -331,8 +331,8 @@ class DockerTopology(RemoteTopology):
         clock: bool = False,
         clients: int | None = None,
     ) -> None:
-        """``server``: the Redis-compatible server (``redis-7.0``, ``redis-8.0``,
-        ``valkey-8.1``; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
+        """``server``: the Redis-compatible server (one of ``SERVERS``: ``redis-7.0``,
+        ``valkey-9.1``…; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
         fault will run, so the server image must preload libfaketime (lockchaos's do).
         ``clients``: how many clients will get links (None: as many as the range allows)."""
         super().__init__(kind)

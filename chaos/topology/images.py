@@ -38,6 +38,7 @@ IMAGES: dict[str, OwnImage] = {
         OwnImage("redis-7.0", "lockchaos/redis:7.0", "server"),
         OwnImage("redis-8.0", "lockchaos/redis:8.0", "server"),
         OwnImage("valkey-8.1", "lockchaos/valkey:8.1", "server"),
+        OwnImage("valkey-9.1", "lockchaos/valkey:9.1", "server"),
         OwnImage("toxiproxy", f"lockchaos/toxiproxy:{TOXIPROXY_VERSION}", "toxiproxy"),
         OwnImage("python", "lockchaos/python:3.11", "python"),
         OwnImage("demo", "lockchaos-demo", "demo"),  # seed 001's Compose demo (compose/)
