@@ -402,8 +402,8 @@ def test_the_docker_provider_jumps_clocks_the_external_one_cannot() -> None:
     [
         ("local", "redis-8.0", "--server redis-8.0 needs --provider docker: the local provider "
          "runs its own Redis 7.0 build (redis-7.0)"),
-        ("docker", "redis-9", "--server must be one of redis-7.0, redis-8.0, valkey-8.1 (got "
-         "'redis-9')"),
+        ("docker", "redis-9", "--server must be one of redis-7.0, redis-8.0, valkey-8.1, "
+         "valkey-9.1 (got 'redis-9')"),
         ("external", "valkey-8.1", "--server is for --provider docker (or local, redis-7.0): "
          "the external provider runs the servers its --provider-config names"),
     ],
