@@ -5,9 +5,9 @@
 #     dockerd started in the background (log and pidfile in .cache/docker/); never a second one
 #   * Compose v2: if `docker compose version` fails, `go install` into .cache/bin/docker-compose,
 #     linked as the CLI plugin (~/.docker/cli-plugins, and /usr/local/lib/docker/cli-plugins)
-#   * lockchaos's own images (lockchaos/redis:7.0, :8.0, lockchaos/valkey:8.1,
+#   * lockchaos's own images (lockchaos/redis:7.0, :8.0, lockchaos/valkey:8.1, :9.1,
 #     lockchaos/toxiproxy:2.12.0, and for seed 001's Compose demo lockchaos/python:3.11 and
-#     lockchaos-demo), built offline with debootstrap (chaos/topology/images.py)
+#     lockchaos-demo), built offline with debootstrap (`python -m chaos.images`, chaos/images/)
 #
 # Where a step cannot be done (not root, not Debian, no Go, a failed build) it prints one line
 # saying what is missing and exits 0: setup goes on and the docker tests skip.
@@ -108,12 +108,12 @@ fi
 
 # --- lockchaos's images -------------------------------------------------------------------
 [ -x "$PY" ] || skip ".venv is missing (run scripts/setup.sh first): cannot build the images"
-absent="$("$PY" -m chaos.topology.images missing 2>"$STATE/images.err")" \
+absent="$("$PY" -m chaos.images missing 2>"$STATE/images.err")" \
     || skip "$(head -n1 "$STATE/images.err")"
 if [ -n "$absent" ]; then
     tools=()
     command -v debootstrap >/dev/null || tools+=(debootstrap)
-    command -v dpkg-source >/dev/null || tools+=(dpkg-dev)
+    command -v gpgv >/dev/null || tools+=(gpgv)
     { command -v make >/dev/null && command -v cc >/dev/null && command -v c++ >/dev/null; } \
         || tools+=(build-essential)
     if [ "${#tools[@]}" -gt 0 ]; then
@@ -121,7 +121,7 @@ if [ -n "$absent" ]; then
         say "apt-get install ${tools[*]}"
         apt_install "${tools[@]}" || skip "apt-get install ${tools[*]} failed (log: $STATE/apt.log)"
     fi
-    "$PY" -m chaos.topology.images build 2>"$STATE/images.err" \
+    "$PY" -m chaos.images build 2>"$STATE/images.err" \
         || skip "$(tail -n1 "$STATE/images.err")"
 fi
 say "ready: $(docker version --format 'engine {{.Server.Version}}' 2>/dev/null)," \

@@ -2,13 +2,16 @@
 
 The steps live in one shell script shipped with the package (``setup.sh`` next to this
 module), which a checkout's ``scripts/setup.sh`` runs too (into the checkout's ``.cache``):
-apt packages (redis-server, redis-sentinel, redis-tools, libfaketime, dpkg-dev), Toxiproxy
-(``go install``) and Redis built with ``MALLOC=libc`` (for clock faults). A second run with
+apt packages (redis-server, redis-sentinel, redis-tools, libfaketime, gpgv,
+debian-archive-keyring), Toxiproxy (``go install``) and Redis built with ``MALLOC=libc`` (for
+clock faults) from its verified upstream tarball (``chaos.images.sources``, run with this
+interpreter). A second run with
 everything present takes about a second.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +45,8 @@ def setup(
     if target.exists() and not target.is_dir():
         raise UsageError(f"--cache {target} is not a directory")
     sys.stdout.flush()
-    code = subprocess.run([bash, str(SCRIPT), str(target)], check=False).returncode
+    env = {**os.environ, "LOCKCHAOS_SETUP_PYTHON": sys.executable}  # for chaos.images.sources
+    code = subprocess.run([bash, str(SCRIPT), str(target)], env=env, check=False).returncode
     if code != 0:
         # The script's last line on stderr said what failed.
         raise typer.Exit(1)

@@ -6,12 +6,18 @@
 # What `lockchaos setup` runs (into ~/.cache/lockchaos) and what a checkout's scripts/setup.sh
 # runs (into .cache/): the one place these steps are written down. Debian/Ubuntu only:
 #
-#   * apt: redis-server, redis-sentinel, redis-tools, libfaketime, dpkg-dev (+ build-essential
-#     when no C compiler or make is found)
+#   * apt: redis-server, redis-sentinel, redis-tools, libfaketime, gpgv, debian-archive-keyring
+#     (+ build-essential when no C compiler or make is found)
 #   * Toxiproxy v2.12.0 server and CLI (`go install`, or linked from PATH) as
 #     CACHE_DIR/bin/toxiproxy-{server,cli}
-#   * Redis 7.0.x built from Debian's source package with MALLOC=libc into CACHE_DIR/redis/bin/
-#     (Debian's binary links jemalloc, which libfaketime cannot wrap: clock faults need this one)
+#   * Redis 7.0.x built with MALLOC=libc into CACHE_DIR/redis/bin/ from the upstream tarball
+#     bookworm's Sources index names, verified against the archive's signature (the one the
+#     redis-7.0 image is built from: `python3 -m chaos.images.sources`, which keeps it in
+#     CACHE_DIR/sources/). Debian's binary links jemalloc, which libfaketime cannot wrap: clock
+#     faults need this one.
+#
+# LOCKCHAOS_SETUP_PYTHON (default python3) runs chaos.images.sources (standard library only)
+# from the package this script belongs to; `lockchaos setup` passes its own interpreter.
 #
 # Each step checks for its result first, so a second run with everything present takes about a
 # second. Progress goes to stdout as `[setup] …` lines; a failure ends with one `setup: …` line
@@ -27,6 +33,8 @@ CACHE="$(cd "$1" && pwd)"
 BIN="$CACHE/bin"
 TOXIPROXY_VERSION="v2.12.0"
 FAKETIME_LIB_GLOB="/usr/lib/*/faketime/libfaketime.so.1"
+PACKAGES="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # the directory holding chaos/
+PYTHON="${LOCKCHAOS_SETUP_PYTHON:-python3}"
 mkdir -p "$BIN"
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -51,7 +59,7 @@ fi
 say "cache: $CACHE"
 
 # --- apt packages -------------------------------------------------------------------------
-apt_packages=(redis-server redis-sentinel redis-tools libfaketime dpkg-dev)
+apt_packages=(redis-server redis-sentinel redis-tools libfaketime gpgv debian-archive-keyring)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -93,29 +101,14 @@ else
     say "toxiproxy: present"
 fi
 
-# --- Redis built from Debian's source package, MALLOC=libc -------------------------------
+# --- Redis built from its verified upstream tarball, MALLOC=libc ---------------------------
 REDIS_OUT="$CACHE/redis/bin"
 if [ ! -x "$REDIS_OUT/redis-server" ] || [ ! -x "$REDIS_OUT/redis-sentinel" ]; then
-    if ! apt-get source --print-uris redis 2>/dev/null | grep -q 'orig\.tar'; then
-        # No deb-src entry: mirror the binary sources (deb822 or one-line) as source entries.
-        say "adding deb-src entries"
-        if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-            sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
-                | as_root tee /etc/apt/sources.list.d/lockchaos-deb-src.sources >/dev/null
-        else
-            grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | sed 's/^deb /deb-src /' \
-                | as_root tee /etc/apt/sources.list.d/lockchaos-deb-src.list >/dev/null
-        fi
-        as_root apt-get update -qq
-    fi
     src="$CACHE/redis-src"
     rm -rf "$src" && mkdir -p "$src"
-    say "apt-get source redis"
-    (cd "$src" && apt-get source --download-only redis >/dev/null 2>&1) \
-        || fail "apt-get source redis failed (is there a deb-src entry?)"
-    dsc="$(ls "$src"/redis_*.dsc | head -n1)"
-    (cd "$src" && dpkg-source -x "$dsc" tree >"$src/unpack.log" 2>&1) \
-        || { tail -n 20 "$src/unpack.log" >&2; fail "dpkg-source -x $dsc failed"; }
+    # The same verified upstream tarball the redis-7.0 image is built from (chaos/images/sources.py)
+    PYTHONPATH="$PACKAGES${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m chaos.images.sources \
+        "$src/tree" "$CACHE/sources" || exit 1  # it said what failed, as `setup: …`
     say "building redis with MALLOC=libc (one to three minutes; log: $src/build.log)"
     started=$SECONDS
     make -C "$src/tree" -j"$(nproc)" MALLOC=libc BUILD_TLS=no >"$src/build.log" 2>&1 \

@@ -31,6 +31,8 @@ from chaos.topology.base import (
 )
 from chaos.topology.docker import DockerTopology
 from chaos.topology.external import ExternalTopology, load_config
+from chaos.topology.images import DEFAULT_SERVER as LOCAL_SERVER
+from chaos.topology.images import SERVERS
 from chaos.topology.local import LocalTopology, SentinelTuning
 from chaos.topology.node import RedisNode, SentinelNode
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
@@ -73,10 +75,6 @@ def check_provider(
 def check_server(provider: str, server: str | None) -> None:
     """``--server`` picks the docker provider's server image (``chaos.topology.images``);
     the local provider runs its own Redis 7.0 build, the external one what it is given."""
-    # Imported here: ``python -m chaos.topology.images`` must not find it imported already.
-    from chaos.topology.images import DEFAULT_SERVER as LOCAL_SERVER
-    from chaos.topology.images import SERVERS
-
     if server is None:
         return
     if server not in SERVERS:

@@ -1,6 +1,7 @@
-"""The ``docker`` provider: the topologies of ``compose/docker-compose.yml`` (lockchaos's own
-``lockchaos/redis:7.0`` and ``lockchaos/toxiproxy:2.12.0`` images, built offline by
-``scripts/docker-setup.sh``: docs/images.md; ``LOCKCHAOS_REDIS_IMAGE`` and
+"""The ``docker`` provider: the topologies of its Compose file (``COMPOSE_FILE``, package
+data in ``chaos/topology/compose/``; lockchaos's own ``lockchaos/redis:7.0`` and
+``lockchaos/toxiproxy:2.12.0`` images, built offline by ``python -m chaos.images``:
+docs/images.md; ``LOCKCHAOS_REDIS_IMAGE`` and
 ``LOCKCHAOS_TOXIPROXY_IMAGE`` choose others, e.g. the official ``redis:7`` and
 ``ghcr.io/shopify/toxiproxy:2.12.0`` where a registry is reachable), brought up and down with
 ``docker compose`` and faulted through the Docker SDK: ``server-pause`` pauses a container
@@ -17,7 +18,7 @@ as ``chaos.topology.reaper`` does for processes.
 
 Every link goes through the Toxiproxy container: clients' own links (created per client
 here, on ports of ``ComposeLayout.client_ports`` that Compose publishes on 127.0.0.1), and
-in the sentinel shape the replication/Sentinel links (``int-n0``… from compose/toxiproxy.json;
+in the sentinel shape the replication/Sentinel links (``int-n0``… from its toxiproxy.json;
 replicas and Sentinels announce themselves as ``toxiproxy:<port>``) and the Sentinels'
 own ports, in the cluster shape each node's ``int-cI`` and ``bus-cI`` (nodes announce the
 Toxiproxy container's IP with those ports; ``chaos.topology.cluster`` forms the cluster).
@@ -31,6 +32,7 @@ second run is refused while the first one's runner lives (``check_project_free``
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import os
 import select
 import shutil
@@ -56,12 +58,15 @@ from chaos.topology.base import (
     refuse,
 )
 from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
+from chaos.topology.engine import engine
+from chaos.topology.images import FAKETIME_FILE, SERVERS, image_for, labels, own_image
 from chaos.topology.node import wait_until
 from chaos.topology.processes import alive
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
-COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
+# Package data (with the toxiproxy.json it mounts): where the package is, not a checkout.
+COMPOSE_FILE = Path(str(importlib.resources.files(__package__) / "compose" / "docker-compose.yml"))
 PROJECT = "lockchaos"
 COMPOSE_TIMEOUT_S = 300  # pulling images on a first run takes a while
 RUN_LABEL = "org.lockchaos.run"  # on every container and the network: the run that owns them
@@ -74,14 +79,14 @@ CLOCK_TIMEOUT_S = 5.0  # a clock offset written in a container answers within th
 # The Compose file's image variables, and lockchaos's own images (docs/images.md) they
 # default to; an image named here is pulled if missing, lockchaos's own never are.
 IMAGE_VARIABLES = {
-    "LOCKCHAOS_REDIS_IMAGE": "lockchaos/redis:7.0",
-    "LOCKCHAOS_TOXIPROXY_IMAGE": "lockchaos/toxiproxy:2.12.0",
+    "LOCKCHAOS_REDIS_IMAGE": image_for("redis-7.0"),
+    "LOCKCHAOS_TOXIPROXY_IMAGE": image_for("toxiproxy"),
 }
 
 
 @dataclass(frozen=True)
 class ComposeLayout:
-    """Service names and ports the provider relies on (``compose/`` must agree)."""
+    """Service names and ports the provider relies on (``COMPOSE_FILE`` must agree)."""
 
     toxiproxy: str = "toxiproxy"
     api_port: int = 8474
@@ -124,7 +129,10 @@ LAYOUT = ComposeLayout()
 def compose_command(compose_file: Path = COMPOSE_FILE) -> list[str]:
     """``docker compose -f FILE -p lockchaos``; ``UsageError`` without Docker or Compose v2."""
     if not compose_file.is_file():
-        raise UsageError(f"the docker provider needs {compose_file} (a lockchaos checkout)")
+        raise UsageError(
+            f"the docker provider needs {compose_file}, which this installation lacks: "
+            "reinstall lockchaos"
+        )
     docker = shutil.which("docker") or "docker"
     try:
         version = subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30)
@@ -150,38 +158,21 @@ def compose_images(server: str | None = None) -> dict[str, str]:
 
 def server_image(server: str) -> str:
     """The image of ``server`` (``UsageError`` naming the choices for an unknown one)."""
-    from chaos.topology import images as own_images  # not at the top: `python -m` runs it
-
-    if server not in own_images.SERVERS:
-        raise UsageError(
-            f"--server must be one of {', '.join(own_images.SERVERS)} (got {server!r})"
-        )
-    return own_images.image_for(server)
-
-
-def own_image(image: str) -> bool:
-    """One of lockchaos's own images (never pulled: built by scripts/docker-setup.sh)."""
-    from chaos.topology import images as own_images
-
-    return image in {recipe.image for recipe in own_images.RECIPES.values()}
+    if server not in SERVERS:
+        raise UsageError(f"--server must be one of {', '.join(SERVERS)} (got {server!r})")
+    return image_for(server)
 
 
 def check_images(client: Any, chosen: dict[str, str]) -> None:
     """``UsageError`` naming how to get lockchaos's own images when one is missing (the
     official ones, named through the variables, are pulled by Compose instead)."""
-    import docker
-
     for variable, image in chosen.items():
-        if not own_image(image):
-            continue
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
+        if own_image(image) and labels(client, image) is None:
             raise UsageError(
                 f"the docker provider needs the image {image}: build it with "
-                f"scripts/docker-setup.sh (docs/images.md), or set {variable} to an image a "
-                "registry here provides"
-            ) from None
+                f"`python -m chaos.images build` (docs/images.md), or set {variable} to an "
+                "image a registry here provides"
+            )
 
 
 def check_faketime(client: Any, image: str) -> None:
@@ -196,7 +187,7 @@ def check_faketime(client: Any, image: str) -> None:
     if not any(entry.startswith("FAKETIME_TIMESTAMP_FILE=") for entry in env):
         raise UsageError(
             f"clock faults need a server image that preloads libfaketime, and {image} does "
-            "not: use lockchaos's own (--server redis-7.0|redis-8.0|valkey-8.1, "
+            f"not: use lockchaos's own (--server {'|'.join(SERVERS)}, "
             "docs/images.md), or drop the clock fault"
         )
 
@@ -223,32 +214,12 @@ def check_project_free(client: Any) -> None:
             )
 
 
-def engine(
-    timeout_s: float = 30,
-    *,
-    needed_by: str = "the docker provider",
-    fix: str = "start one (`docker info` must work), or use --provider local",
-) -> Any:
-    """A Docker SDK client to a running engine; ``UsageError`` when there is none, in one
-    line: ``needed_by`` needs one (why not), ``fix``. The provider's, and the image
-    builder's (``chaos.topology.images``)."""
-    import docker  # here, not at the top: the SDK takes 0.2 s to import, and only this needs it
-
-    try:
-        client = docker.from_env(timeout=timeout_s)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise UsageError(f"{needed_by} needs a running Docker engine ({reason}): {fix}") from None
-    return client
-
-
 @dataclass
 class DockerNode(RemoteNode):
     """A Redis container; server faults act on the container.
 
     ``crash-restart`` kills the redis-server *in* the container (SIGKILL) and the shell that
-    supervises it there (compose/docker-compose.yml, ``x-supervise``) starts it again once
+    supervises it there (``COMPOSE_FILE``, ``x-supervise``) starts it again once
     ``start`` removes ``DOWN_FLAG``. Killing the container instead would take its network
     address away for the 0.6 s a restart takes: connections to it would hang rather than be
     refused, and Toxiproxy would deliver a client's acquire after the client gave up on it
@@ -309,8 +280,6 @@ class DockerNode(RemoteNode):
     def clock_shell(self) -> subprocess.Popen[str]:
         """The shell that writes this node's clock offsets (started on first use)."""
         if self._clock is None or self._clock.poll() is not None:
-            from chaos.topology.images import FAKETIME_FILE
-
             script = (f'f={FAKETIME_FILE}; while read -r offset; do echo "$offset" > "$f.tmp" '
                       '&& mv -f "$f.tmp" "$f" && echo ok || echo failed; done')  # fmt: skip
             self._clock = subprocess.Popen(
@@ -362,8 +331,8 @@ class DockerTopology(RemoteTopology):
         clock: bool = False,
         clients: int | None = None,
     ) -> None:
-        """``server``: the Redis-compatible server (``redis-7.0``, ``redis-8.0``,
-        ``valkey-8.1``; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
+        """``server``: the Redis-compatible server (one of ``SERVERS``: ``redis-7.0``,
+        ``valkey-9.1``…; None: ``LOCKCHAOS_REDIS_IMAGE``, else redis-7.0). ``clock``: a clock
         fault will run, so the server image must preload libfaketime (lockchaos's do).
         ``clients``: how many clients will get links (None: as many as the range allows)."""
         super().__init__(kind)

@@ -20,10 +20,10 @@ from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
+from chaos.images.build import build as build_images
 from chaos.locks import build_context, create
 from chaos.topology import images
 from chaos.topology.docker import (
-    COMPOSE_FILE,
     IMAGE_VARIABLES,
     LAYOUT,
     PROJECT,
@@ -31,6 +31,8 @@ from chaos.topology.docker import (
     DockerTopology,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DIR = ROOT / "compose"  # seed 001's Compose demo: a checkout's, not the package's
 KEY = "lockchaos:lock"  # the workload's lock key
 
 
@@ -292,13 +294,13 @@ def test_a_second_docker_run_is_refused_while_the_first_lives(
 def test_docker_compose_up_runs_seed_001s_demo() -> None:
     """`cd compose && docker compose up --scale worker=4`, offline: the demo services' image
     (compose/Dockerfile builds FROM python:3.11-slim where a registry is reachable) is built
-    by chaos.topology.images instead — Debian's python3 with the wheelhouse's dependencies
+    by chaos.images instead — Debian's python3 with the wheelhouse's dependencies
     (built once, about 80 s), plus a wheel of this checkout (seconds, when it changed)."""
-    images.build(["demo"], progress=lambda line: None)
+    build_images(["demo"], progress=lambda line: None, source=ROOT)
     env = {**os.environ, "COMPOSE_PROJECT_NAME": f"{PROJECT}-demo",
            "LOCKCHAOS_DEMO_DURATION_S": "10"}
     compose = ["docker", "compose"]  # in compose/, as the docs say
-    cwd = COMPOSE_FILE.parent
+    cwd = DEMO_DIR
     try:
         up = subprocess.run([*compose, "up", "--detach", "--scale", "worker=4"], cwd=cwd,
                             env=env, capture_output=True, text=True, timeout=300)

@@ -25,6 +25,7 @@ from chaos.topology.docker import (
     DOWN_FLAG,
     IMAGE_VARIABLES,
     LAYOUT,
+    PROJECT,
     RUN_LABEL,
     SERVER_PID,
 )
@@ -32,12 +33,29 @@ from chaos.topology.remote import RemoteNode
 
 ROOT = Path(__file__).resolve().parents[2]
 TOXIPROXY_CONFIG = COMPOSE_FILE.parent / "toxiproxy.json"
+DEMO_DIR = ROOT / "compose"  # seed 001's Compose demo: a checkout's, not the package's
 
 
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
     parsed: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
     return parsed
+
+
+@pytest.fixture(scope="module")
+def demo_compose() -> dict[str, Any]:
+    parsed: dict[str, Any] = yaml.safe_load((DEMO_DIR / "docker-compose.yml").read_text())
+    return parsed
+
+
+def test_the_demo_file_includes_the_providers_from_the_package(
+    demo_compose: dict[str, Any],
+) -> None:
+    """The demo runs on the provider's own Toxiproxy and resource: the one Compose file
+    of them, the package's (so a checkout's copy cannot drift from what runs)."""
+    (included,) = demo_compose["include"]
+    assert (DEMO_DIR / included).resolve() == COMPOSE_FILE.resolve()
+    assert demo_compose["name"] == PROJECT
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +204,10 @@ def test_toxiproxy_publishes_its_api_and_the_clients_port_range(
     assert not static & set(ports)  # clients' links never collide with the static ones
 
 
-def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[str, Any]) -> None:
-    services = compose["services"]
+def test_the_demo_services_run_lockchaos_with_settings_it_reads(
+    demo_compose: dict[str, Any],
+) -> None:
+    services = demo_compose["services"]
     runner = CliRunner()
     helps = ""
     for name, command in [("demo-init", "init"), ("worker", "worker"), ("checker", "check")]:
@@ -207,26 +227,29 @@ def test_the_demo_services_run_lockchaos_with_settings_it_reads(compose: dict[st
     assert services["checker"]["depends_on"]["worker"] == {
         "condition": "service_completed_successfully"
     }
-    dockerfile = (COMPOSE_FILE.parent / "Dockerfile").read_text()
+    dockerfile = (DEMO_DIR / "Dockerfile").read_text()
     assert "COPY chaos ./chaos" in dockerfile and "pip install" in dockerfile
     assert "!chaos" in (ROOT / ".dockerignore").read_text().splitlines()
 
 
-def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(compose: dict[str, Any]) -> None:
+def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(
+    compose: dict[str, Any], demo_compose: dict[str, Any]
+) -> None:
     """Seed 001's compose file runs ``redis-server --appendonly yes`` with /data on a volume;
     the demo's own node does the same, while every data node the docker provider runs keeps
     nothing on disk (its crash-restart must bring a node back empty)."""
     services = compose["services"]
-    demo = services["demo-redis"]
+    demo = demo_compose["services"]["demo-redis"]
     assert demo["command"] == ["redis-server", "--appendonly", "yes"]
-    assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in compose["volumes"]
-    assert demo["image"] == services[LAYOUT.resource[0]]["image"]
-    assert demo["labels"] == {RUN_LABEL: "${LOCKCHAOS_RUN:-manual}"}
+    assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in demo_compose["volumes"]
+    resource = services[LAYOUT.resource[0]]
+    for setting in ("image", "pull_policy", "labels", "healthcheck"):
+        assert demo[setting] == resource[setting], setting  # a server as the provider's
     assert "profiles" not in demo and "ports" not in demo  # `up` starts it; nothing published
-    assert "demo-redis" not in {name for name, _ in LAYOUT.data_nodes("standalone")}
+    assert "demo-redis" not in services  # the provider's file has none of the demo
     for name, service in services.items():
         command = " ".join(service.get("command", []))
-        if name != "demo-redis" and "redis-server" in command:
+        if "redis-server" in command:
             assert "--appendonly no" in command, name
     shown = CliRunner().invoke(compose_demo.app, ["worker", "--help"], env={"COLUMNS": "200"})
     assert "demo-redis:6379" in shown.output  # `lockchaos compose worker`'s default node
@@ -268,8 +291,8 @@ def test_the_docker_provider_jumps_clocks_the_external_one_cannot() -> None:
     [
         ("local", "redis-8.0", "--server redis-8.0 needs --provider docker: the local provider "
          "runs its own Redis 7.0 build (redis-7.0)"),
-        ("docker", "redis-9", "--server must be one of redis-7.0, redis-8.0, valkey-8.1 (got "
-         "'redis-9')"),
+        ("docker", "redis-9", "--server must be one of redis-7.0, redis-8.0, valkey-8.1, "
+         "valkey-9.1 (got 'redis-9')"),
         ("external", "valkey-8.1", "--server is for --provider docker (or local, redis-7.0): "
          "the external provider runs the servers its --provider-config names"),
     ],

@@ -115,6 +115,13 @@ def test_wheel_in_a_fresh_venv_sets_up_and_runs_outside_the_checkout(tmp_path: P
                     cwd=elsewhere, env=env)).stdout.strip()  # fmt: skip
     assert not site.startswith(str(REPO))
     assert (Path(site).parent / "commands" / "setup.sh").is_file()
+    # ...and the docker provider's Compose file and Toxiproxy config, where it looks for them.
+    shown = _run([venv / "bin" / "python", "-c",
+                  "from chaos.topology.docker import COMPOSE_FILE; print(COMPOSE_FILE)"],
+                 cwd=elsewhere, env=env)  # fmt: skip
+    compose = Path(_ok(shown).stdout.strip())
+    assert compose == Path(site).parent / "topology" / "compose" / "docker-compose.yml"
+    assert compose.is_file() and compose.with_name("toxiproxy.json").is_file()
 
     setup = _ok(_run([lockchaos, "setup"], cwd=elsewhere, env=env))
     assert f"[setup] cache: {USER_CACHE / 'lockchaos'}" in setup.stdout

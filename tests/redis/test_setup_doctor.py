@@ -206,7 +206,7 @@ def test_the_setup_steps_are_written_once() -> None:
     checkout = (REPO / "scripts" / "setup.sh").read_text()
     shipped = (REPO / "chaos" / "commands" / "setup.sh").read_text()
     assert 'bash "$ROOT/chaos/commands/setup.sh" "$CACHE"' in checkout
-    steps = ("apt-get source", "go install", "MALLOC=libc BUILD_TLS=no", "libfaketime dpkg-dev")
+    steps = ("chaos.images.sources", "go install", "MALLOC=libc BUILD_TLS=no", "libfaketime gpgv")
     for step in steps:
         assert step in shipped and step not in checkout
 
