@@ -9,7 +9,7 @@ ones, and everything they start is torn down after it:
 * ``lockchaos_topology`` — a running topology shaped for that lock and the marker's
   ``faults=`` (or its ``topology=``/``nodes=``), from ``--lockchaos-provider`` (``local`` by
   default; a fault the provider cannot do fails the test before anything starts), running
-  ``--lockchaos-server`` (``redis-7.0``, ``redis-8.0``, ``valkey-8.1``: the docker
+  ``--lockchaos-server`` (``chaos.topology.images.SERVERS``: the docker
   provider's server images);
 * ``lockchaos_toxiproxy`` — Toxiproxy faults on one client's own links, by hand;
 * ``lockchaos_nemesis`` — a seeded schedule of faults, played during a run;

@@ -25,6 +25,7 @@ from chaos.checker import VIOLATION_KINDS
 from chaos.errors import UsageError
 from chaos.nemesis import FAULTS, Fault, parse_faults
 from chaos.topology import PROVIDERS, check_provider
+from chaos.topology.images import SERVERS
 from chaos.workload.worker import WorkloadConfig
 
 WORK_TTL_SHARE = 0.25  # a holder works a quarter of the TTL unless told otherwise
@@ -113,12 +114,11 @@ class Campaign(msgspec.Struct, frozen=True):
         "--provider-config", "TOML file naming the servers and the Toxiproxy for --provider "
         "external", type=Path | None, parse=_path_text, click={"dir_okay": False},
     )] = None
-    # The Redis-compatible server (redis-7.0, redis-8.0, valkey-8.1: chaos.topology.images);
-    # None: the provider's default. Other than redis-7.0 only the docker provider runs one.
+    # The Redis-compatible server (chaos.topology.images.SERVERS); None: the provider's
+    # default. Other than redis-7.0 only the docker provider runs one.
     server: Annotated[str | None, Knob(
-        "--server", "the Redis-compatible server: redis-7.0, redis-8.0 or valkey-8.1 "
-        "(lockchaos's images, docs/images.md; --provider docker; local runs redis-7.0 only). "
-        "Default: the provider's",
+        "--server", f"the Redis-compatible server: {', '.join(SERVERS)} (lockchaos's images, "
+        "docs/images.md; --provider docker; local runs redis-7.0 only). Default: the provider's",
     )] = None
     nodes: Annotated[int | None, Knob(
         "--nodes", "masters for standalone (0: what the lock needs)", type=int, default=0,

@@ -30,6 +30,7 @@ from chaos.experiments.shard import parse_shard, take_shard
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, Page, write_compare_reports
 from chaos.report.style import marked
 from chaos.signals import sigterm_unwinds
+from chaos.topology.images import SERVERS
 
 GRID_COLUMNS = 4  # more fault columns than this print as one row per cell
 
@@ -55,7 +56,7 @@ def compare(
     out: Path = typer.Option(Path("reports"), "--out", help="where the compare directory goes"),
     servers: str | None = typer.Option(
         None, "--servers",
-        help="comma-separated servers (redis-7.0,redis-8.0,valkey-8.1): every lock × fault "
+        help=f"comma-separated servers ({','.join(SERVERS)}): every lock × fault "
         "cell on each, one row per lock @ server (--provider docker)",
     ),
     shard: str | None = SHARD,
