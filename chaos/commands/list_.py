@@ -120,16 +120,14 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
          {"name": "name", "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
+        ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
+         {"fault": "fault", "parameter": "name", "values": "values", "default": "default"}),
         ("workload options (lockchaos run)", "options",
          {"option": "name", "what it does": "summary", "seed": "seed"}),
     )
     data["parameters"] = [
         {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
     ]
-    sections += (
-        ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
-         {"fault": "fault", "parameter": "name", "values": "values", "default": "default"}),
-    )
     for title, key, columns in sections:
         table = Table(title=title)
         for column in columns:
