@@ -1,17 +1,21 @@
-"""A bundled driver survives a command its library rejects while it announces commands.
+"""The node-redlock driver under commands its library rejects (issue 20, part 5).
 
-The node-redlock driver defers each announced command until the harness says ``go``; a
-command ioredis then rejects (its node cut off: the connection is closed, or the command times
-out) must count as that node's vote against, not end the process with an unhandled rejection
-(fatal since Node 15). Issue 20, part 5.
+It defers each announced command until the harness says ``go``; a command ioredis then
+rejects (its node cut off: the connection is closed, or the command times out) must count as
+that node's vote against, not end the process with an unhandled rejection (fatal since Node
+15). And a quorum it failed to win is ``refused`` only when the nodes that answered decide it:
+one lost to nodes cut off before anything was sent is refused, one lost to timeouts (the
+commands may have landed) is indeterminate (docs/driver-protocol.md, "decides by quorum").
 """
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chaos import locks
-from chaos.drivers import catalog
+from chaos.drivers import adapter, catalog
 from chaos.errors import UsageError
 from chaos.locks.context import build_context
 from chaos.topology import LocalTopology
@@ -28,13 +32,17 @@ class Announced(list[str]):
         self.append(command)
 
 
-def test_node_redlock_survives_commands_rejected_while_announcing(
-    standalone: LocalTopology,
-) -> None:
+def _built() -> None:
     try:
         catalog.BUNDLED_DRIVERS["node-redlock"].argv()
     except UsageError as exc:
         pytest.skip(str(exc))
+
+
+def test_node_redlock_survives_commands_rejected_while_announcing(
+    standalone: LocalTopology,
+) -> None:
+    _built()
     announced = Announced()
     ctx = build_context(
         standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced
@@ -53,5 +61,35 @@ def test_node_redlock_survives_commands_rejected_while_announcing(
     finally:
         for name in links:
             standalone.toxiproxy.enable(name)
+        lock.close()  # type: ignore[attr-defined]
+        ctx.close()
+
+
+def test_node_redlock_refuses_a_quorum_lost_to_unreachable_nodes_not_to_timeouts(
+    standalone: LocalTopology,
+) -> None:
+    _built()
+    ctx = build_context(standalone.client_view("c1"), lock_name="k", ttl_ms=1000)
+    lock = locks.load("node-redlock")(ctx)
+    links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
+    api = standalone.toxiproxy
+    try:
+        for name in links:  # unreachable: ioredis sends nothing, so nothing can have landed
+            api.disable(name)
+        time.sleep(0.3)  # ioredis notices the closed connections
+        assert lock.acquire() is None
+        for name in links:
+            api.enable(name)
+        lease = lock.acquire()  # reconnected (retryStrategy: 10 ms)
+        assert lease is not None and lock.release(lease) is True
+        for name in links:  # reachable, but no reply within the command timeout
+            api.add_toxic(name, "timeout", toxic_name="silent", timeout=0)
+        with pytest.raises(adapter.DriverError, match="did not answer"):
+            lock.acquire()
+        for name in links:
+            api.remove_toxic(name, "silent")
+    finally:
+        for name in links:
+            api.enable(name)
         lock.close()  # type: ignore[attr-defined]
         ctx.close()
