@@ -114,3 +114,31 @@ def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
             api.enable(name)
         lock.close()  # type: ignore[attr-defined]
         ctx.close()
+
+
+@pytest.mark.parametrize("driver", ["node-redlock", "redsync"])
+def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: str) -> None:
+    """Connections opened again after a cut run their set-up (go-redis: HELLO, lazily inside
+    the next operation; ioredis: its INFO ready check) without announcing it: ``nth`` counts
+    the lock's own commands only."""
+    _built(driver)
+    announced = Announced()
+    ctx = build_context(
+        standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced
+    )
+    lock = locks.load(driver)(ctx)
+    links = [link.name for link in standalone.client_links("c1")]
+    try:
+        lease = lock.acquire()
+        assert lease is not None and lock.release(lease) is True
+        for name in links:  # every connection closed: the next ones are new
+            standalone.toxiproxy.disable(name)
+        for name in links:
+            standalone.toxiproxy.enable(name)
+        time.sleep(0.2)
+        lease = lock.acquire()
+        assert lease is not None and lock.release(lease) is True
+    finally:
+        lock.close()  # type: ignore[attr-defined]
+        ctx.close()
+    assert announced and not {"HELLO", "AUTH", "INFO", "CLIENT", "SELECT"} & set(announced)

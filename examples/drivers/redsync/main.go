@@ -69,8 +69,12 @@ func write(v map[string]any) {
 }
 
 // announcer is a go-redis hook: with the pause-points capability, every command of an
-// operation is announced ("before") and sent only once the harness says "go".
+// operation is announced ("before") and sent only once the harness says "go". A connection
+// go-redis opens during one runs its set-up through the same hook (HELLO, AUTH; the rest is
+// pipelined, which is not announced): not the lock's commands, so not announced.
 type announcer struct{}
+
+var setUp = map[string]bool{"hello": true, "auth": true}
 
 func (announcer) DialHook(next goredislib.DialHook) goredislib.DialHook { return next }
 func (announcer) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredislib.ProcessPipelineHook {
@@ -78,7 +82,7 @@ func (announcer) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredi
 }
 func (announcer) ProcessHook(next goredislib.ProcessHook) goredislib.ProcessHook {
 	return func(ctx context.Context, cmd goredislib.Cmder) error {
-		if announce && current >= 0 {
+		if announce && current >= 0 && !setUp[cmd.Name()] {
 			inMu.Lock()
 			write(map[string]any{"type": "before", "id": current, "command": strings.ToUpper(cmd.Name())})
 			if !in.Scan() {
