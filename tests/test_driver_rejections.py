@@ -116,11 +116,11 @@ def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
         ctx.close()
 
 
-@pytest.mark.parametrize("driver", ["node-redlock", "redsync"])
+@pytest.mark.parametrize("driver", ["node-redlock", "redsync", "redisson-lease"])
 def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: str) -> None:
     """Connections opened again after a cut run their set-up (go-redis: HELLO, lazily inside
-    the next operation; ioredis: its INFO ready check) without announcing it: ``nth`` counts
-    the lock's own commands only."""
+    the next operation; ioredis: its INFO ready check; Redisson: PING, CLIENT SETNAME…)
+    without announcing it: ``nth`` counts the lock's own commands only."""
     _built(driver)
     announced = Announced()
     ctx = build_context(
