@@ -1,8 +1,12 @@
-"""``lockchaos list``: every bundled lock and fault with its one-line description."""
+"""``lockchaos list``: every bundled lock and fault with its one-line description, and the
+parameters each fault takes with their defaults."""
 
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Iterator
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -10,6 +14,7 @@ from rich.table import Table
 
 from chaos import locks
 from chaos.nemesis import FAULTS
+from chaos.nemesis.faults import Fault
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
@@ -23,7 +28,59 @@ OPTIONS = (
 )
 
 
-def catalog() -> dict[str, list[dict[str, str]]]:
+# How many occurrences ``defaults`` draws to see a fault's default parameters, at two TTLs.
+DRAWS = 2000
+TTLS_MS = (1000, 2000)
+
+
+def defaults(fault: Fault) -> dict[str, str]:
+    """What ``fault`` applies for each parameter nobody set, read off its own ``params``.
+
+    A fault draws its parameters per occurrence from the run's seeded RNG (``Fault.params``),
+    so a default is a range, often in TTLs. Drawing them here (DRAWS occurrences at two TTLs) keeps
+    this text from ever disagreeing with what a run does."""
+    rngs = [random.Random(0) for _ in TTLS_MS]  # the same draws at each TTL
+    draws: list[list[dict[str, Any]]] = [[] for _ in TTLS_MS]
+    for _ in range(DRAWS):
+        for rng, ttl, drawn in zip(rngs, TTLS_MS, draws, strict=True):
+            drawn.append(fault.params(rng, ttl))
+    keys = dict.fromkeys(key for d in draws[0] for key in d)
+    return {key: _default(key, draws) for key in keys}
+
+
+def _default(key: str, draws: list[list[dict[str, Any]]]) -> str:
+    values = [d[key] for d in draws[0] if key in d]
+    scaled = [(d[key], e[key]) for d, e in zip(draws[0], draws[1], strict=True) if key in d]
+    share = round(10 * len(values) / DRAWS) * 10
+    sometimes = "" if len(values) == DRAWS else f" (in about {share}% of occurrences)"
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        kinds = sorted(set(map(str, values)))
+        shown = kinds[0] if len(kinds) == 1 else "one of " + ", ".join(kinds) + ", drawn"
+        return shown + sometimes
+    unit = ""
+    low, high = TTLS_MS
+    grows = any(a != b for a, b in scaled)
+    if grows and all(abs(b - a * high / low) <= 1 for a, b in scaled):
+        values, unit = [v / low for v in values], "×TTL"  # it grows with the TTL
+    sign = "±" if min(values) < 0 < max(values) else ""
+    magnitudes = [abs(v) for v in values]
+    lo, hi = _round(min(magnitudes)), _round(max(magnitudes))
+    span = lo if lo == hi else f"{lo}–{hi}"
+    return f"{sign}{span}{unit}" + ("" if lo == hi else ", drawn") + sometimes
+
+
+def _round(value: float) -> str:
+    return f"{round(value, 1):g}"
+
+
+def parameter_rows(fault: Fault) -> Iterator[dict[str, str]]:
+    """One row per ``--faults name:key=value`` parameter: the values it takes, its default."""
+    drawn = defaults(fault)
+    for key, param in fault.parameters.items():
+        yield {"name": key, "values": param.describe(), "default": drawn.get(key, "not set")}
+
+
+def catalog() -> dict[str, Any]:
     return {
         "locks": [
             {
@@ -36,7 +93,12 @@ def catalog() -> dict[str, list[dict[str, str]]]:
             for info in locks.catalog()
         ],
         "faults": [
-            {"name": fault.name, "summary": fault.summary, "topology": fault.needs}
+            {
+                "name": fault.name,
+                "summary": fault.summary,
+                "topology": fault.needs,
+                "parameters": list(parameter_rows(fault)),
+            }
             for fault in FAULTS.values()
         ],
         "options": [
@@ -46,7 +108,8 @@ def catalog() -> dict[str, list[dict[str, str]]]:
 
 
 def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-    """Show every bundled lock and fault with its one-line description."""
+    """Show every bundled lock and fault with its one-line description, and each fault's
+    parameters with their defaults."""
     data = catalog()
     if json_output:
         print(json.dumps(data, indent=2))
@@ -57,9 +120,14 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
          {"name": "name", "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
+        ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
+         {"fault": "fault", "parameter": "name", "values": "values", "default": "default"}),
         ("workload options (lockchaos run)", "options",
          {"option": "name", "what it does": "summary", "seed": "seed"}),
     )
+    data["parameters"] = [
+        {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
+    ]
     for title, key, columns in sections:
         table = Table(title=title)
         for column in columns:

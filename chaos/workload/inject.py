@@ -32,13 +32,18 @@ ACTIONS = ("pause", "sleep", "crash")
 WRITES = frozenset({"SET", "SETNX", "GETSET", "SETEX", "PSETEX", "HSET", "HSETNX", "HINCRBY",
                     "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL"})
 Written = dict[str, tuple[list[str], list[str]]]  # "host:port" -> (keys, values)
+# One script call, two ways to send it: a library picks EVAL or EVALSHA per connection and per
+# moment (the NOSCRIPT fallback; ioredis sends EVAL the first time on a socket, EVALSHA after,
+# and decides only as it writes), so a pause point naming either fires on both.
+SCRIPT_CALLS = {"EVALSHA": "EVAL", "EVALSHA_RO": "EVAL_RO"}
 
 
 @dataclass(frozen=True)
 class PausePoint:
     """Fire ``action`` before the next ``command`` sent (during ``op``, if given).
 
-    ``command="*"`` matches any command; ``nth`` counts commands within one operation, so
+    ``command="*"`` matches any command, ``EVAL`` and ``EVALSHA`` match each other
+    (``SCRIPT_CALLS``); ``nth`` counts commands within one operation, so
     ``PausePoint("*", op="acquire", nth=2)`` fires between the first and second round trip of
     an acquire (between SETNX and EXPIRE, for ``setnx-expire``).
     """
@@ -55,7 +60,7 @@ class PausePoint:
 
     def matches(self, command: str, op: str | None, count: int) -> bool:
         return (
-            self.command in ("*", command)
+            (self.command == "*" or _script_call(self.command) == _script_call(command))
             and (self.op is None or self.op == op)
             and (self.nth <= 1 or count == self.nth)
         )
@@ -139,6 +144,10 @@ def _signal_self(sig: int) -> None:
 
 
 injector = Injector()
+
+
+def _script_call(command: str) -> str:
+    return SCRIPT_CALLS.get(command, command)
 
 
 def _text(arg: object) -> str:

@@ -31,15 +31,26 @@ let current = null; // { id, announce } of the request in progress
 const waiting = []; // resolvers of "before" announcements waiting for "go"
 
 // pause-points: announce every command of an operation, send it once the harness says "go".
+// The caller awaits command.promise (returned at once), so the deferred send's own promise
+// is dropped: chained on, a rejected command (a timeout, a closed connection) would be a
+// second, unhandled rejection, which ends the process on Node 15 and later. The name is
+// announced as ioredis has it now; a defineCommand script may still go out as EVAL instead
+// of EVALSHA (ioredis decides as it writes), and pause points treat the two as one.
 function announcing(client) {
   const send = client.sendCommand.bind(client);
   client.sendCommand = (command, stream) => {
-    if (!current || !current.announce) return send(command, stream);
+    // The connection's own set-up (status "connect": AUTH, SELECT, the INFO ready check) is
+    // not the lock's, and goes out at once, as does anything outside an announced request.
+    if (!current || !current.announce || client.status === "connect") return send(command, stream);
     const id = current.id;
-    new Promise((resolve) => {
-      waiting.push(resolve);
-      write({ type: "before", id, command: String(command.name).toUpperCase() });
-    }).then(() => send(command, stream));
+    waiting.push(() => {
+      try {
+        send(command, stream);
+      } catch (error) {
+        command.reject(error);
+      }
+    });
+    write({ type: "before", id, command: String(command.name).toUpperCase() });
     return command.promise;
   };
   return client;
@@ -93,13 +104,32 @@ async function acquire(id) {
     leases.set(value, lock);
     return { type: "ok", id, token: value, validity_ms: lock.expiration - start };
   } catch (error) {
-    if (error instanceof ExecutionError) return { type: "refused", id, message: error.message };
+    if (error instanceof ExecutionError) return await notDone(id, error);
     throw error;
   }
 }
 
-// ok when a quorum deleted our value; refused when the nodes that answered prove no quorum
-// did (ResourceLockedError: the key was not ours there); otherwise indeterminate.
+// A quorum not reached (acquire) or not confirmed (release): refused when the definite votes
+// prove no quorum could have done it, whatever the others did; otherwise — nodes whose
+// command may have landed could make a quorum — indeterminate, even though redlock reports
+// a failure (docs/driver-protocol.md). Definite: the node answered that the key was not ours
+// (ResourceLockedError), or ioredis sent nothing (no connection, and no offline queue).
+const NOT_SENT = "Stream isn't writeable";
+const definitely = (e) => e instanceof ResourceLockedError || String(e && e.message).startsWith(NOT_SENT);
+
+async function notDone(id, error) {
+  const stats = error.attempts.length ? await error.attempts[0] : null;
+  if (!stats) return { type: "refused", id, message: error.message };
+  let definite = 0;
+  for (const e of stats.votesAgainst.values()) if (definitely(e)) definite += 1;
+  const unanswered = stats.membershipSize - stats.votesFor.size - definite;
+  if (stats.votesFor.size + unanswered < stats.quorumSize) {
+    return { type: "refused", id, message: error.message };
+  }
+  return { type: "error", id, definite: false, message: `${error.message} (${unanswered} nodes did not answer)` };
+}
+
+// ok when a quorum deleted our value; otherwise as notDone.
 async function release(id, value) {
   const lock = leases.get(value);
   if (!lock) return { type: "refused", id, message: "no such lease" };
@@ -108,16 +138,8 @@ async function release(id, value) {
     await lock.release();
     return { type: "ok", id };
   } catch (error) {
-    if (!(error instanceof ExecutionError)) throw error;
-    const stats = error.attempts.length ? await error.attempts[0] : null;
-    if (!stats) return { type: "refused", id, message: error.message };
-    let definite = 0;
-    for (const e of stats.votesAgainst.values()) if (e instanceof ResourceLockedError) definite += 1;
-    const unanswered = stats.membershipSize - stats.votesFor.size - definite;
-    if (stats.votesFor.size + unanswered < stats.quorumSize) {
-      return { type: "refused", id, message: error.message };
-    }
-    return { type: "error", id, definite: false, message: `${error.message} (${unanswered} nodes did not answer)` };
+    if (error instanceof ExecutionError) return await notDone(id, error);
+    throw error;
   }
 }
 

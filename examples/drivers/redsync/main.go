@@ -69,8 +69,12 @@ func write(v map[string]any) {
 }
 
 // announcer is a go-redis hook: with the pause-points capability, every command of an
-// operation is announced ("before") and sent only once the harness says "go".
+// operation is announced ("before") and sent only once the harness says "go". A connection
+// go-redis opens during one runs its set-up through the same hook (HELLO, AUTH; the rest is
+// pipelined, which is not announced): not the lock's commands, so not announced.
 type announcer struct{}
+
+var setUp = map[string]bool{"hello": true, "auth": true}
 
 func (announcer) DialHook(next goredislib.DialHook) goredislib.DialHook { return next }
 func (announcer) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredislib.ProcessPipelineHook {
@@ -78,7 +82,7 @@ func (announcer) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredi
 }
 func (announcer) ProcessHook(next goredislib.ProcessHook) goredislib.ProcessHook {
 	return func(ctx context.Context, cmd goredislib.Cmder) error {
-		if announce && current >= 0 {
+		if announce && current >= 0 && !setUp[cmd.Name()] {
 			inMu.Lock()
 			write(map[string]any{"type": "before", "id": current, "command": strings.ToUpper(cmd.Name())})
 			if !in.Scan() {
@@ -175,7 +179,7 @@ func main() {
 				if debug {
 					fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), "acquire refused:", err)
 				}
-				reply = map[string]any{"type": "refused", "id": m.ID, "message": err.Error()}
+				reply = notAcquired(err, m.ID, nodes)
 			} else {
 				mutexes = map[string]*redsync.Mutex{token: mutex}
 				validity := float64(mutex.Until().Sub(start).Microseconds()) / 1000
@@ -197,6 +201,40 @@ func main() {
 	}
 }
 
+// votes: of the nodes, how many did it (done) and how many may have (unknown: a Redis error,
+// after which the command may have landed), read off redsync's error for the rest.
+func votes(err error, nodes int) (done, unknown int) {
+	definite := 0
+	var merr *multierror.Error
+	if errors.As(err, &merr) {
+		for _, e := range merr.Errors {
+			var re *redsync.RedisError
+			if errors.As(e, &re) {
+				unknown++
+			} else {
+				definite++
+			}
+		}
+	}
+	return nodes - definite - unknown, unknown
+}
+
+// notAcquired: refused when the nodes that answered decide it whichever way the unknown ones
+// went — a quorum taken by someone else, too few that could have granted, or a quorum granted
+// too late (redsync's validity came out ≤ 0: Redlock says no, and redsync unlocked) —
+// otherwise (a quorum lost to nodes that did not answer) indeterminate
+// (docs/driver-protocol.md, "decides by quorum").
+func notAcquired(err error, id int64, nodes int) map[string]any {
+	quorum := nodes/2 + 1
+	var taken *redsync.ErrTaken
+	granted, unknown := votes(err, nodes)
+	if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) ||
+		granted >= quorum || granted+unknown < quorum {
+		return map[string]any{"type": "refused", "id": id, "message": err.Error()}
+	}
+	return map[string]any{"type": "error", "id": id, "definite": false, "message": err.Error()}
+}
+
 // release: ok when a quorum deleted our value; refused when the nodes that answered prove no
 // quorum did; otherwise (nodes that did not answer could decide it) an indeterminate error.
 func release(mutex *redsync.Mutex, id int64, nodes int) map[string]any {
@@ -209,19 +247,7 @@ func release(mutex *redsync.Mutex, id int64, nodes int) map[string]any {
 	if errors.As(err, &taken) {
 		return map[string]any{"type": "refused", "id": id, "message": err.Error()}
 	}
-	definite, unknown := 0, 0
-	var merr *multierror.Error
-	if errors.As(err, &merr) {
-		for _, e := range merr.Errors {
-			var re *redsync.RedisError
-			if errors.As(e, &re) {
-				unknown++
-			} else {
-				definite++
-			}
-		}
-	}
-	deleted := nodes - definite - unknown
+	deleted, unknown := votes(err, nodes)
 	if deleted+unknown < quorum {
 		return map[string]any{"type": "refused", "id": id, "message": fmt.Sprint(err)}
 	}

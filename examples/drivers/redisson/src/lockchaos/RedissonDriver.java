@@ -57,6 +57,9 @@ public final class RedissonDriver {
         }
     }
 
+    /** A connection's own set-up and keep-alive: never the lock's commands, never announced. */
+    static final java.util.Set<String> SET_UP = java.util.Set.of("HELLO", "AUTH", "SELECT", "CLIENT", "PING", "READONLY");
+
     static boolean isRenewal(CommandData<?, ?> c) {
         Object[] p = c.getParams();
         if (p == null || p.length == 0) return false;
@@ -83,7 +86,7 @@ public final class RedissonDriver {
                             Protocol.renewed(token, Protocol.ttlMs, sent);
                         }
                     });
-                } else if (opThread != null) {
+                } else if (opThread != null && !SET_UP.contains(c.getCommand().getName().toUpperCase())) {
                     Protocol.before(c.getCommand().getName());
                 }
             }
