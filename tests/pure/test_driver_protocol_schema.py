@@ -12,7 +12,7 @@ import pytest
 from chaos.drivers.protocol import Ok, Renewed, decode
 
 SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[1] / "docs/driver-protocol.schema.json").read_text()
+    (Path(__file__).resolve().parents[2] / "docs/driver-protocol.schema.json").read_text()
 )["$defs"]
 
 
