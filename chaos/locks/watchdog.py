@@ -88,11 +88,13 @@ class Watchdog:
 
 
 class WatchdogLock(CompareAndDeleteRelease, SetNxPxLock):
+    watchdog_type = Watchdog  # what renews each lease (tests give it a watchdog that dies)
+
     def acquire(self) -> Lease | None:
         lease = super().acquire()
         if lease is None:
             return None
-        watchdog = Watchdog(self.ctx, self.redis, lease)
+        watchdog = self.watchdog_type(self.ctx, self.redis, lease)
         lease = Lease(token=lease.token, validity_ms=lease.validity_ms, state=watchdog)
         watchdog.lease = lease
         watchdog.start()
