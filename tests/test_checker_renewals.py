@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_checker_support import History
+from test_checker_support import History, at
 
 from chaos.checker import exit_status
 
@@ -122,3 +122,29 @@ def test_flagged_exactly_when_a_renewal_came_more_than_a_third_of_a_lease_late(g
         h.renew("c1", t, until=t + 200)
     h.release("c1", t + gaps[-1])
     assert bool(lapses(h)) == any(gap > 200 + 200 // 3 for gap in gaps)
+
+
+def test_a_lease_that_reached_its_holder_late_is_not_held_against_the_watchdog():
+    """The acquire's reply came back 150 ms into its 200 ms lease (an overloaded machine): a
+    watchdog renewing every TTL/3 finds the key gone; with 140 ms left it would not have."""
+    late = renewing().acquire("c1", 150, invoked=0).release("c1", 650)
+    assert lapses(late) == []
+    in_time = renewing().acquire("c1", 60, invoked=0).release("c1", 650)
+    assert len(lapses(in_time)) == 1
+
+
+def test_a_renewal_sent_in_time_whose_answer_came_late_is_not_held_against_it():
+    """Sent at 250 ms (before the 260 ms deadline), answered at 500 ms: an overloaded server
+    or proxy, not a watchdog that stopped."""
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
+    h.add(500, "ok", "c1", "renew", token=h.tokens["c1"], valid_until=at(450),
+          value={"invoked": at(250)})
+    assert lapses(h.release("c1", 600)) == []
+
+
+def test_a_renewal_given_up_in_time_is_not_held_against_it_one_sent_late_is():
+    for sent, flagged in ((250, False), (340, True)):
+        h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
+        h.add(sent + 10, "fail", "c1", "renew", token=h.tokens["c1"],
+              value={"invoked": at(sent)})
+        assert bool(lapses(h.release("c1", 700))) == flagged

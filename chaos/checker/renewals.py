@@ -7,11 +7,20 @@ off from the servers (the renewals cannot arrive). A lapse with none of that is 
 breaking its own promise — a renewal thread that died, or that gave up — and is hard.
 
 A hold of a renewing lock *lapsed* when a lease in it (the acquire's, or the last renewal's or
-extend's) ran out more than a third of that lease's length before the next renewal or the
-client's own release. The third is the tolerance: a renewal whose round trip straddled the
-deadline, or a watchdog delayed by scheduling, is not a dead one (a watchdog renewing every
-TTL/3 is then late by a whole TTL before it is called out). It counts only when:
+extend's) ran out more than a third of the TTL before the next renewal or the client's own
+release (the lease's own length stands in for a TTL the history does not give). The third is
+the tolerance: a renewal whose round trip straddled the deadline, or a watchdog delayed by
+scheduling, is not a dead one (a watchdog renewing every TTL/3 is then late by a whole TTL
+before it is called out). It counts only when:
 
+* the lease reached its holder with at least two thirds of the TTL left: an acquire (or a
+  renewal) whose reply came back late — the machine overloaded, say — may be gone before a
+  watchdog renewing every TTL/3 first tries, and then nothing could have kept it;
+
+* no renewal was *sent* in time — by the deadline plus the tolerance (a ``renew``'s
+  ``value.invoked``; a ``renew`` ``fail`` is a renewal the lock gave up on): a renewal sent in
+  time whose answer came back late, or refused, shows a live watchdog whose lease lapsed on
+  the way to Redis (an overloaded server or proxy), not a watchdog that stopped renewing;
 * the client demonstrably ran afterwards: a renewal ended the lapse, or the client released
   (or acquired again) — a hold cut by a crash, or still held when the history ends, is not
   judged;
@@ -74,9 +83,13 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
             continue
         if not renewed_again and hold.ended_by not in ENDED_BY_CLIENT:
             continue
-        deadline = max(deadline, since)
-        if until - deadline <= max(deadline - since, 0) // TOLERANCE_SHARE:
+        ttl = timeline.ttl_ns or deadline - since
+        if deadline - since < ttl - ttl // TOLERANCE_SHARE:
+            continue  # it reached the holder too late to be kept (see the module docstring)
+        if until - deadline <= ttl // TOLERANCE_SHARE:
             continue
+        if timeline.renewal_sent(hold.process, since, deadline + ttl // TOLERANCE_SHARE):
+            continue  # it was sent in time; its answer came back late, or refused
         if _excused(hold.process, since, deadline, timeline):
             continue
         found.append(Lapse(hold, since, deadline, until, renewed_again))
