@@ -1,7 +1,7 @@
 """A renewing lock that lets a lease lapse while its holder ran: hard (chaos.checker.renewals).
 
 Hand-built histories; times in ms since the run start (tests/test_checker_support.py). A lease
-is 200 ms, so a watchdog renewal is tolerated up to 200 / 3 = 66 ms past its deadline.
+is 200 ms (the TTL), so a watchdog renewal is tolerated up to 200 ms past its deadline.
 """
 
 from __future__ import annotations
@@ -91,37 +91,37 @@ def test_a_fault_after_the_lapse_does_not_excuse_it():
     assert len(lapses(dead_watchdog(h))) == 1
 
 
-def test_a_late_renewal_within_a_third_of_the_lease_is_jitter():
-    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 320, until=520)
-    assert lapses(h.release("c1", 580)) == []
+def test_a_renewal_late_by_less_than_a_ttl_is_tolerated():
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 450, until=650)
+    assert lapses(h.release("c1", 840)) == []
 
 
 def test_a_renewal_later_than_that_is_a_lapse_even_though_renewals_resumed():
-    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 340, until=540)
-    (text,) = lapses(h.release("c1", 600))
-    assert "did not renew for 280 ms" in text and "until its next renewal at 0.340 s" in text
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 480, until=680)
+    (text,) = lapses(h.release("c1", 700))
+    assert "did not renew for 420 ms" in text and "until its next renewal at 0.480 s" in text
 
 
 def test_one_violation_per_client_counting_its_lapses():
     h = renewing()
     for start in (0, 1000, 2000):
-        h.acquire("c1", start).release("c1", start + 400)
+        h.acquire("c1", start).release("c1", start + 500)
     (text,) = lapses(h)
     assert "(3 of c1's leases lapsed like this in all)" in text
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=8))
-def test_flagged_exactly_when_a_renewal_came_more_than_a_third_of_a_lease_late(gaps):
-    """Renewals (and the release) ``gaps`` ms apart, each renewing for 200 ms: the hold is
-    flagged iff some gap exceeds 200 + 200 // 3 ms."""
+@given(st.lists(st.integers(min_value=1, max_value=800), min_size=1, max_size=8))
+def test_flagged_exactly_when_a_renewal_came_more_than_a_ttl_late(gaps):
+    """Renewals (and the release) ``gaps`` ms apart, each renewing for the 200 ms TTL: the
+    hold is flagged iff some gap exceeds 200 + 200 ms."""
     h = renewing().acquire("c1", 0, lease=200)
     t = 0
     for gap in gaps[:-1]:
         t += gap
         h.renew("c1", t, until=t + 200)
     h.release("c1", t + gaps[-1])
-    assert bool(lapses(h)) == any(gap > 200 + 200 // 3 for gap in gaps)
+    assert bool(lapses(h)) == any(gap > 200 + 200 for gap in gaps)
 
 
 def test_a_lease_that_reached_its_holder_late_is_not_held_against_the_watchdog():
@@ -143,7 +143,7 @@ def test_a_renewal_sent_in_time_whose_answer_came_late_is_not_held_against_it():
 
 
 def test_a_renewal_given_up_in_time_is_not_held_against_it_one_sent_late_is():
-    for sent, flagged in ((250, False), (340, True)):
+    for sent, flagged in ((250, False), (480, True)):
         h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
         h.add(sent + 10, "fail", "c1", "renew", token=h.tokens["c1"],
               value={"invoked": at(sent)})

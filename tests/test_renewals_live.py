@@ -1,7 +1,8 @@
 """Renewals on real processes and a real Redis: a watchdog whose thread dies fails the default
 gate with its own explanation; the bundled ``watchdog`` under CPU overload is not flagged.
 
-Holders work 500 ms on a 200 ms TTL, so every hold lives on its renewals.
+Holders work 500 ms (800 ms for the dying watchdog) on a 200 ms TTL: every hold lives on its
+renewals.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def test_a_watchdog_whose_thread_dies_fails_the_default_gate(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="broken_locks:watchdog_dies", ttl_ms=200, work_ms=500,
+    config = WorkloadConfig(lock="broken_locks:watchdog_dies", ttl_ms=200, work_ms=800,
                             duration_s=3)
     # Declared as the harness declares a bundled renewing lock (its catalog entry).
     run_workload(single, config, path, clients=2, seed=1, params={"renews": True})

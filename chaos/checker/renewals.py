@@ -7,13 +7,13 @@ off from the servers (the renewals cannot arrive). A lapse with none of that is 
 breaking its own promise — a renewal thread that died, or that gave up — and is hard.
 
 A hold of a renewing lock *lapsed* when a lease in it (the acquire's, or the last renewal's or
-extend's) ran out more than a third of the TTL before the next renewal or the client's own
-release (the lease's own length stands in for a TTL the history does not give). The third is
-the tolerance: a renewal whose round trip straddled the deadline, or a watchdog delayed by
-scheduling, is not a dead one (a watchdog renewing every TTL/3 is then late by a whole TTL
-before it is called out). It counts only when:
+extend's) ran out more than one TTL before the next renewal or the client's own release (the
+lease's own length stands in for a TTL the history does not give). The TTL is the tolerance: a
+renewal whose round trip straddled the deadline, or a watchdog thread that an overloaded
+machine did not run for a while (three busy loops on two cores and a dozen more runnable
+processes delayed one by 190 ms at a 200 ms TTL), is not a dead one. It counts only when:
 
-* the lease reached its holder with at least two thirds of the TTL left: an acquire (or a
+* the lease reached its holder with at least ``MIN_LEFT`` of the TTL left: an acquire (or a
   renewal) whose reply came back late — the machine overloaded, say — may be gone before a
   watchdog renewing every TTL/3 first tries, and then nothing could have kept it;
 
@@ -41,7 +41,9 @@ from chaos.checker.holds import NEVER, Hold
 from chaos.checker.timeline import FaultSpan, Timeline
 from chaos.history import RELEASE
 
-TOLERANCE_SHARE = 3  # a lapse shorter than lease / 3 is jitter, not a dead renewal
+# A renewing lock may let a lease run out by up to one TTL (a renewal sent that late is not a
+# dead watchdog), and is judged only on leases that reached the holder with 2/3 of a TTL left.
+MIN_LEFT = 2 / 3
 ENDED_BY_CLIENT = (RELEASE, "reacquire")  # hold ends that show the client was running
 
 
@@ -84,11 +86,11 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
         if not renewed_again and hold.ended_by not in ENDED_BY_CLIENT:
             continue
         ttl = timeline.ttl_ns or deadline - since
-        if deadline - since < ttl - ttl // TOLERANCE_SHARE:
+        if deadline - since < ttl * MIN_LEFT:
             continue  # it reached the holder too late to be kept (see the module docstring)
-        if until - deadline <= ttl // TOLERANCE_SHARE:
+        if until - deadline <= ttl:
             continue
-        if timeline.renewal_sent(hold.process, since, deadline + ttl // TOLERANCE_SHARE):
+        if timeline.renewal_sent(hold.process, since, deadline + ttl):
             continue  # it was sent in time; its answer came back late, or refused
         if _excused(hold.process, since, deadline, timeline):
             continue
