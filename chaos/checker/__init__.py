@@ -6,7 +6,7 @@ turns a verdict into a pass/fail decision for a severity threshold, ``exit_statu
 exit status of a gate (inconclusive runs included).
 
 The pipeline: ``scan`` (one pass, per-process bookkeeping) → ``Timeline`` (time-indexed
-facts) → ``judge`` (overlaps, liveness, data, each explained) → ``Verdict``. The semantics
+facts) → ``judge`` (overlaps, renewals, liveness, data, each explained) → ``Verdict``. The semantics
 are specified in ``docs/history-format.md``.
 """
 

@@ -33,6 +33,7 @@ from chaos.checker.data import LostWrite
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
+from chaos.checker.renewals import Lapse
 from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
 from chaos.history import MOVES_CLOCK
 
@@ -202,6 +203,28 @@ def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
     if not seen:
         return f"no pause is recorded for {hold.process}: its work outran the lease"
     return f"{hold.process} was stalled: " + "; ".join(seen)
+
+
+def lapses(found: list[Lapse], clock: Clock) -> str:
+    """Why a renewing lock's lapses are hard: the first of one client's, and how many."""
+    lapse = found[0]
+    p, at = lapse.process, clock.at
+    began = ("from its acquire" if lapse.since == lapse.hold.start
+             else "from its renewal")
+    if lapse.renewed_again:
+        until = f"until its next renewal at {at(lapse.until)}"
+    elif lapse.hold.ended_by == "reacquire":
+        until = f"until it acquired again at {at(lapse.until)}"
+    else:
+        until = f"until it released it at {at(lapse.until)}"
+    more = f" ({len(found)} of {p}'s leases lapsed like this in all)" if len(found) > 1 else ""
+    return (
+        f"hard: {p}'s watchdog did not renew for {(lapse.until - lapse.since) / 1e6:.0f} ms "
+        f"while {p} ran and its links were up: its lease {began} at {at(lapse.since)} ran out "
+        f"at {at(lapse.deadline)}, and {p} went on holding the lock {until}. No fault touched "
+        f"{p}, its links or the servers, and {p} reached no pause point: a lock that renews "
+        f"its leases must renew them for as long as its holder runs{more}."
+    )
 
 
 def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:

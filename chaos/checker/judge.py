@@ -9,6 +9,7 @@ from chaos.checker.explain import Clock
 from chaos.checker.holds import NEVER
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
+from chaos.checker.renewals import Lapse, find_lapses
 from chaos.checker.timeline import Timeline
 from chaos.checker.verdict import INCONCLUSIVE, RANK, VIOLATION_KINDS, Verdict, Violation
 from chaos.history import (
@@ -32,6 +33,7 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     clock = Clock(timeline)
     overlaps = find_overlaps(timeline.holds)
     violations = [_overlap(ov, timeline, clock) for ov in overlaps]
+    violations += _lapsed(find_lapses(timeline), timeline, clock)
 
     ttl_ns = timeline.ttl_ns
     if ttl_ns is None:
@@ -69,6 +71,7 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     violations.sort(key=lambda v: (-RANK[v.kind], v.start_s))
     by_kind = {kind: sum(v.kind == kind for v in violations) for kind in VIOLATION_KINDS}
     hard_from = [v.both_valid_from_s for v in violations if v.both_valid_from_s is not None]
+    hard_from += [v.start_s for v in violations if v.cause == NOT_RENEWED]  # the lapse
     lock = timeline.params.get("lock")
     ttl_ms = timeline.params.get("ttl_ms")
     return Verdict(
@@ -110,6 +113,30 @@ def _overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> Violation:
         both_valid_until_s=clock.seconds(valid[1]) if valid else None,
         faults=[fault.id for fault in timeline.faults_during(a.start, ov.end)],
     )
+
+
+NOT_RENEWED = "not-renewed"  # the cause of a renewing lock's lapse (chaos.checker.renewals)
+
+
+def _lapsed(lapses: list[Lapse], timeline: Timeline, clock: Clock) -> list[Violation]:
+    """One hard violation per client whose renewing lock let a lease lapse while it ran:
+    the lock broke its own promise (chaos.checker.renewals)."""
+    by_process: dict[str, list[Lapse]] = {}
+    for lapse in lapses:
+        by_process.setdefault(lapse.process, []).append(lapse)
+    return [
+        Violation(
+            kind="hard",
+            processes=[process],
+            start_s=clock.seconds(found[0].deadline),
+            end_s=clock.seconds(found[0].until),
+            explanation=explain.lapses(found, clock),
+            cause=NOT_RENEWED,
+            expires_s={process: clock.seconds(found[0].deadline)},
+            faults=[f.id for f in timeline.faults_during(found[0].deadline, found[0].until)],
+        )
+        for process, found in by_process.items()
+    ]
 
 
 def _outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> Violation:

@@ -157,6 +157,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     else:
                         timeline.orphan_releases.append(Release(st.name, st.op_t, t, None))
             elif f in (EXTEND, RENEW):
+                if f == RENEW:
+                    _renewal_sent(timeline, st.name, t, ev)
                 hold = st.hold
                 extending = f == EXTEND and st.op == EXTEND
                 token = ev.token or (st.op_token if extending else None)
@@ -183,6 +185,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     timeline.refused_own.append(
                         (st.name, st.op_t if st.op == ACQUIRE else t, t, hold.start)
                     )
+            elif f == RENEW:
+                _renewal_sent(timeline, st.name, t, ev)
             elif ev.error == STALE_TOKEN:
                 stale += 1
             elif f == RELEASE and st.op == RELEASE and st.released is not None:
@@ -279,6 +283,15 @@ def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:
             bugs.count += 1
             if t < bugs.first.t:
                 bugs.first = raised
+
+
+def _renewal_sent(timeline: Timeline, p: str, t: int, ev: AnyEvent) -> None:
+    """When a background renewal was sent: its ``value.invoked``, else (older histories) its
+    event's time, which is no earlier."""
+    value = value_of(ev.value)
+    invoked = value.get("invoked") if isinstance(value, dict) else None
+    sent = invoked if isinstance(invoked, int) and invoked <= t else t
+    timeline.renewals_sent.setdefault(p, []).append(sent)
 
 
 def _add_lease(

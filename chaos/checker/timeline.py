@@ -145,6 +145,8 @@ class Timeline:
     orphan_releases: list[Release] = field(default_factory=list)
     faults: list[FaultSpan] = field(default_factory=list)
     pause_points: dict[str, list[PauseReached]] = field(default_factory=dict)  # in time order
+    # When each process's background renewals (``renew`` ok or fail) were sent, in order.
+    renewals_sent: dict[str, list[int]] = field(default_factory=dict)
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
     acked_ops: list[str] = field(default_factory=list)
     acked_at: array[int] = field(default_factory=lambda: array("q"))
@@ -177,6 +179,8 @@ class Timeline:
         self.unsure_acquires.sort(key=attrgetter("invoked"))
         self._unsure_invoked = [attempt.invoked for attempt in self.unsure_acquires]
         self.faults.sort(key=attrgetter("start"))
+        for sent in self.renewals_sent.values():
+            sent.sort()
         self._fault_starts = [fault.start for fault in self.faults]
         self._key_losses = sorted(
             ((t, fault) for fault in self.faults if fault.loses_keys
@@ -250,6 +254,12 @@ class Timeline:
         """The acquires with an unknown outcome invoked in [lo, hi]."""
         first = bisect_left(self._unsure_invoked, lo)
         return self.unsure_acquires[first:bisect_right(self._unsure_invoked, hi)]
+
+    def renewal_sent(self, process: str, lo: int, hi: int) -> bool:
+        """Whether ``process`` sent a background renewal in (lo, hi]."""
+        sent = self.renewals_sent.get(process, [])
+        index = bisect_right(sent, lo)
+        return index < len(sent) and sent[index] <= hi
 
     def pauses_of(self, process: str, lo: int, hi: int) -> list[PauseReached]:
         """The pause points ``process`` reached in [lo, hi]."""

@@ -6,7 +6,9 @@ Kinds of violation, from least to most severe:
   known limit of leases without fencing;
 * ``liveness`` — nobody could acquire for far longer than the TTL although nobody held it;
 * ``data`` — acknowledged writes are missing from the resource at the end;
-* ``hard`` — two clients held the lock at once, both within the validity the lock claimed.
+* ``hard`` — the lock broke its own promise: two clients held the lock at once, both within
+  the validity the lock claimed; or a lock that renews its leases let one lapse while its
+  holder ran (``chaos.checker.renewals``).
 
 ``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
 did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``),
@@ -41,7 +43,8 @@ class Violation(msgspec.Struct, kw_only=True):
 
     ``cause`` (overlaps) is ``foreign-release``, ``in-flight-release``, ``lease-expired``,
     ``overwrote``, ``unexplained`` or the name of the fault blamed (one that loses keys, moves
-    a client's clock or splits the master); (liveness) ``self-deadlock`` or ``gave-up`` for
+    a client's clock or splits the master); (hard, one client) ``not-renewed`` for a renewing
+    lock's lease that lapsed while its holder ran; (liveness) ``self-deadlock`` or ``gave-up`` for
     the findings of docs/history-format.md's "Liveness", else none. ``expires_s`` is each
     holder's lease deadline in effect when the overlap began (None: no deadline).
     ``both_valid_*`` bound the first stretch in which both leases were valid (hard violations

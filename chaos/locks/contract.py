@@ -25,7 +25,8 @@ undecidable outcomes that are not Redis errors raises ``Indeterminate`` (or a su
 
 A lock that keeps its lease alive by itself (a watchdog thread) reports every successful
 background renewal with ``ctx.report_renewal(lease, validity_ms, invoked_at_ns)``, where
-``invoked_at_ns`` is ``chaos.history.now()`` taken just before the renewal command was sent.
+``invoked_at_ns`` is ``chaos.history.now()`` taken just before the renewal command was sent;
+a renewal that failed, after which it stops renewing, is reported with ``validity_ms = 0``.
 
 A lock whose Redis commands do not go through the context's connections (a driver process,
 ``chaos.drivers``) calls ``ctx.pause_points.before_command(name)`` right before each command it

@@ -11,7 +11,8 @@ The renewal thread lives in the client's process, so a SIGSTOP stops renewals to
 like a GC pause. Each renewal is a Lua compare-and-PEXPIRE to the full TTL, sent from the thread
 and reported with ``ctx.report_renewal(lease, ttl_ms, invoked_at_ns)``. The thread stops on
 release, or at the first renewal that fails (the token is gone, or the command raised: like
-Redisson, it does not retry), and it renews at most ``MAX_RENEWALS`` times.
+Redisson, it does not retry) — reported as a renewal with validity 0: it gave up — and it
+renews at most ``MAX_RENEWALS`` times.
 """
 
 from __future__ import annotations
@@ -58,15 +59,21 @@ class Watchdog:
                 try:
                     renewed = self.renew()
                 except redis.RedisError as exc:
-                    self.failure = f"{type(exc).__name__}: {exc}"
-                    self._stopped.set()
+                    self._give_up(f"{type(exc).__name__}: {exc}", invoked_at)
                     return
                 if not renewed:
-                    self.failure = "the lock is no longer ours"
-                    self._stopped.set()
+                    self._give_up("the lock is no longer ours", invoked_at)
                     return
                 self.renewals += 1
                 self.ctx.report_renewal(self.lease, float(self.ctx.ttl_ms), invoked_at)
+
+    def _give_up(self, failure: str, invoked_at: int) -> None:
+        """Stop renewing, and say so: a renewal with validity 0 (the history's ``renew``
+        ``fail``) shows the watchdog tried at ``invoked_at`` — if the lease lapsed, it lapsed
+        on the way to Redis, not for want of a renewal."""
+        self.failure = failure
+        self._stopped.set()
+        self.ctx.report_renewal(self.lease, 0.0, invoked_at)
 
     def renew(self) -> bool:
         """One renewal: re-arm the full TTL if the key still holds our token."""
@@ -88,11 +95,13 @@ class Watchdog:
 
 
 class WatchdogLock(CompareAndDeleteRelease, SetNxPxLock):
+    watchdog_type = Watchdog  # what renews each lease (tests give it a watchdog that dies)
+
     def acquire(self) -> Lease | None:
         lease = super().acquire()
         if lease is None:
             return None
-        watchdog = Watchdog(self.ctx, self.redis, lease)
+        watchdog = self.watchdog_type(self.ctx, self.redis, lease)
         lease = Lease(token=lease.token, validity_ms=lease.validity_ms, state=watchdog)
         watchdog.lease = lease
         watchdog.start()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from chaos import history as h
+from chaos import locks
 from chaos.topology.base import Topology
 from chaos.workload.pool import WorkerPool
 from chaos.workload.resource import Resource
@@ -95,9 +96,14 @@ def record_start(
     **params: Any,
 ) -> Resource:
     """Write the run's start event and empty the resource; returns the harness's handle on
-    the resource (for ``record_end``)."""
+    the resource (for ``record_end``).
+
+    A lock whose catalog entry says it renews its leases by itself is declared so
+    (``renews: true``): the checker then holds it to renewing while its holder runs."""
+    info = locks.info(config.lock)
     start = {
         **asdict(config),
+        **({"renews": True} if info is not None and info.renews else {}),
         "clients": [f"c{i}" for i in range(1, clients + 1)],
         "seed": seed,
         "topology": topology.kind,

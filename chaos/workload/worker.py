@@ -153,6 +153,13 @@ class Worker:
             self.history.log(h.INFO, self.cid, h.CRASH, value={"at": point.command})
 
     def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
+        """A background renewal sent at ``invoked_at_ns``: ``ok`` with its new deadline, or
+        ``fail`` when its validity is 0 (the lock gave the lease up at that renewal). Both say
+        when it was sent: the watchdog was alive then (chaos.checker.renewals)."""
+        sent = {"invoked": invoked_at_ns}
+        if validity_ms == 0:
+            self.history.log(h.FAIL, self.cid, h.RENEW, token=lease.token, value=sent)
+            return
         validity = self.config.ttl_ms if validity_ms is None else validity_ms
         self.history.log(
             h.OK,
@@ -160,6 +167,7 @@ class Worker:
             h.RENEW,
             token=lease.token,
             valid_until=invoked_at_ns + int(validity * 1e6),
+            value=sent,
         )
 
     # -- one recorded operation ----------------------------------------------------------

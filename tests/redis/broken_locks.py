@@ -5,7 +5,9 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
   inside the factory, so ``--lock`` loads fine and every client process fails);
 * ``acquire_raises`` — acquire() always raises ``RuntimeError("boom")``: never acquired;
 * ``release_raises`` — a working SET NX PX lock whose release() always raises ``ValueError``:
-  every lease runs out by its TTL instead of being released.
+  every lease runs out by its TTL instead of being released;
+* ``watchdog_dies`` — the bundled ``watchdog`` whose renewal thread dies after its first
+  renewal (an exception it does not catch): a renewing lock that stops renewing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import importlib
 
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.watchdog import Watchdog, WatchdogLock
 
 
 class _SetNx:
@@ -50,3 +53,22 @@ def acquire_raises(ctx: LockContext) -> _AcquireRaises:
 
 def release_raises(ctx: LockContext) -> _ReleaseRaises:
     return _ReleaseRaises(ctx)
+
+
+class _DyingWatchdog(Watchdog):
+    """A renewal thread killed by an exception its loop does not catch (not a Redis error),
+    after its first renewal: the thread is gone, the lock never notices, the holder works on.
+    Real watchdogs died this way (a timer task that threw, an executor shut down)."""
+
+    def renew(self) -> bool:
+        if self.renewals >= 1:
+            raise RuntimeError("the renewal thread died")
+        return super().renew()
+
+
+class _WatchdogDies(WatchdogLock):
+    watchdog_type = _DyingWatchdog
+
+
+def watchdog_dies(ctx: LockContext) -> _WatchdogDies:
+    return _WatchdogDies(ctx)

@@ -1,0 +1,112 @@
+"""Renewals: a lock that renews its leases by itself let one lapse while its holder ran.
+
+A lock that renews in the background (a watchdog) promises more than a plain lease: as long as
+its holder runs, the lease does not run out. A lapse is expected when something stopped the
+holder (a pause, a crash: the watchdog stops with it, the known limit of watchdogs) or cut it
+off from the servers (the renewals cannot arrive). A lapse with none of that is the lock
+breaking its own promise — a renewal thread that died, or that gave up — and is hard.
+
+A hold of a renewing lock *lapsed* when a lease in it (the acquire's, or the last renewal's or
+extend's) ran out more than one TTL before the next renewal or the client's own release (the
+lease's own length stands in for a TTL the history does not give). The TTL is the tolerance: a
+renewal whose round trip straddled the deadline, or a watchdog thread that an overloaded
+machine did not run for a while (three busy loops on two cores and a dozen more runnable
+processes delayed one by 190 ms at a 200 ms TTL), is not a dead one. It counts only when:
+
+* the lease reached its holder with at least ``MIN_LEFT`` of the TTL left: an acquire (or a
+  renewal) whose reply came back late — the machine overloaded, say — may be gone before a
+  watchdog renewing every TTL/3 first tries, and then nothing could have kept it;
+
+* no renewal was *sent* in time — by the deadline plus the tolerance (a ``renew``'s
+  ``value.invoked``; a ``renew`` ``fail`` is a renewal the lock gave up on): a renewal sent in
+  time whose answer came back late, or refused, shows a live watchdog whose lease lapsed on
+  the way to Redis (an overloaded server or proxy), not a watchdog that stopped renewing;
+* the client demonstrably ran afterwards: a renewal ended the lapse, or the client released
+  (or acquired again) — a hold cut by a crash, or still held when the history ends, is not
+  judged;
+* nothing excuses it between the lease's start and its deadline: no fault aimed at the client
+  (stalled, killed, its links delayed or cut, its clock moved), no fault aimed at the servers
+  rather than at clients, and no pause point the client reached.
+
+Which locks renew is what the harness start event declares (``renews: true``, from the lock's
+catalog entry). A history without it — older ones, hand-built ones, locks that declare nothing —
+is never judged here: its ``renew`` events only move deadlines, as they always did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chaos.checker.holds import NEVER, Hold
+from chaos.checker.timeline import FaultSpan, Timeline
+from chaos.history import RELEASE
+
+# A renewing lock may let a lease run out by up to one TTL (a renewal sent that late is not a
+# dead watchdog), and is judged only on leases that reached the holder with 2/3 of a TTL left.
+MIN_LEFT = 2 / 3
+ENDED_BY_CLIENT = (RELEASE, "reacquire")  # hold ends that show the client was running
+
+
+@dataclass(frozen=True, slots=True)
+class Lapse:
+    """One lease of a renewing lock that ran out while its holder ran."""
+
+    hold: Hold
+    since: int  # the lease began: the acquire, or the last renewal or extend
+    deadline: int  # it ran out
+    until: int  # the next renewal, or the client's release
+    renewed_again: bool  # a renewal ended it (else the hold's end did)
+
+    @property
+    def process(self) -> str:
+        return self.hold.process
+
+
+def renews(timeline: Timeline) -> bool:
+    """Whether the history's lock renews its leases by itself (see the module docstring)."""
+    return timeline.params.get("renews") is True
+
+
+def find_lapses(timeline: Timeline) -> list[Lapse]:
+    """Every unexcused lapse, in order of its deadline; none for a lock that does not renew."""
+    if not renews(timeline):
+        return []
+    lapses = [lapse for hold in timeline.holds for lapse in _lapses(hold, timeline)]
+    lapses.sort(key=lambda lapse: lapse.deadline)
+    return lapses
+
+
+def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
+    found = []
+    ends = [lease[0] for lease in hold.leases[1:]] + [hold.end]
+    for index, ((since, deadline), until) in enumerate(zip(hold.leases, ends, strict=True)):
+        renewed_again = index + 1 < len(hold.leases)
+        if deadline >= NEVER or until >= NEVER:
+            continue
+        if not renewed_again and hold.ended_by not in ENDED_BY_CLIENT:
+            continue
+        ttl = timeline.ttl_ns or deadline - since
+        if deadline - since < ttl * MIN_LEFT:
+            continue  # it reached the holder too late to be kept (see the module docstring)
+        if until - deadline <= ttl:
+            continue
+        if timeline.renewal_sent(hold.process, since, deadline + ttl):
+            continue  # it was sent in time; its answer came back late, or refused
+        if _excused(hold.process, since, deadline, timeline):
+            continue
+        found.append(Lapse(hold, since, deadline, until, renewed_again))
+    return found
+
+
+def _excused(process: str, lo: int, hi: int, timeline: Timeline) -> bool:
+    """Whether something outside the lock may have kept ``process``'s renewals from landing
+    in [lo, hi]: a fault aimed at it or at the servers, or a pause point it reached."""
+    if timeline.pauses_of(process, lo, hi):
+        return True
+    return any(_touches(fault, process) for fault in timeline.faults_during(lo, hi))
+
+
+def _touches(fault: FaultSpan, process: str) -> bool:
+    """A fault aimed at this client, or at the servers (every client's renewals) rather than
+    at other clients only."""
+    return fault.hits(process) or not fault.aims_at_clients

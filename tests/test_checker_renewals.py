@@ -1,0 +1,150 @@
+"""A renewing lock that lets a lease lapse while its holder ran: hard (chaos.checker.renewals).
+
+Hand-built histories; times in ms since the run start (tests/test_checker_support.py). A lease
+is 200 ms (the TTL), so a watchdog renewal is tolerated up to 200 ms past its deadline.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_checker_support import History, at
+
+from chaos.checker import exit_status
+
+
+def renewing(**options: object) -> History:
+    """A history whose start event declares a lock that renews its leases by itself."""
+    h = History(**options)  # type: ignore[arg-type]
+    h.events[0].value["renews"] = True
+    return h
+
+
+def dead_watchdog(h: History) -> History:
+    """c1 acquires at 0, its watchdog renews once at 60 ms (until 260 ms) and never again;
+    c1 works on and releases at 700 ms."""
+    return h.acquire("c1", 0).renew("c1", 60, until=260).release("c1", 700)
+
+
+def lapses(h: History) -> list[str]:
+    return [v.explanation for v in h.check().violations if v.cause == "not-renewed"]
+
+
+def test_a_lapse_while_the_holder_ran_is_hard_and_says_so():
+    verdict = dead_watchdog(renewing()).check()
+    assert verdict.verdict == "hard"
+    (v,) = verdict.violations
+    assert (v.kind, v.cause, v.processes) == ("hard", "not-renewed", ["c1"])
+    assert (v.start_s, v.end_s) == (0.26, 0.7)
+    assert v.explanation.startswith(
+        "hard: c1's watchdog did not renew for 640 ms while c1 ran and its links were up: "
+        "its lease from its renewal at 0.060 s ran out at 0.260 s, and c1 went on holding "
+        "the lock until it released it at 0.700 s."
+    )
+    assert verdict.first_hard_violation_s == 0.26
+    assert exit_status(verdict, "hard") == 1  # the default gate fails on it
+
+
+def test_the_overlap_it_lets_in_stays_soft_next_to_it():
+    h = dead_watchdog(renewing()).acquire("c2", 300).release("c2", 400)
+    kinds = sorted((v.kind, v.cause) for v in h.check().violations)
+    assert kinds == [("hard", "not-renewed"), ("soft", "lease-expired")]
+
+
+def test_a_lock_that_does_not_declare_renewals_is_never_held_to_them():
+    h = dead_watchdog(History()).acquire("c2", 300).release("c2", 400)
+    assert h.check().verdict == "soft"
+
+
+def test_a_paused_holder_excuses_the_lapse():
+    h = renewing().fault("f1", "client-pause", 100, 600, target={"client": "c1"})
+    assert dead_watchdog(h).check().verdict == "ok"
+
+
+def test_a_pause_point_reached_excuses_the_lapse():
+    assert lapses(dead_watchdog(renewing().pause_point("c1", 150, "EVAL", "sleep"))) == []
+
+
+def test_a_crashed_holder_is_not_judged():
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).crash("c1", 700)
+    assert lapses(h) == []
+
+
+def test_a_hold_still_open_at_the_end_is_not_judged():
+    assert lapses(renewing().acquire("c1", 0).renew("c1", 60, until=260).read("c2", 700)) == []
+
+
+def test_the_holders_links_cut_excuse_it_another_clients_do_not():
+    cut = renewing().fault("f1", "partition", 100, 300, target={"client": "c1", "nodes": ["n1"]})
+    assert lapses(dead_watchdog(cut)) == []
+    other = renewing().fault("f1", "partition", 100, 300, target={"client": "c2", "nodes": ["n1"]})
+    assert len(lapses(dead_watchdog(other))) == 1
+
+
+def test_a_fault_on_the_servers_excuses_it():
+    h = renewing().fault("f1", "server-pause", 100, 300, target={"nodes": ["n1"]})
+    assert lapses(dead_watchdog(h)) == []
+
+
+def test_a_fault_after_the_lapse_does_not_excuse_it():
+    h = renewing().fault("f1", "client-pause", 400, 600, target={"client": "c1"})
+    assert len(lapses(dead_watchdog(h))) == 1
+
+
+def test_a_renewal_late_by_less_than_a_ttl_is_tolerated():
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 450, until=650)
+    assert lapses(h.release("c1", 840)) == []
+
+
+def test_a_renewal_later_than_that_is_a_lapse_even_though_renewals_resumed():
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 480, until=680)
+    (text,) = lapses(h.release("c1", 700))
+    assert "did not renew for 420 ms" in text and "until its next renewal at 0.480 s" in text
+
+
+def test_one_violation_per_client_counting_its_lapses():
+    h = renewing()
+    for start in (0, 1000, 2000):
+        h.acquire("c1", start).release("c1", start + 500)
+    (text,) = lapses(h)
+    assert "(3 of c1's leases lapsed like this in all)" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=800), min_size=1, max_size=8))
+def test_flagged_exactly_when_a_renewal_came_more_than_a_ttl_late(gaps):
+    """Renewals (and the release) ``gaps`` ms apart, each renewing for the 200 ms TTL: the
+    hold is flagged iff some gap exceeds 200 + 200 ms."""
+    h = renewing().acquire("c1", 0, lease=200)
+    t = 0
+    for gap in gaps[:-1]:
+        t += gap
+        h.renew("c1", t, until=t + 200)
+    h.release("c1", t + gaps[-1])
+    assert bool(lapses(h)) == any(gap > 200 + 200 for gap in gaps)
+
+
+def test_a_lease_that_reached_its_holder_late_is_not_held_against_the_watchdog():
+    """The acquire's reply came back 150 ms into its 200 ms lease (an overloaded machine): a
+    watchdog renewing every TTL/3 finds the key gone; with 140 ms left it would not have."""
+    late = renewing().acquire("c1", 150, invoked=0).release("c1", 650)
+    assert lapses(late) == []
+    in_time = renewing().acquire("c1", 60, invoked=0).release("c1", 650)
+    assert len(lapses(in_time)) == 1
+
+
+def test_a_renewal_sent_in_time_whose_answer_came_late_is_not_held_against_it():
+    """Sent at 250 ms (before the 260 ms deadline), answered at 500 ms: an overloaded server
+    or proxy, not a watchdog that stopped."""
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
+    h.add(500, "ok", "c1", "renew", token=h.tokens["c1"], valid_until=at(450),
+          value={"invoked": at(250)})
+    assert lapses(h.release("c1", 600)) == []
+
+
+def test_a_renewal_given_up_in_time_is_not_held_against_it_one_sent_late_is():
+    for sent, flagged in ((250, False), (480, True)):
+        h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
+        h.add(sent + 10, "fail", "c1", "renew", token=h.tokens["c1"],
+              value={"invoked": at(sent)})
+        assert bool(lapses(h.release("c1", 700))) == flagged

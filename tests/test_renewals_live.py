@@ -1,0 +1,73 @@
+"""Renewals on real processes and a real Redis: a watchdog whose thread dies fails the default
+gate with its own explanation; the bundled ``watchdog`` under CPU overload is not flagged.
+
+Holders work 500 ms (800 ms for the dying watchdog) on a 200 ms TTL: every hold lives on its
+renewals.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chaos.checker import check_file
+from chaos.cli import main
+from chaos.topology import LocalTopology
+from chaos.workload import WorkloadConfig, run_workload
+
+LAPSE = re.compile(r"^hard: (c\d)'s watchdog did not renew for \d+ ms while \1 ran and its "
+                   r"links were up: ")
+BUSY_LOOPS = 3  # on the two cores of the CI machine: every thread waits for a core
+
+
+def test_a_watchdog_whose_thread_dies_fails_the_default_gate(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    path = tmp_path / "history.jsonl"
+    config = WorkloadConfig(lock="broken_locks:watchdog_dies", ttl_ms=200, work_ms=800,
+                            duration_s=3)
+    # Declared as the harness declares a bundled renewing lock (its catalog entry).
+    run_workload(single, config, path, clients=2, seed=1, params={"renews": True})
+    verdict = check_file(path)
+    assert verdict.counts["renew_ok"] > 0  # it did renew, once per hold
+    lapsed = [v for v in verdict.violations if v.cause == "not-renewed"]
+    assert lapsed and all(v.kind == "hard" for v in lapsed), verdict.explanations
+    assert LAPSE.match(lapsed[0].explanation), lapsed[0].explanation
+    assert main(["check-history", str(path)]) == 1  # the default gate: --fail-on hard
+
+
+@pytest.fixture
+def overloaded() -> Iterator[None]:
+    """``BUSY_LOOPS`` processes spinning for the test's duration (each bounded to 60 s)."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c",
+                          "import time\nend = time.monotonic() + 60\n"
+                          "while time.monotonic() < end: pass"])
+        for _ in range(BUSY_LOOPS)
+    ]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def test_the_bundled_watchdog_under_cpu_overload_is_not_flagged(
+    overloaded: None, tmp_path: Path
+) -> None:
+    code = main(["run", "--lock", "watchdog", "--ttl-ms", "200", "--work-ms", "500",
+                 "--clients", "3", "--duration", "4", "--seed", "1", "--out", str(tmp_path)])
+    (run_dir,) = tmp_path.iterdir()
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    start = json.loads((run_dir / "history.jsonl").read_text().splitlines()[0])
+    assert start["value"]["renews"] is True  # the catalog's declaration reached the history
+    assert verdict["counts"]["renew_ok"] > 10
+    assert [v for v in verdict["violations"] if v["cause"] == "not-renewed"] == []
+    assert code == 0, verdict["explanations"]
