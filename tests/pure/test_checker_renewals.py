@@ -1,6 +1,6 @@
 """A renewing lock that lets a lease lapse while its holder ran: hard (chaos.checker.renewals).
 
-Hand-built histories; times in ms since the run start (tests/test_checker_support.py). A lease
+Hand-built histories; times in ms since the run start (tests/pure/test_checker_support.py). A lease
 is 200 ms (the TTL), so a watchdog renewal is tolerated up to 200 ms past its deadline.
 """
 
