@@ -10,9 +10,14 @@ submodule counts as an import of that submodule.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import chaos
+from chaos import locks
 
 ROOT = Path(chaos.__file__).parent
 
@@ -135,3 +140,14 @@ def test_the_campaign_sits_below_what_runs_and_reports_it() -> None:
     for module in (name for name in graph if name.startswith("chaos.explore")):
         assert not any(m.startswith("chaos.experiments") for m in graph[module]), module
     assert "chaos.explore" in graph["chaos.experiments.audit"]
+
+
+@pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
+def test_each_drivers_module_can_be_imported_first(module: str) -> None:
+    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
+    contract of chaos.locks: whichever module a program imports first, both load."""
+    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import textwrap
 import time
@@ -271,17 +270,6 @@ def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(
         lock.close()  # type: ignore[attr-defined]
         ctx.close()
     assert points.commands == (["SET", "EVAL"] if armed else [])
-
-
-@pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
-def test_each_drivers_module_can_be_imported_first(module: str) -> None:
-    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
-    contract of chaos.locks: whichever module a program imports first, both load."""
-    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr
 
 
 def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
