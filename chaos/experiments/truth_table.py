@@ -174,7 +174,11 @@ CELLS: tuple[Cell, ...] = (
         _no_hard,
         "003 / Redis docs",
     ),
-    Cell("redlock", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart"),
+    # Two clients: with five, the four waiting for the holder's wiped nodes split their votes
+    # and none wins a quorum before the holder's lease ends (on 2 cores under load: hard in
+    # 5/5 seeds within 10 s with two clients, 2/5 with three, 1/6 with five).
+    Cell("redlock", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart",
+         options=(("clients", 2),)),
     Cell(
         "redlock", "clock-jump:offset_ms=600", "hard", _hard, "Kleppmann 2016", "hard", "clock-jump"
     ),
@@ -270,7 +274,10 @@ DRIVER_CELLS: tuple[Cell, ...] = (
         "redsync", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
         "003 / Redis docs",
     ),
-    Cell("redsync", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart"),
+    # Two clients, as redlock's cell (five split their votes: seed 1 ran 30 s without a grant
+    # there, 9.1 s to the first hard violation with two).
+    Cell("redsync", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart",
+         options=(("clients", 2),)),
     Cell(
         "node-redlock", "partition:scope=minority,crash-restart-delayed", "no hard", _no_hard,
         "003 / Redis docs",

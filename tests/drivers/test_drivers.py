@@ -87,8 +87,8 @@ def test_run_redsync_on_five_masters_with_crash_restart_exits_1_hard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
-        ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5",
-         "--faults", "crash-restart", "--duration", "10", "--stop-on-first",
+        ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5", "--clients",
+         "2", "--faults", "crash-restart", "--duration", "20", "--stop-on-first",
          "--out", str(tmp_path), "--json"]
     )  # fmt: skip
     printed = json.loads(capsys.readouterr().out)
