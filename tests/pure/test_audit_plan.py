@@ -48,6 +48,8 @@ def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
         (["--faults", "nope"], "unknown fault 'nope'"),
         (["--fail-on", "meh"], "--fail-on must be one of"),
         (["--nodes", "2", "--lock", "redlock"], "redlock"),  # its campaigns' layout refuses it
+        (["--clients", "0"], "--clients must be between 1 and 64"),
+        (["--work-ms", "-1"], "--work-ms must be between"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
