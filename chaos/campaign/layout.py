@@ -63,7 +63,9 @@ class Layout:
 
 
 def choose_layout(campaign: Wants) -> Layout:
-    """The topology the lock and faults need; ``UsageError`` for choices that cannot mix."""
+    """The topology the lock and faults need, as the lock's entry declares it (a bundled
+    lock's, or an ``exec:`` driver's ``describe``: ``locks.info``); ``UsageError`` for
+    choices that cannot mix."""
     info = locks.info(campaign.lock)
     needs_masters = info is not None and info.topology == "standalone"
     replicated = [n for n in campaign.fault_names if FAULTS[n].needs == "replicated"]
@@ -80,7 +82,8 @@ def choose_layout(campaign: Wants) -> Layout:
         raise UsageError(
             f"{replicated[0]} needs --topology sentinel or cluster (auto picks sentinel)"
         )
-    nodes = campaign.nodes or (REDLOCK_NODES if needs_masters else 1)
+    least = info.min_nodes if info is not None else 1
+    nodes = campaign.nodes or (max(REDLOCK_NODES, least) if needs_masters else least)
     locks.check_topology(campaign.lock, kind, nodes)
     persistence = "none"
     for name in campaign.fault_names:

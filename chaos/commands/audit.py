@@ -15,9 +15,17 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from chaos.campaign import Campaign
+from chaos.campaign import DEFAULTS, Campaign
 from chaos.commands.campaign_options import As, campaign_options
-from chaos.experiments.audit import MUST_SURVIVE, OPTIONS, AuditPlan, run_audit
+from chaos.experiments.audit import (
+    DEPLOYMENT,
+    EXPLORE_CLIENTS,
+    MUST_SURVIVE,
+    OPTIONS,
+    AuditPlan,
+    run_audit,
+)
+from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.report.audit_page import AUDIT, load_audit
 from chaos.report.matrix import INDEX
 from chaos.report.style import marked
@@ -25,8 +33,15 @@ from chaos.report.summary import coverage_line
 from chaos.signals import sigterm_unwinds
 
 
-@campaign_options(*OPTIONS, allow_inconclusive=As(
-    help="exit 0, not 3, when the audit did not exercise the lock"))
+# Unset (None), the audit chooses per phase (``DEPLOYMENT``); given, the value every phase runs.
+@campaign_options(
+    *OPTIONS,
+    allow_inconclusive=As(help="exit 0, not 3, when the audit did not exercise the lock"),
+    clients=As(None, f"client processes (default: {DEFAULTS['clients']}; explore: "
+                     f"{EXPLORE_CLIENTS})"),
+    ttl_ms=As(None, f"the lock's TTL (default: {DEFAULTS['ttl_ms']} ms; explore: "
+                    f"{EXPLORE_TTL_MS} ms)"),
+)
 def audit(
     budget: float = typer.Option(60.0, "--budget", help="seconds to spend, in all"),
     faults: str = typer.Option(
@@ -43,7 +58,10 @@ def audit(
 ) -> None:
     """Audit LOCK against every fault it must survive within BUDGET seconds; exit 0 when
     nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
-    plan = AuditPlan(Campaign.from_options(**knobs), budget_s=budget, faults=faults, full=full)
+    told = frozenset(name for name in DEPLOYMENT if knobs[name] is not None)
+    base = Campaign.from_options(**{name: value for name, value in knobs.items()
+                                    if name in told or name not in DEPLOYMENT})
+    plan = AuditPlan(base, budget_s=budget, faults=faults, full=full, told=told)
     lock = plan.base.lock
     err = Console(stderr=True)
     with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:

@@ -10,12 +10,14 @@ per-user cache) or in ``LOCKCHAOS_DRIVERS_DIR`` alone when that is set. Each is 
 Known flaw: a driver is exactly as safe as the lock it runs; each bundled driver's flaw is in
 its entry (``lockchaos list``).
 
-What a driver can do for a fault (``Fault.client_needs``) is declared here for a bundled one
-and asked of a user's with a ``describe`` request (``capabilities``).
+What a driver can do for a fault (``Fault.client_needs``) and what its lock needs of the
+topology are declared here for a bundled one and asked of a user's with a ``describe``
+request (``capabilities``, ``described_info``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -28,9 +30,9 @@ from typing import Any
 # its contract), which imports this module while adapter is still loading.
 from chaos.drivers import adapter
 from chaos.drivers.process import DriverBroken, DriverProcess
-from chaos.drivers.protocol import Describe, Described
+from chaos.drivers.protocol import EXTEND, Describe, Described
 from chaos.errors import UsageError
-from chaos.locks.contract import PAUSE_POINTS, LockContext, LockInfo
+from chaos.locks.contract import FAKED_CLOCK, PAUSE_POINTS, LockContext, LockInfo
 from chaos.topology.binaries import IN_CHECKOUT, caches
 
 EXEC = "exec:"  # --lock exec:'CMD ARGS': a user's driver
@@ -64,18 +66,42 @@ def exec_factory(command: str) -> Callable[[LockContext], adapter.DriverLock]:
     return make
 
 
+@functools.cache
 def describe(command: str) -> Described | None:
-    """Start a user's driver, send ``describe``, return its answer (None if it gave none
-    within the hello's time; it exits at end of input)."""
+    """Start a user's driver, send ``describe`` and end its input, return its answer (None if
+    it gave none: a driver that does not know ``describe`` exits at end of input). Asked once
+    per process: the answer is a property of the program."""
     driver = DriverProcess(parse_exec(command), label=f"{EXEC}{command}")
     try:
         driver.send(Describe())
+        driver.end_input()
         reply = driver.receive(adapter.HELLO_TIMEOUT_S)
     except DriverBroken:
         return None
     finally:
         driver.close()
     return reply if isinstance(reply, Described) else None
+
+
+def described_info(spec: str) -> LockInfo | None:
+    """A user's driver (``exec:'CMD ARGS'``) as its ``describe`` answer declares it, in the
+    shape of a bundled lock's entry — what it needs of the topology (``min_nodes``,
+    ``topology``), whether it extends — so the campaign's layout chooses for it as for a
+    bundled lock; None if it gave no answer."""
+    described = describe(spec[len(EXEC) :])
+    if described is None:
+        return None
+    made = ", ".join(part for part in (described.language, described.library) if part)
+    return LockInfo(
+        name=spec,
+        target=spec,
+        summary=f"a user's driver{f' ({made})' if made else ''}",
+        seed="none: a user's driver",
+        flaw="unknown: a user's driver",
+        topology=described.topology,
+        min_nodes=described.min_nodes,
+        extend=EXTEND in described.capabilities,
+    )
 
 
 # -- the bundled drivers -------------------------------------------------------------------------
@@ -110,7 +136,9 @@ class Bundled:
     library: str
     launcher: Callable[[Path], list[str]]
     ready: str  # a file inside the build directory that exists once it is built
-    capabilities: frozenset[str] = frozenset({PAUSE_POINTS})  # as its hello announces them
+    # What it can do for a fault: PAUSE_POINTS as its hello announces it, and FAKED_CLOCK,
+    # a property of the runtime it runs on (the JVM and Node.js read the clock through libc).
+    capabilities: frozenset[str] = frozenset({PAUSE_POINTS, FAKED_CLOCK})
 
     def argv(self) -> list[str]:
         """How to start it; ``UsageError`` (one line) if it is built nowhere."""
@@ -245,6 +273,9 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             REDSYNC,
             _go,
             "redsync-driver",
+            # A pure-Go binary reads the clock through the vDSO, not libc: libfaketime cannot
+            # move it, so client-clock would run on the true clock.
+            capabilities=frozenset({PAUSE_POINTS}),
         ),
         Bundled(
             _info(
@@ -308,6 +339,7 @@ __all__ = [
     "build_dirs",
     "capabilities",
     "describe",
+    "described_info",
     "exec_factory",
     "parse_exec",
 ]

@@ -185,10 +185,14 @@ class DriverProcess:
             return message
         return None
 
-    def close(self) -> None:
-        """Close its stdin (a driver exits at end of input), and kill it if it does not."""
+    def end_input(self) -> None:
+        """Close its stdin: a driver exits at end of input (after answering what it read)."""
         with contextlib.suppress(OSError, ValueError):
             self._stdin.close()
+
+    def close(self) -> None:
+        """End its input, and kill it if it does not exit."""
+        self.end_input()
         try:
             self.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:

@@ -9,11 +9,14 @@ more than the harness reads. ``PROTOCOL`` is the version the harness speaks; it 
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import msgspec
 
 PROTOCOL = 1
-# The capabilities a driver may announce: ``extend`` (its client has extend()) and
-# ``pause-points`` (chaos.locks.contract.PAUSE_POINTS: it announces each command).
+# The capabilities a driver may announce: ``extend`` (its client has extend()),
+# ``pause-points`` (chaos.locks.contract.PAUSE_POINTS: it announces each command) and
+# ``faked-clock`` (chaos.locks.contract.FAKED_CLOCK: libfaketime moves its wall clock).
 EXTEND = "extend"
 
 
@@ -98,7 +101,12 @@ class SelfDescription(FromDriver, kw_only=True):
 
 
 class Described(SelfDescription, tag="describe", kw_only=True):
-    """The answer to ``describe``."""
+    """The answer to ``describe``, and what the driver's lock needs of its deployment, as a
+    bundled lock's entry says it (``chaos.locks.contract.LockInfo``): ``topology``
+    "standalone" for independent masters (a Redlock), ``min_nodes`` at least that many."""
+
+    topology: Literal["any", "standalone"] = "any"
+    min_nodes: Annotated[int, msgspec.Meta(ge=1)] = 1
 
 
 class HelloReply(SelfDescription, tag="hello", kw_only=True):

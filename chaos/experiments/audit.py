@@ -14,6 +14,10 @@ as many as fit in ``CAMPAIGN_SHARE`` of the budget. Then ``explore`` (Hypothesis
 programs, shrunk) in small batches, each a new seed, until the budget is spent. Unless
 ``--full`` is given, the audit ends at the first hard violation: nothing can make the verdict
 worse, and a CI gate wants the answer fast.
+
+The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
+every phase; left unset, the campaigns run the campaign's defaults and explore its own (two
+clients, a short TTL).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 import msgspec
 
 from chaos import locks
-from chaos.campaign import Campaign, choose_layout, stamped_path
+from chaos.campaign import DEFAULTS, Campaign, choose_layout, stamped_path
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.exercised import MIN_LOCK_CYCLES
@@ -66,6 +70,7 @@ MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alon
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
 EXPLORE_BATCH = 4  # programs per explore call: a new seed (and topology) per batch
+EXPLORE_CLIENTS = 2  # in the explore batches, unless told
 MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
 RUNS = "runs"
 
@@ -74,19 +79,25 @@ Faults = list[tuple[str, dict[str, Any]]]
 
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
-OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "ttl_ms",
-           "seed", "fail_on", "allow_inconclusive")
+OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
+           "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive")
+# Of those, the deployment the audit chooses per phase unless told (explore: 2 clients and a
+# short TTL, for more programs): a value the user gave wins in every phase.
+DEPLOYMENT = ("clients", "ttl_ms", "work_ms")
 
 
 @dataclass(frozen=True)
 class AuditPlan:
     """What to audit, and how long for: ``base`` is the campaign every step starts from
-    (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults."""
+    (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults.
+    ``told``: fields of ``DEPLOYMENT`` the user gave even at their default (``--clients 5``):
+    with those the base sets away from their default, every phase keeps the base's value."""
 
     base: Campaign
     budget_s: float = 60.0
     faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
     full: bool = False  # run the whole budget even after a hard violation
+    told: frozenset[str] = frozenset()
 
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
@@ -112,12 +123,37 @@ class AuditPlan:
         tested = {name for name, _ in self.tested()}
         return [name for name in FAULTS if name not in tested]
 
+    @property
+    def kept(self) -> frozenset[str]:
+        """The fields of ``DEPLOYMENT`` whose base value every phase keeps: ``told``, and
+        those the base sets away from their default."""
+        moved = {name for name in DEPLOYMENT if getattr(self.base, name) != DEFAULTS[name]}
+        return self.told | moved
+
     def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
-                 clients: int = 5) -> Campaign:
+                 **chosen: Any) -> Campaign:
+        """One campaign of the audit: the base's, with ``faults``, and ``chosen`` — the
+        audit's own choice of fields of ``DEPLOYMENT`` for this phase — where not ``kept``."""
+        unknown = sorted(set(chosen) - set(DEPLOYMENT))
+        if unknown:
+            raise TypeError(f"the audit chooses no {unknown[0]!r}")
+        kept = self.kept
+        own = {name: value for name, value in chosen.items() if name not in kept}
         return msgspec.structs.replace(
-            self.base, faults=faults, seed=seed, duration_s=duration_s, clients=clients,
-            stop_on_first=True, extend_during_work=extend,
+            self.base, faults=faults, seed=seed, duration_s=duration_s, stop_on_first=True,
+            extend_during_work=extend, **own,
         )
+
+    def step_campaign(self, index: int, step: Step) -> Campaign:
+        """The campaign of the ``index``-th step: its own seed, ``cell_seconds`` long."""
+        return self.campaign(step.faults, seed=self.base.seed + index, extend=step.extend,
+                             duration_s=cell_seconds(self))
+
+    def explore_campaign(self, batch: int) -> Campaign:
+        """The campaign explore batch ``batch`` starts from: its own seed, and unless kept
+        ``EXPLORE_CLIENTS`` and a short TTL (steps are TTL multiples: more programs)."""
+        return self.campaign(self.stepped(), seed=self.base.seed + 1000 + batch, extend=False,
+                             duration_s=CELL_S, clients=EXPLORE_CLIENTS, ttl_ms=EXPLORE_TTL_MS)
 
     def validate(self) -> None:
         if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
@@ -261,7 +297,6 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     info = locks.info(plan.base.lock)
     extendable = info.extend if info is not None else True  # a user's lock: try it
     steps = plan_steps(plan, extendable)
-    cell_s = cell_seconds(plan)
     directory = stamped_path(out, f"audit-{plan.base.lock}".replace(":", "_").replace("/", "_"))
     directory.mkdir(parents=True)
     result = AuditResult(plan, directory)
@@ -276,21 +311,15 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             result.skipped = steps[index:]
             break
         say(f"campaign {index + 1}/{len(steps)}: {step.name}")
-        campaign = plan.campaign(step.faults, seed=plan.base.seed + index, extend=step.extend,
-                                 duration_s=cell_s)
+        campaign = plan.step_campaign(index, step)
         at = time.monotonic() - started
         result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
-    explore_faults = plan.stepped()
     batch = 0
     while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
         batch += 1
         say(f"explore batch {batch} ({result.examples} programs so far)")
-        campaign = msgspec.structs.replace(
-            plan.campaign(explore_faults, seed=plan.base.seed + 1000 + batch, extend=False,
-                          duration_s=CELL_S, clients=2),
-            ttl_ms=EXPLORE_TTL_MS,  # steps are TTL multiples: a short TTL, more programs
-        )
-        explored = explore(campaign, max_examples=EXPLORE_BATCH, out=directory / RUNS)
+        explored = explore(plan.explore_campaign(batch), max_examples=EXPLORE_BATCH,
+                           out=directory / RUNS)
         result.explored.append(explored)
     result.wall_s = time.monotonic() - started
     audit = record(result)
@@ -329,7 +358,8 @@ def record(result: AuditResult) -> AuditFile:
 
 def replay_command(plan: AuditPlan) -> str:
     """The ``lockchaos audit`` command line that runs ``plan`` again."""
-    words = ["lockchaos", "audit", *plan.base.options(OPTIONS), "--budget", f"{plan.budget_s:g}"]
+    given = [name for name in OPTIONS if name not in DEPLOYMENT or name in plan.kept]
+    words = ["lockchaos", "audit", *plan.base.options(given), "--budget", f"{plan.budget_s:g}"]
     if plan.faults:
         words += ["--faults", plan.faults]
     if plan.full:

@@ -28,6 +28,7 @@ from chaos.drivers import catalog as drivers
 from chaos.errors import UsageError
 from chaos.locks.context import build_context
 from chaos.locks.contract import (
+    CLIENT_CAPABILITIES,
     ExtendableLockClient,
     Lease,
     LockClient,
@@ -189,9 +190,11 @@ def check_faults(spec: str, faults: Iterable[ClientNeeds]) -> None:
     for fault in wanting:
         missing = sorted(fault.client_needs - has)
         if missing:
+            meaning = CLIENT_CAPABILITIES.get(missing[0])
             raise UsageError(
                 f"lock {spec!r}: {fault.name} needs a driver with the {missing[0]!r} "
-                "capability, which this one does not announce (docs/driver-protocol.md)"
+                + (f"capability ({meaning})" if meaning else "capability")
+                + ", which this one does not announce (docs/driver-protocol.md)"
             )
 
 
@@ -212,12 +215,16 @@ def catalog() -> list[LockInfo]:
 
 
 def info(name: str) -> LockInfo | None:
-    """The catalog entry of a bundled lock, ``None`` for a user's ``module:attr``."""
+    """The catalog entry of a bundled lock; what a user's ``exec:`` driver declares in its
+    ``describe`` answer (None if it gives none); ``None`` for a user's ``module:attr``."""
+    if name.startswith(drivers.EXEC):
+        return drivers.described_info(name)
     return next((i for i in catalog() if i.name == name), None) if name in BUNDLED else None
 
 
 def check_topology(spec: str, kind: str, nodes: int) -> None:
-    """``UsageError`` if bundled lock ``spec`` cannot run on this topology (user locks pass)."""
+    """``UsageError`` if lock ``spec`` cannot run on this topology, as its ``info`` says (a
+    user's ``module:attr`` passes)."""
     entry = info(spec)
     if entry is None:
         return

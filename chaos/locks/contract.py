@@ -106,9 +106,17 @@ def ignore_renewal(lease: Lease, validity_ms: float | None, invoked_at_ns: int) 
 
 
 # What a fault may need from a lock client beyond acquire/release (``Fault.client_needs``). A
-# Python lock has every one (its commands go through the harness's connections); a driver has
-# those it announces (docs/driver-protocol.md, ``capabilities``).
+# Python lock has every one (its commands go through the harness's connections, its clock is
+# CPython's); a driver has those it announces (docs/driver-protocol.md, ``capabilities``).
 PAUSE_POINTS = "pause-points"  # it can be stopped, slowed or killed right before a command
+# Its process reads the wall clock through libc, where libfaketime can move it (the JVM,
+# Node.js, CPython); a pure-Go binary reads it through the vDSO, and its clock stays true.
+FAKED_CLOCK = "faked-clock"
+# What each means, for the line that refuses a fault to a driver without it.
+CLIENT_CAPABILITIES = {
+    PAUSE_POINTS: "it announces each command before sending it",
+    FAKED_CLOCK: "libfaketime moves its wall clock",
+}
 
 
 class PausePoints(Protocol):
@@ -226,6 +234,8 @@ class LockInfo:
 
 
 __all__ = [
+    "CLIENT_CAPABILITIES",
+    "FAKED_CLOCK",
     "GAVE_UP",
     "INDETERMINATE_ERRORS",
     "NO_PAUSE_POINTS",

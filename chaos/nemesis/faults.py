@@ -31,7 +31,7 @@ import redis
 
 from chaos import history as h
 from chaos.errors import UsageError
-from chaos.locks.contract import PAUSE_POINTS
+from chaos.locks.contract import FAKED_CLOCK, PAUSE_POINTS
 from chaos.topology import base
 from chaos.topology.base import Topology, host_port
 from chaos.topology.node import restart_nodes
@@ -184,8 +184,9 @@ class Fault(ABC):
     # It moves client clocks: every client of its run then starts under libfaketime
     # (chaos.workload.clocks), which a campaign sets up before the clients start.
     fakes_client_clocks: ClassVar[bool] = False
-    # What it asks of the lock client (chaos.locks.contract: PAUSE_POINTS): every Python lock
-    # can do it all; a driver that does not announce it refuses the fault before anything starts.
+    # What it asks of the lock client (chaos.locks.contract: PAUSE_POINTS, FAKED_CLOCK): every
+    # Python lock can do it all; a driver that does not announce it refuses the fault before
+    # anything starts.
     client_needs: ClassVar[frozenset[str]] = frozenset()
     # The overrides it takes (``--faults name:key=value``); the keys ``params`` draws.
     parameters: ClassVar[Mapping[str, Param]] = takes(duration_ms=DURATION)
@@ -661,6 +662,9 @@ class ClientClock(Fault):
                "expiry judged by client clocks), then heal")
     effects = frozenset({h.MOVES_CLOCK})
     fakes_client_clocks: ClassVar[bool] = True
+    # A driver whose binary reads the clock without libc (pure Go) would run on the true
+    # clock, a silent pass: refused up front.
+    client_needs = frozenset({FAKED_CLOCK})
     parameters = takes(
         duration_ms=DURATION,
         skew_ms=Param("integer", min=-DAY_MS, max=DAY_MS, nonzero=True),

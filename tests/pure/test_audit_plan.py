@@ -6,17 +6,20 @@ import shlex
 from pathlib import Path
 
 import pytest
+from run_parsing import parse_audit
 
 from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import (
     CAMPAIGN_SHARE,
+    EXPLORE_CLIENTS,
     MUST_SURVIVE,
     AuditPlan,
     cell_seconds,
     plan_steps,
     replay_command,
 )
+from chaos.explore.explorer import EXPLORE_TTL_MS
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
@@ -45,6 +48,8 @@ def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
         (["--faults", "nope"], "unknown fault 'nope'"),
         (["--fail-on", "meh"], "--fail-on must be one of"),
         (["--nodes", "2", "--lock", "redlock"], "redlock"),  # its campaigns' layout refuses it
+        (["--clients", "0"], "--clients must be between 1 and 64"),
+        (["--work-ms", "-1"], "--work-ms must be between"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -65,3 +70,44 @@ def test_nodes_reaches_every_campaign_and_the_replay() -> None:
         assert choose_layout(campaign).nodes == 3
     words = shlex.split(replay_command(plan))
     assert words[words.index("--nodes") + 1] == "3"
+
+
+def _deployments(plan: AuditPlan) -> set[tuple[int, int, float | None]]:
+    """(clients, TTL, work) of every campaign the plan runs: each step's and explore's."""
+    campaigns = [plan.step_campaign(i, step) for i, step in enumerate(plan_steps(plan, True))]
+    campaigns += [plan.explore_campaign(batch) for batch in (1, 2)]
+    return {(c.clients, c.ttl_ms, c.work_ms) for c in campaigns}
+
+
+def test_clients_ttl_and_work_reach_every_campaign_and_the_replay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``audit --clients/--ttl-ms/--work-ms`` as ``run`` takes them: a value given wins in
+    every phase (explore too, which otherwise picks its own clients and TTL), and the replay
+    gives the same plan back."""
+    told = ["--lock", "lua", "--clients", "3", "--ttl-ms", "400", "--work-ms", "300",
+            "--budget", "30"]
+    plan = parse_audit(told, monkeypatch)
+    assert _deployments(plan) == {(3, 400, 300.0)}
+    replayed = shlex.split(replay_command(plan))
+    given = {flag: replayed[replayed.index(flag) + 1] for flag in told[::2]}
+    assert given == {"--lock": "lua", "--clients": "3", "--ttl-ms": "400",
+                     "--work-ms": "300.0", "--budget": "30"}
+    assert parse_audit(replayed[2:], monkeypatch) == plan
+    # Given even at its default, a value holds in explore too.
+    at_default = parse_audit(["--lock", "lua", "--clients", "5", "--ttl-ms", "200"], monkeypatch)
+    assert _deployments(at_default) == {(5, 200, None)}
+    assert parse_audit(shlex.split(replay_command(at_default))[2:], monkeypatch) == at_default
+
+
+def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = parse_audit(["--lock", "lua"], monkeypatch)
+    assert plan == AuditPlan(Campaign("lua"))
+    assert _deployments(plan) == {(5, 200, None), (EXPLORE_CLIENTS, EXPLORE_TTL_MS, None)}
+    replayed = replay_command(plan)
+    assert not {"--clients", "--ttl-ms", "--work-ms"} & set(shlex.split(replayed))
+    assert parse_audit(shlex.split(replayed)[2:], monkeypatch) == plan
+    # Through the API, a base away from its defaults is the user's deployment.
+    api = AuditPlan(Campaign("lua", clients=3, work_ms=80.0))
+    assert _deployments(api) == {(3, 200, 80.0), (3, EXPLORE_TTL_MS, 80.0)}
+    assert parse_audit(shlex.split(replay_command(api))[2:], monkeypatch).kept == api.kept

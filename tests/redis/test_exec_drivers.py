@@ -19,7 +19,7 @@ import pytest
 
 from chaos import history as h
 from chaos import locks
-from chaos.campaign import Campaign
+from chaos.campaign import Campaign, Layout, load_campaign
 from chaos.cli import main
 from chaos.drivers import adapter
 from chaos.drivers.process import DriverBroken
@@ -86,6 +86,40 @@ def test_an_exec_driver_written_in_a_test_runs_like_any_lock(
     assert {e.process for e in acquired} >= {"c1", "c2", "c3"}
     # The partition made some operations indeterminate: the driver's definite:false errors.
     assert any(e.type == h.INFO and e.f in (h.ACQUIRE, h.RELEASE) for e in events)
+
+
+# The same driver, for a lock that needs three independent masters: it says so in describe,
+# and refuses a hello with fewer (as a Redlock library does).
+NEEDS_THREE = EXEC_DRIVER.replace(
+    """    if m["type"] == "hello":
+""",
+    """    if m["type"] == "describe":
+        reply(type="describe", capabilities=[], topology="standalone", min_nodes=3)
+        continue
+    if m["type"] == "hello" and len(m["nodes"]) < 3:
+        reply(type="hello", ok=False, message=f"needs 3 masters (got {len(m['nodes'])})")
+        continue
+    if m["type"] == "hello":
+""",
+)
+
+
+def test_a_driver_that_declares_its_masters_runs_on_them_with_the_default_topology(
+    tmp_path: Path,
+) -> None:
+    """Before ``describe`` could say it, such a driver refused the one node ``auto`` gave it
+    (and ``audit`` exited 2); now ``auto`` starts 5 masters, as for the bundled Redlocks."""
+    assert NEEDS_THREE != EXEC_DRIVER
+    script = tmp_path / "needs_three.py"
+    script.write_text(NEEDS_THREE)
+    # Two clients for 6 s: each driver is a Python importing redis-py, slow to start on a
+    # loaded machine.
+    campaign = Campaign.from_options(f"exec:{sys.executable} {script}", duration_s=6.0,
+                                     clients=2)
+    outcome = run_campaign(campaign, tmp_path)
+    ran = load_campaign(outcome.run_dir)
+    assert ran is not None and ran.layout == Layout("standalone", 5, "none")
+    assert outcome.completed_ops > 10 and outcome.verdict.hard_violations == 0
 
 
 # -- the harness side of the protocol, against drivers that misbehave ------------------------
@@ -283,7 +317,8 @@ def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
     with pytest.raises(
         UsageError,
         match=r"^lock 'exec:.*': client-pause-at needs a driver with the 'pause-points' "
-        r"capability, which this one does not announce \(docs/driver-protocol.md\)$",
+        r"capability \(it announces each command before sending it\), which this one does not "
+        r"announce \(docs/driver-protocol.md\)$",
     ):
         locks.check_faults(f"exec:{plain}", pause_at)
     locks.check_faults(f"exec:{plain}", [FAULTS["client-pause"], FAULTS["slow-work"]])  # fine
