@@ -359,8 +359,9 @@ class Session:
 
 
 def _can_extend(topology: Topology, config: WorkloadConfig) -> bool:
-    """Whether the lock has ``extend``: the catalog says so for a bundled lock; a user's lock
-    is made once (its connections are not used) and asked."""
+    """Whether the lock has ``extend``: the catalog says so for a bundled lock, the ``describe``
+    answer for an ``exec:`` driver; a user's ``module:attr`` lock is made once (its
+    connections are not used) and asked."""
     info = locks.info(config.lock)
     if info is not None:
         return info.extend

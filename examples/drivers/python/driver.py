@@ -4,8 +4,9 @@ of docs/driver-protocol.md.
 
 The lock: ``SET key token NX PX ttl`` to acquire, a Lua compare-and-delete to release, a Lua
 compare-and-``PEXPIRE`` to extend — spoken in RESP over a raw socket to the first node of the
-hello, so every byte on the wire is visible here. It has both optional capabilities:
-``extend`` and ``pause-points`` (it announces each command when asked, and waits for "go").
+hello, so every byte on the wire is visible here. It has every optional capability:
+``extend``, ``pause-points`` (it announces each command when asked, and waits for "go") and
+``faked-clock`` (CPython reads the wall clock through libc, which libfaketime moves).
 
     lockchaos run --lock "exec:python3 examples/drivers/python/driver.py" --faults client-pause
 """
@@ -102,7 +103,7 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         kind, rid = request["type"], request.get("id")
-        caps = ["extend", "pause-points"]
+        caps = ["extend", "pause-points", "faked-clock"]
         if kind == "describe":
             send({"type": "describe", "language": "python", "library": "none (RESP)", "capabilities": caps})
             continue
