@@ -129,7 +129,8 @@ def build(
     _check_prerequisites(todo, source)
     mirror = debian_mirror()
     remembered = failures.load()
-    built, not_built = [], []
+    built: list[str] = []
+    not_built: list[str] = []  # one "name failed: reason" each
     for name in todo:
         recipe = RECIPES[name]
         inputs = _hash_or_none(recipe, mirror, source)  # the demo's: after its base is built
