@@ -4,6 +4,10 @@ on exactly the images it declares, skips naming the absent ones, and fails inste
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from prerequisites import IMAGES_HINT, image_gap, need, unavailable
 
@@ -36,3 +40,20 @@ def test_a_missing_prerequisite_skips_outside_ci_and_fails_under_ci(
     with pytest.raises(pytest.fail.Exception) as failed:
         unavailable(reason)
     assert str(failed.value).startswith(reason + " (CI: ")
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_the_set_up_scripts_skip_outside_ci_and_fail_under_ci(ci: str) -> None:
+    """scripts/unavailable.sh, which setup.sh, drivers-setup.sh and docker-setup.sh share:
+    the same one-line reason, on stdout with status 0, or under CI on stderr with status 1."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "unavailable.sh"
+    done = subprocess.run(
+        ["bash", "-c", f'source "{script}"; unavailable docker-setup "no engine" "tests skip"'],
+        capture_output=True, text=True, timeout=30, env={**os.environ, "CI": ci},
+    )  # fmt: skip
+    if ci:
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.startswith("[docker-setup] failed: no engine (")
+    else:
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout == "[docker-setup] skipped: no engine (tests skip)\n"
