@@ -10,7 +10,10 @@
 #     lockchaos-demo), built offline with debootstrap (`python -m chaos.images`, chaos/images/)
 #
 # Where a step cannot be done (not root, not Debian, no Go, a failed build) it prints one line
-# saying what is missing and exits 0: setup goes on and the docker tests skip.
+# saying what is missing and exits 0: setup goes on and the docker tests skip. Under CI (CI
+# set) that line goes to stderr and it exits 1 (scripts/unavailable.sh): the run goes red.
+# A failed image build is remembered with its recipe hash and not tried again with the same
+# one (each try can cost minutes): LOCKCHAOS_RETRY=1 tries it again (docs/images.md).
 # With everything present a run takes about a second.
 set -uo pipefail
 
@@ -23,8 +26,10 @@ ENGINE_WAIT_S=60
 PY="$ROOT/.venv/bin/python"
 mkdir -p "$BIN" "$STATE"
 
+# shellcheck source=unavailable.sh
+source "$ROOT/scripts/unavailable.sh"
 say() { printf '[docker-setup] %s\n' "$*"; }
-skip() { printf '[docker-setup] skipped: %s (the docker tests will skip)\n' "$*"; exit 0; }
+skip() { unavailable docker-setup "$*" "the docker tests will skip"; exit $?; }
 engine_answers() { command -v docker >/dev/null && timeout 20 docker info >/dev/null 2>&1; }
 is_root() { [ "$(id -u)" -eq 0 ]; }
 is_debian() { [ -f /etc/debian_version ] && command -v apt-get >/dev/null; }
@@ -121,7 +126,9 @@ if [ -n "$absent" ]; then
         say "apt-get install ${tools[*]}"
         apt_install "${tools[@]}" || skip "apt-get install ${tools[*]} failed (log: $STATE/apt.log)"
     fi
-    "$PY" -m chaos.images build 2>"$STATE/images.err" \
+    retry=()
+    [ -n "${LOCKCHAOS_RETRY:-}" ] && retry=(--retry)
+    "$PY" -m chaos.images build "${retry[@]}" 2>"$STATE/images.err" \
         || skip "$(tail -n1 "$STATE/images.err")"
 fi
 say "ready: $(docker version --format 'engine {{.Server.Version}}' 2>/dev/null)," \

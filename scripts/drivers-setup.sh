@@ -10,7 +10,9 @@
 # Each driver is rebuilt only when its sources changed (a stamp holds their checksum), so a
 # second run with everything present takes well under a second. A missing toolchain (java,
 # mvn, go, node/npm) skips that driver with one line and exit status 0: the rest of setup goes
-# on, and `lockchaos run --lock <that driver>` then says it is not built.
+# on, and `lockchaos run --lock <that driver>` then says it is not built. Under CI (CI set) a
+# missing toolchain or a failed build is an error instead: the same line on stderr, and exit
+# status 1 once every driver has been tried (scripts/unavailable.sh).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +20,8 @@ SRC="$ROOT/examples/drivers"
 OUT="${LOCKCHAOS_DRIVERS_DIR:-$ROOT/.cache/drivers}"
 mkdir -p "$OUT"
 
+# shellcheck source=unavailable.sh
+source "$ROOT/scripts/unavailable.sh"
 say() { printf '[drivers] %s\n' "$*"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -51,7 +55,8 @@ if have java && have javac && have mvn; then
     build_java jedis "${PROTO[@]}" "$SRC/jedis/src/lockchaos/JedisDriver.java" || status=1
     build_java redisson "${PROTO[@]}" "$SRC/redisson/src/lockchaos/RedissonDriver.java" || status=1
 else
-    say "java, javac or mvn not found: skipping the Jedis and Redisson drivers (install a JDK 17 and Maven)"
+    unavailable drivers "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)" \
+        "their tests will skip" || status=1
 fi
 
 if have go; then
@@ -68,7 +73,7 @@ if have go; then
         fi
     fi
 else
-    say "go not found: skipping the redsync driver (install Go)"
+    unavailable drivers "go not found: no redsync driver (install Go)" "its tests will skip" || status=1
 fi
 
 if have node && have npm; then
@@ -87,9 +92,11 @@ if have node && have npm; then
         fi
     fi
 else
-    say "node or npm not found: skipping the node-redlock driver (install Node.js 18+ and npm)"
+    unavailable drivers "node or npm not found: no node-redlock driver (install Node.js 18+ and npm)" \
+        "its tests will skip" || status=1
 fi
 
-# A failed build is reported above; setup goes on (the drivers are optional for lockchaos).
-[ "$status" -eq 0 ] && say "ready" || say "some drivers did not build (see above)"
-exit 0
+# A failed build is reported above; outside CI setup goes on (the drivers are optional for
+# lockchaos), under CI it fails.
+if [ "$status" -eq 0 ]; then say "ready"; exit 0; fi
+unavailable drivers "some drivers could not be set up (see above)" "their tests will skip"

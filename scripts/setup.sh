@@ -10,6 +10,9 @@
 #   * .venv with `pip install -e .[dev]`
 #
 # Each step checks for its result first, so a second run with everything present takes seconds.
+# Where a prerequisite of the docker, driver or browser tests cannot be set up, one line says
+# what and setup goes on (those tests skip, naming it). Under CI (CI set, e.g. CI=true) that
+# line goes to stderr and setup exits 1 once every step has run (scripts/unavailable.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +20,10 @@ CACHE="$ROOT/.cache"
 BIN="$CACHE/bin"
 mkdir -p "$BIN"
 
+# shellcheck source=unavailable.sh
+source "$ROOT/scripts/unavailable.sh"
 say() { printf '[setup] %s\n' "$*"; }
+status=0  # 1 once a step could not be set up under CI
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- apt packages, Toxiproxy, Redis (MALLOC=libc): the steps `lockchaos setup` runs --------
@@ -29,7 +35,8 @@ if ! command -v chromium >/dev/null; then
     as_root apt-get update -qq || true
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         chromium >/dev/null 2>&1 \
-        || say "chromium is not installable here: the report rendering test will be skipped"
+        || unavailable setup "chromium is not installable here" \
+            "the report rendering test will skip" || status=1
 fi
 
 # --- Python virtualenv --------------------------------------------------------------------
@@ -45,6 +52,10 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
     "$VENV/bin/pip" install -q -e "$ROOT[dev]"
     touch "$STAMP"
 fi
-bash "$ROOT/scripts/drivers-setup.sh"  # the Java, Go and Node lock drivers (skips a missing toolchain)
-bash "$ROOT/scripts/docker-setup.sh"  # the docker provider's engine, Compose v2, images
+bash "$ROOT/scripts/drivers-setup.sh" || status=1  # the Java, Go and Node lock drivers
+bash "$ROOT/scripts/docker-setup.sh" || status=1  # the docker provider's engine, Compose v2, images
+if [ "$status" -ne 0 ]; then
+    printf '[setup] failed: some prerequisites could not be set up (see above)\n' >&2
+    exit 1
+fi
 say "ready"

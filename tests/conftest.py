@@ -12,6 +12,11 @@ folder's marker, so ``pytest tests/pure`` and ``pytest -m pure`` run the same te
 
 At the end of a run, one line per group says how many of its tests passed, failed and were
 skipped, with the first skip reason: a group that did not run shows at a glance.
+
+A test that needs what `make setup` provides outside Python skips naming exactly what is
+missing, and fails instead under CI (tests/prerequisites.py): a docker test declares the
+images it runs, ``@pytest.mark.images("redis-8.0", "toxiproxy")``, and is gated on exactly
+those (plus the engine and Compose v2); one that declares none fails, so none is forgotten.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from cells import CellRuns
+from prerequisites import docker_gap, need
 
 from chaos import topology
 from chaos.explore.profiles import select_profile
@@ -48,6 +54,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = group_of(item.path)
         if group is not None:
             item.add_marker(group)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "images(*names): the lockchaos images a docker test runs (redis-8.0, "
+        "toxiproxy…): it skips naming the absent ones, and fails under CI"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before its fixtures start anything
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    declared = item.get_closest_marker("images")
+    if declared is not None:
+        need(docker_gap(declared.args))
+    elif group_of(item.path) == "docker":
+        pytest.fail("a docker test declares the images it runs: @pytest.mark.images(...)",
+                    pytrace=False)  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

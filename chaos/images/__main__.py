@@ -1,8 +1,9 @@
-"""``python -m chaos.images [build|present|missing] [--force] [--source DIR] [NAME…]`` (what
-``scripts/docker-setup.sh`` runs): build the missing or outdated images (``--force``: rebuild
-them all), or list the names that are up to date / would be built, one ``name image`` a line.
-``--source DIR``: the lockchaos source tree the demo image is wheeled from (default: the
-running package's)."""
+"""``python -m chaos.images [build|present|missing] [--force|--retry] [--source DIR] [NAME…]``
+(what ``scripts/docker-setup.sh`` runs): build the missing or outdated images (``--force``:
+rebuild them all; ``--retry``: try again those whose build failed before with the same
+recipe, which ``build`` otherwise skips: ``chaos.images.failures``), or list the names that
+are up to date / would be built, one ``name image`` a line. ``--source DIR``: the lockchaos
+source tree the demo image is wheeled from (default: the running package's)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from chaos.topology.images import IMAGES, image_for
 def main(argv: list[str]) -> int:
     command, rest = (argv[0], argv[1:]) if argv else ("build", [])
     try:
-        force = "--force" in rest
-        names, source = _names_and_source([arg for arg in rest if arg != "--force"])
+        force, retry = "--force" in rest, "--retry" in rest
+        names, source = _names_and_source([a for a in rest if a not in ("--force", "--retry")])
         if command == "build":
             built = build(names or None, lambda line: print(f"[images] {line}", flush=True),
-                          force=force, source=source)  # fmt: skip
+                          force=force, retry=retry, source=source)  # fmt: skip
             if not built:
                 print("[images] all present: " + ", ".join(image_for(n) for n in names or IMAGES))
         elif command in ("present", "missing"):

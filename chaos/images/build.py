@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
-from chaos.images import sources
+from chaos.images import failures, sources
 from chaos.images.debian import debian_mirror
 from chaos.images.recipes import (
     ENTRYPOINT_SCRIPT,
@@ -102,15 +102,18 @@ def build(
     progress: Callable[[str], None] = print,
     *,
     force: bool = False,
+    retry: bool = False,
     source: Path | None = None,
 ) -> list[str]:
     """Build the images of ``names`` (default: all) that are missing or out of date.
 
     Idempotent: an image whose ``org.lockchaos.recipe`` label matches is skipped (``force``
-    rebuilds it). ``source``: the lockchaos source tree the demo image is wheeled from
+    rebuilds it). So is one whose build failed before with the same recipe hash (``failures``:
+    remembered in the cache) unless ``retry`` or ``force``. A failed image does not stop the
+    others: each is tried, and then a ``RuntimeError`` (one line) names every image not built
+    and why. ``source``: the lockchaos source tree the demo image is wheeled from
     (``source_tree``). Returns the names built; ``progress`` gets one line per step.
-    ``UsageError`` (one line) when a prerequisite is missing; ``RuntimeError`` naming the
-    log file when a step fails.
+    ``UsageError`` (one line) when a prerequisite is missing.
     """
     wanted = list(names or RECIPES)
     for name in wanted:
@@ -125,23 +128,48 @@ def build(
         return []
     _check_prerequisites(todo, source)
     mirror = debian_mirror()
-    built = []
+    remembered = failures.load()
+    built: list[str] = []
+    not_built: list[str] = []  # one "name failed: reason" each
     for name in todo:
         recipe = RECIPES[name]
+        inputs = _hash_or_none(recipe, mirror, source)  # the demo's: after its base is built
+        earlier = failures.not_retried(name, inputs, remembered, retry=retry or force)
+        if earlier is not None:
+            progress(f"{name}: not retried: its build failed at {earlier.at} with the same "
+                     f"recipe ({earlier.recipe})")  # fmt: skip
+            not_built.append(f"{name} not retried (failed at {earlier.at}): {earlier.reason}")
+            continue
         started = time.monotonic()
-        work = WORK / name
         try:
-            if isinstance(recipe, DemoRecipe):
-                progress(f"{name}: building {recipe.image} on {RECIPES[recipe.base].image}")
-                _build_demo(recipe, source_tree(source), work, progress)
-            else:
-                progress(f"{name}: building {recipe.image} from {recipe.suite} ({mirror})")
-                _build_one(recipe, mirror, work, progress)
-        finally:
-            _remove_tree(work)
+            _build_image(recipe, mirror, source, progress)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            failures.record(name, inputs, reason)
+            progress(f"{name}: failed: {reason}")
+            not_built.append(f"{name} failed: {reason}")
+            continue
+        failures.forget(name)
         progress(f"{name}: {recipe.image} built in {time.monotonic() - started:.0f} s")
         built.append(name)
+    if not_built:
+        raise RuntimeError(f"{'; '.join(not_built)} ({failures.RETRY_HINT})")
     return built
+
+
+def _build_image(
+    recipe: Recipe, mirror: str, source: Path | None, progress: Callable[[str], None]
+) -> None:
+    work = WORK / recipe.name
+    try:
+        if isinstance(recipe, DemoRecipe):
+            progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
+            _build_demo(recipe, source_tree(source), work, progress)
+        else:
+            progress(f"{recipe.name}: building {recipe.image} from {recipe.suite} ({mirror})")
+            _build_one(recipe, mirror, work, progress)
+    finally:
+        _remove_tree(work)
 
 
 def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:

@@ -24,7 +24,6 @@ from chaos.images.build import build as build_images
 from chaos.locks import build_context, create
 from chaos.topology import images
 from chaos.topology.docker import (
-    IMAGE_VARIABLES,
     LAYOUT,
     PROJECT,
     RUN_LABEL,
@@ -36,38 +35,8 @@ DEMO_DIR = ROOT / "compose"  # seed 001's Compose demo: a checkout's, not the pa
 KEY = "lockchaos:lock"  # the workload's lock key
 
 
-def _engine_answers() -> bool:
-    try:
-        done = subprocess.run(["docker", "info"], capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _docker_missing() -> str:
-    """What the docker provider lacks here, in one line ("" when nothing)."""
-    if not ENGINE:
-        return "no Docker engine: `docker info` failed (scripts/docker-setup.sh starts one as root)"
-    try:
-        compose = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        compose = None
-    if compose is None or compose.returncode != 0:
-        return "no Compose v2: `docker compose version` failed (scripts/docker-setup.sh builds it)"
-    absent = []
-    for image in IMAGE_VARIABLES.values():
-        shown = subprocess.run(["docker", "image", "inspect", image], capture_output=True,
-                               timeout=20)  # fmt: skip
-        if shown.returncode != 0:
-            absent.append(image)
-    if absent:
-        return f"no image {', '.join(absent)} (scripts/docker-setup.sh builds them)"
-    return ""
-
-
-ENGINE = _engine_answers()
-MISSING = _docker_missing()
-needs_engine = pytest.mark.skipif(bool(MISSING), reason=MISSING)
+# Every test declares the images it runs (tests/conftest.py gates it on exactly those):
+DEFAULT_IMAGES = pytest.mark.images("redis-7.0", "toxiproxy")  # the default server, Toxiproxy
 
 
 # -- with a Docker engine --------------------------------------------------------------------
@@ -93,7 +62,7 @@ def docker_out(tmp_path: Path) -> Iterator[Path]:
     assert _containers() == []  # everything the provider started is gone, network included
 
 
-@needs_engine
+@DEFAULT_IMAGES
 @pytest.mark.parametrize(
     ("fault", "hard", "ttl_ms", "work_ms"),
     [("server-pause", False, 200, 50), ("crash-restart", True, 8000, 5000)],
@@ -114,7 +83,7 @@ def test_docker_server_faults_act_on_the_containers(
     assert (outcome.verdict.hard_violations > 0) is hard
 
 
-@needs_engine
+@DEFAULT_IMAGES
 def test_docker_sentinel_failover_breaks_lua(docker_out: Path) -> None:
     campaign = Campaign(lock="lua", faults=[("failover", {})], provider="docker",
                         duration_s=8, stop_on_first=True)
@@ -123,7 +92,7 @@ def test_docker_sentinel_failover_breaks_lua(docker_out: Path) -> None:
     assert outcome.verdict.hard_violations > 0
 
 
-@needs_engine
+@DEFAULT_IMAGES
 def test_a_run_publishes_only_the_ports_its_clients_need() -> None:
     """Every published port costs the engine time to set up and tear down (its NAT rules):
     2 clients × 1 node publish 2 client ports, not the whole range; a third client's link
@@ -140,7 +109,7 @@ def test_a_run_publishes_only_the_ports_its_clients_need() -> None:
         DockerTopology("standalone", nodes=5, clients=21)
 
 
-@needs_engine
+@DEFAULT_IMAGES
 def test_docker_cluster_failover_breaks_lua_through_each_clients_proxies(docker_out: Path) -> None:
     """003 on a Redis Cluster in containers: six nodes announce the Toxiproxy container's
     address, so the slot map, replication and the cluster bus all cross links; the lock key's
@@ -171,7 +140,7 @@ def test_docker_cluster_failover_breaks_lua_through_each_clients_proxies(docker_
     assert outcome.verdict.violations[0].cause == "failover"
 
 
-@needs_engine
+@pytest.mark.images("valkey-8.1", "toxiproxy")
 def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     docker_out: Path,
 ) -> None:
@@ -197,7 +166,7 @@ def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     assert f"{valkey} ({short})" in page and "--server valkey-8.1" in page
 
 
-@needs_engine
+@pytest.mark.images("redis-8.0", "toxiproxy")
 def test_docker_client_clock_breaks_getset_timestamp(docker_out: Path) -> None:
     """client-clock moves a client's clock (a process here, under libfaketime): it needs
     nothing of the provider, and breaks the GETSET-timestamp lock against containers too."""
@@ -209,7 +178,7 @@ def test_docker_client_clock_breaks_getset_timestamp(docker_out: Path) -> None:
     assert outcome.verdict.hard_violations > 0
 
 
-@needs_engine
+@pytest.mark.images(*images.SERVERS, "toxiproxy")
 @pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
                                                ("lua", "failover")])
 def test_compare_across_servers_matches_the_truth_table_on_each(
@@ -248,7 +217,7 @@ def _run_labels() -> list[str]:
     return done.stdout.split()
 
 
-@needs_engine
+@DEFAULT_IMAGES
 def test_containers_do_not_outlive_a_sigkilled_runner() -> None:
     """`lockchaos up` killed with SIGKILL (no teardown at all): its reaper removes every
     container and the network labelled with its run id."""
@@ -275,7 +244,7 @@ def test_containers_do_not_outlive_a_sigkilled_runner() -> None:
     assert _docker_ids("network ls", f"{RUN_LABEL}={run_id}") == []
 
 
-@needs_engine
+@DEFAULT_IMAGES
 def test_a_second_docker_run_is_refused_while_the_first_lives(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -290,7 +259,7 @@ def test_a_second_docker_run_is_refused_while_the_first_lives(
     assert _containers() == []
 
 
-@needs_engine
+@pytest.mark.images("python", "redis-7.0", "toxiproxy")  # the demo image: built on python
 def test_docker_compose_up_runs_seed_001s_demo() -> None:
     """`cd compose && docker compose up --scale worker=4`, offline: the demo services' image
     (compose/Dockerfile builds FROM python:3.11-slim where a registry is reachable) is built

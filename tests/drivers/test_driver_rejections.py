@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from prerequisites import driver_gap, need
 
 from chaos import locks
-from chaos.drivers import adapter, catalog
-from chaos.errors import UsageError
+from chaos.drivers import adapter
 from chaos.locks.context import build_context
 from chaos.topology import LocalTopology
 
@@ -33,17 +33,10 @@ class Announced(list[str]):
         self.append(command)
 
 
-def _built(driver: str = "node-redlock") -> None:
-    try:
-        catalog.BUNDLED_DRIVERS[driver].argv()
-    except UsageError as exc:
-        pytest.skip(str(exc))
-
-
 def test_node_redlock_survives_commands_rejected_while_announcing(
     standalone: LocalTopology,
 ) -> None:
-    _built()
+    need(driver_gap("node-redlock"))
     announced = Announced()
     ctx = build_context(
         standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced
@@ -69,7 +62,7 @@ def test_node_redlock_survives_commands_rejected_while_announcing(
 def test_node_redlock_refuses_a_quorum_lost_to_unreachable_nodes(
     standalone: LocalTopology,
 ) -> None:
-    _built()
+    need(driver_gap("node-redlock"))
     ctx = build_context(standalone.client_view("c1"), lock_name="k", ttl_ms=1000)
     lock = locks.load("node-redlock")(ctx)
     links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
@@ -95,7 +88,7 @@ def test_node_redlock_refuses_a_quorum_lost_to_unreachable_nodes(
 def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
     standalone: LocalTopology, driver: str
 ) -> None:
-    _built(driver)
+    need(driver_gap(driver))
     ctx = build_context(standalone.client_view("c1"), lock_name="k", ttl_ms=1000)
     lock = locks.load(driver)(ctx)
     links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
@@ -121,7 +114,7 @@ def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: s
     """Connections opened again after a cut run their set-up (go-redis: HELLO, lazily inside
     the next operation; ioredis: its INFO ready check; Redisson: PING, CLIENT SETNAME…)
     without announcing it: ``nth`` counts the lock's own commands only."""
-    _built(driver)
+    need(driver_gap(driver))
     announced = Announced()
     ctx = build_context(
         standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced

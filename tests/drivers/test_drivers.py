@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cells import DURATION_S, QUIET_DURATION_S, run_cell
+from prerequisites import driver_gap, need
 
 from chaos import history as h
 from chaos import locks
@@ -44,6 +45,7 @@ CLIENT_CLOCK_DURATION_S = 15.0  # clients under libfaketime start 3 s later, JVM
 @pytest.mark.parametrize("cell", CELLS, ids=[cell.name for cell in CELLS])
 def test_driver_cell(tmp_path: Path, cell: Cell) -> None:
     """The same run and the same judgement as tests/redis/test_truth_table.py's cells."""
+    need(driver_gap(cell.lock))
     _, outcome = run_cell(cell, _duration(cell), tmp_path)
     if cell.expected == "no hard":
         assert outcome.completed_ops > 20  # it was really locking, not failing all along
@@ -68,6 +70,7 @@ def test_redisson_reports_its_watchdog_renewals(tmp_path: Path) -> None:
     """Work of 2.5 TTLs: Redisson's watchdog (not the harness) keeps the lease, and every
     renewal it made is in the history as the lease's own renewal. (A cold JVM's first lock may
     miss its first renewal at a 200 ms TTL — a real soft violation — so this counts holds.)"""
+    need(driver_gap("redisson"))
     campaign = Campaign.from_options("redisson", "", duration_s=5.0, work_ms=500, clients=2)
     outcome = run_campaign(campaign, tmp_path)
     events = h.read_history(outcome.run_dir / "history.jsonl")
@@ -86,6 +89,7 @@ def test_redisson_reports_its_watchdog_renewals(tmp_path: Path) -> None:
 def test_run_redsync_on_five_masters_with_crash_restart_exits_1_hard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    need(driver_gap("redsync"))
     code = main(
         ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5", "--clients",
          "2", "--faults", "crash-restart", "--duration", "20", "--stop-on-first",
@@ -99,6 +103,7 @@ def test_run_redsync_on_five_masters_with_crash_restart_exits_1_hard(
 def test_client_pause_freezes_the_driver_and_a_crash_kills_it(
     tmp_path: Path, single: LocalTopology
 ) -> None:
+    need(driver_gap("jedis-lua"))
     config = WorkloadConfig(lock="jedis-lua", ttl_ms=1000, work_ms=20, duration_s=30)
     with h.HistoryWriter(tmp_path / "history.jsonl") as history:
         pool = WorkerPool(single, config, history, clients=1, seed=1)
@@ -144,6 +149,7 @@ def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
 ) -> None:
     """Built drivers are looked for in drivers/ of every cache (chaos.topology.binaries), not
     next to the source; a missing build is one line naming the command that builds it."""
+    need(driver_gap("redsync"))
     monkeypatch.delenv("LOCKCHAOS_DRIVERS_DIR", raising=False)
     entry = catalog.BUNDLED_DRIVERS["redsync"]
     built = next(d for d in catalog.build_dirs() if (d / entry.build / entry.ready).exists())
@@ -162,6 +168,7 @@ def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
 @pytest.mark.lockchaos(lock="jedis-del-release", faults="slow-work")
 def test_the_pytest_plugin_runs_a_java_lock(lockchaos_clients: Any, lockchaos_checker: Any) -> None:
     """The plugin's fixtures take a driver like any lock: 004's DEL release, as Java, breaks."""
+    need(driver_gap("jedis-del-release"))
     result = lockchaos_clients(clients=3, duration_s=6.0, ttl_ms=200, seed=1)
     verdict = lockchaos_checker(result)
     assert verdict.hard_violations > 0, verdict.explanations[:2]
