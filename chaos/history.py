@@ -53,6 +53,10 @@ STOP = "stop"  # nemesis: a fault ends
 CRASH = "crash"  # a client process died (killed); its id may be reused by a fresh process
 PAUSE_POINT = "pause-point"  # a client reached an armed pause-injection point
 LOCK_UNUSABLE = "lock-unusable"  # a client's lock factory failed: that client never ran
+LOCK_READY = "lock-ready"  # a client's lock started; value: what it can do ({"extend": bool})
+COMMAND = "command"  # a client sent a Redis command for the first time in an operation: the
+# lock's surface, value {"op": "release", "command": "EVAL"} ("background" outside any operation)
+EFFECT = "effect"  # what a fault did to the lock, by whoever saw it: value {"id", "what"}
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 END = "end"  # harness: the run is over
 
@@ -80,6 +84,17 @@ EFFECTS = (
     STALLS_SERVER,
     RESTARTS_SERVER,
 )
+
+
+# How a fault's start event says its effect on the lock is seen (``evidence``; the checker's
+# fault coverage): ``activity`` — it was on while its target client (a server fault: any
+# client) held the lock or was acquiring it; ``reported`` — only an event naming its id says
+# it did something (a pause point reached, a slow critical section begun, a holder's key on a
+# killed node: an ``effect``, ``pause-point`` or ``crash`` event), because being armed or
+# firing at an idle moment does nothing to the lock.
+ACTIVITY = "activity"
+REPORTED = "reported"
+EVIDENCE = (ACTIVITY, REPORTED)
 
 
 class Event(msgspec.Struct, omit_defaults=True, kw_only=True):

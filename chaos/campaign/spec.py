@@ -29,6 +29,7 @@ from chaos.topology.images import SERVERS
 from chaos.workload.worker import WorkloadConfig
 
 WORK_TTL_SHARE = 0.25  # a holder works a quarter of the TTL unless told otherwise
+RENEWING_WORK_TTL_SHARE = 1.0  # … a whole TTL for a lock that renews in the background
 
 Faults = list[tuple[str, dict[str, Any]]]
 
@@ -130,7 +131,8 @@ class Campaign(msgspec.Struct, frozen=True):
     )] = 20.0
     ttl_ms: Annotated[int, Knob("--ttl-ms", "the lock's TTL", low=10, high=600_000)] = 200
     work_ms: Annotated[float | None, Knob(
-        "--work-ms", "time a holder works on the resource (default: a quarter of the TTL)",
+        "--work-ms", "time a holder works on the resource (default: a quarter of the TTL; "
+        "the whole TTL for a lock that renews its lease in the background)",
         low=0, high=600_000,
     )] = None
     nest_depth: Annotated[int, Knob(
@@ -172,8 +174,15 @@ class Campaign(msgspec.Struct, frozen=True):
     @property
     def holder_work_ms(self) -> float:
         """How long a holder works: ``work_ms``, or by default ``WORK_TTL_SHARE`` of the TTL,
-        so a longer TTL does not shrink the window in which faults can hit a holder."""
-        return self.work_ms if self.work_ms is not None else WORK_TTL_SHARE * self.ttl_ms
+        so a longer TTL does not shrink the window in which faults can hit a holder — and a
+        whole TTL for a lock that declares background renewals, so that its watchdog (which
+        renews every third of the TTL or so) really renews: a run in which it never did has
+        not tested it (``chaos.checker.exercised``)."""
+        if self.work_ms is not None:
+            return self.work_ms
+        info = locks.info(self.lock)
+        share = RENEWING_WORK_TTL_SHARE if info is not None and info.renews else WORK_TTL_SHARE
+        return share * self.ttl_ms
 
     def validate(self) -> None:
         """``UsageError`` (one line) for anything a run of this campaign would refuse."""

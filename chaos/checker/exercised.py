@@ -15,16 +15,23 @@ violation was found (a violation is evidence, whatever else went wrong):
    client's release that did not raise (its ``ok`` or ``fail``). Two grants are the fewest
    that can test mutual exclusion.
 
-Only the first rule that holds is reported: it is the one that explains the others.
+Only the first of these that holds is reported: it is the one that explains the others. With
+enough cycles, every rule of the second kind that holds is reported, one line each:
+
+4. **a fault the run asked for did nothing to the lock** (``chaos.checker.coverage``: a pause
+   point never reached, a pause that met no holder…), with what would reach it;
+5. **a capability the run asked for was never used**: asked to extend during work, and the
+   clients' locks have ``extend``, but no extend ran; the lock declares background renewals,
+   but none was recorded.
 """
 
 from __future__ import annotations
 
 from chaos.checker.coverage import coverage
 from chaos.checker.explain import Clock
-from chaos.checker.timeline import Raised, Timeline
+from chaos.checker.timeline import FaultSpan, Raised, Timeline
 from chaos.checker.verdict import LockErrors
-from chaos.history import ACQUIRE, CRASH, EXTEND, FAIL, INFO, OK, RELEASE
+from chaos.history import ACQUIRE, CRASH, EXTEND, FAIL, INFO, OK, RELEASE, RENEW
 
 MIN_LOCK_CYCLES = 2
 
@@ -70,7 +77,7 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
         return [f"the lock was never acquired: {_why_never_acquired(timeline, clock)}"]
     cycles = lock_cycles(timeline)
     if cycles >= MIN_LOCK_CYCLES:
-        return _faults_that_missed(timeline)
+        return _faults_that_missed(timeline) + _capabilities_unused(timeline)
     if not _outcome(timeline, OK, RELEASE) and not _outcome(timeline, FAIL, RELEASE) and (
         first := timeline.raised.get(RELEASE)
     ):
@@ -89,8 +96,9 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
 
 
 def _faults_that_missed(timeline: Timeline) -> list[str]:
-    """A fault the run asked for (the harness start event's ``faults``) that never hit a
-    holder: the lock was not tested against it, whatever else the run shows."""
+    """A fault the run asked for (the harness start event's ``faults``) that did nothing to
+    the lock (``chaos.checker.coverage``): the lock was not tested against it, whatever else
+    the run shows. Each reason says why, and what would reach the lock."""
     asked = timeline.params.get("faults")
     if not isinstance(asked, list):
         return []
@@ -101,11 +109,56 @@ def _faults_that_missed(timeline: Timeline) -> list[str]:
         if entry is None:
             reasons.append(f"{name} never fired: the run ended before its turn (a longer "
                            "--duration gives every fault of the schedule its chance)")
-        elif not entry.hit_holder:
-            times = "once" if entry.fired == 1 else f"{entry.fired} times"
-            reasons.append(f"{name} never hit a holder: it fired {times}, never while its "
-                           "target held the lock (a longer --duration or --work-ms widens "
-                           "the window)")
+        elif not entry.effective:
+            first = next(fault for fault in timeline.faults if fault.name == name)
+            reasons.append(_no_effect(first, entry.fired, timeline))
+    return reasons
+
+
+def _no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
+    """Why ``fault`` (its first firing) did nothing, in the terms of its evidence."""
+    times = "once" if fired == 1 else f"{fired} times"
+    params = fault.params if isinstance(fault.params, dict) else {}
+    command = params.get("command")
+    if isinstance(command, str) and command != "*":  # it armed a pause point
+        return _point_not_reached(fault.name, command, params.get("op"), timeline)
+    if fault.reported:
+        return (f"{fault.name} fired {times} and did nothing to the lock: no firing met a "
+                "client at the lock (a longer --duration or more --clients give it the chance)")
+    target = "its target" if fault.aims_at_clients else "any client"
+    return (f"{fault.name} never met the lock: it fired {times}, never while {target} held it "
+            "or was acquiring it (a longer --duration or --work-ms widens the window)")
+
+
+def _point_not_reached(name: str, command: str, op: object, timeline: Timeline) -> str:
+    """"client-pause-at:command=DEL never reached: this lock's release sends EVAL; try
+    command=EVAL" — from the commands the clients recorded (the lock's surface)."""
+    said = f"{name}:command={command} never reached"
+    ops = [op] if isinstance(op, str) else list(timeline.surface)
+    sent = [c for o in ops for c in timeline.surface.get(o, []) if c != command]
+    where = f"this lock's {op}" if isinstance(op, str) else "this lock"
+    if not sent:
+        return f"{said}: {where} sent no command in this run"
+    if command in {c for o in ops for c in timeline.surface.get(o, [])}:
+        return f"{said} while armed: {where} sends it, but never while the point was armed " \
+               "(a longer --duration gives it more chances)"
+    return f"{said}: {where} sends {', '.join(sent)}; try command={sent[-1]}"
+
+
+def _capabilities_unused(timeline: Timeline) -> list[str]:
+    """What the run asked the lock to do and it never did: extend during the work (its
+    clients' locks have ``extend``), renew in the background (the lock declares ``renews``)."""
+    params, reasons = timeline.params, []
+    ttl_ms, work_ms = params.get("ttl_ms"), params.get("work_ms")
+    if (params.get("extend_during_work") is True and timeline.can_extend
+            and not _completed(timeline, EXTEND)):
+        reasons.append(f"the run asked to extend during work, but no extend ran in "
+                       f"{len(timeline.holds)} holds (work of {work_ms} ms): a --work-ms above "
+                       "0 lets the holder extend")
+    if params.get("renews") is True and not _completed(timeline, RENEW):
+        reasons.append(f"the lock renews its lease in the background, but no renewal was "
+                       f"recorded in {len(timeline.holds)} holds (work of {work_ms} ms, TTL "
+                       f"{ttl_ms} ms): a --work-ms of at least the TTL lets its watchdog renew")
     return reasons
 
 

@@ -31,7 +31,9 @@ from chaos.checker.timeline import (
 )
 from chaos.history import (
     ACQUIRE,
+    COMMAND,
     CRASH,
+    EFFECT,
     END,
     EXTEND,
     FAIL,
@@ -40,6 +42,7 @@ from chaos.history import (
     HARNESS,
     INFO,
     INVOKE,
+    LOCK_READY,
     LOCK_UNUSABLE,
     NEMESIS,
     OK,
@@ -239,13 +242,31 @@ def _info(
         first = timeline.crash_error
         if ev.error is not None and (first is None or t < first.t):
             timeline.crash_error = Raised(p, t, ev.error, ev.traceback)
+        crash = value_of(ev.value)
+        if isinstance(crash, dict) and crash.get("fault"):
+            timeline.kills.append((str(crash["fault"]), p, t))
     elif f == LOCK_UNUSABLE:
         timeline.unusable.append(Raised(p, t, ev.error or "unknown error", ev.traceback))
     elif f == PAUSE_POINT:
         point = value_of(ev.value) or {}
-        timeline.pause_points.setdefault(p, []).append(
-            PauseReached(t, str(point.get("command", "?")), str(point.get("action", "?")))
-        )
+        reached = PauseReached(t, str(point.get("command", "?")), str(point.get("action", "?")))
+        timeline.pause_points.setdefault(p, []).append(reached)
+        if point.get("fault"):
+            verb = "crashed" if reached.action == "crash" else "stopped"
+            timeline.fault_effects.setdefault(str(point["fault"]), []).append(
+                f"{p} {verb} before {reached.command}")
+    elif f == EFFECT:
+        effect = value_of(ev.value) or {}
+        timeline.fault_effects.setdefault(str(effect.get("id")), []).append(
+            str(effect.get("what", "")))
+    elif f == COMMAND:
+        sent = value_of(ev.value) or {}
+        commands = timeline.surface.setdefault(str(sent.get("op")), [])
+        if (command := str(sent.get("command"))) not in commands:
+            commands.append(command)
+    elif f == LOCK_READY:
+        ready = value_of(ev.value)
+        timeline.can_extend |= isinstance(ready, dict) and ready.get("extend") is True
     elif p == NEMESIS:
         _nemesis(timeline, open_faults, t, f, value_of(ev.value) or {})
     elif p == HARNESS and f == START:
@@ -316,6 +337,7 @@ def _nemesis(
         fault = FaultSpan(
             key, str(value.get("fault", "fault")), value.get("target"), value.get("params"), t,
             frozenset(map(str, effects)) if isinstance(effects, list) else frozenset(),
+            evidence=str(value.get("evidence") or ""),
         )
         open_faults[key] = fault
         timeline.faults.append(fault)

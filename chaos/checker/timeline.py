@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from chaos.checker.holds import NEVER, Hold
-from chaos.history import LOSES_KEYS, SPLITS_MASTER, STALLS_CLIENT
+from chaos.history import LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
 
 
 class FaultSpan(msgspec.Struct, gc=False):
@@ -35,6 +35,7 @@ class FaultSpan(msgspec.Struct, gc=False):
     start: int
     effects: frozenset[str] = frozenset()
     stop: int = NEVER
+    evidence: str = ""  # chaos.history.EVIDENCE (empty in older histories: activity)
 
     def hits(self, process: str) -> bool:
         """Whether the fault was aimed at this client (targets are a name, ``*`` for every
@@ -65,6 +66,11 @@ class FaultSpan(msgspec.Struct, gc=False):
     @property
     def stalls(self) -> bool:
         return STALLS_CLIENT in self.effects
+
+    @property
+    def reported(self) -> bool:
+        """Whether only an event naming its id shows it did something (``REPORTED``)."""
+        return self.evidence == REPORTED
 
 
 class PauseReached(msgspec.Struct, frozen=True, gc=False):
@@ -145,6 +151,14 @@ class Timeline:
     orphan_releases: list[Release] = field(default_factory=list)
     faults: list[FaultSpan] = field(default_factory=list)
     pause_points: dict[str, list[PauseReached]] = field(default_factory=dict)  # in time order
+    # What faults did, by fault id: each ``effect`` event's words, and each pause point that
+    # names the fault that armed it ("c2 stopped before EVAL").
+    fault_effects: dict[str, list[str]] = field(default_factory=dict)
+    # Clients a fault killed: (fault id, process, when); whether it hit is the coverage's call.
+    kills: list[tuple[str, str, int]] = field(default_factory=list)
+    # The lock's surface: per operation, the commands its clients sent, in first-seen order.
+    surface: dict[str, list[str]] = field(default_factory=dict)
+    can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)
     # When each process's background renewals (``renew`` ok or fail) were sent, in order.
     renewals_sent: dict[str, list[int]] = field(default_factory=dict)
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).

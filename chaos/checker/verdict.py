@@ -105,7 +105,7 @@ class Verdict(msgspec.Struct, kw_only=True):
     lock_errors: list[LockErrors] = []
     inconclusive_reasons: list[str] = []
     lock_unusable: str | None = None
-    coverage: dict[str, FaultCoverage] = {}  # per fault name: fired, hit a holder, time on
+    coverage: dict[str, FaultCoverage] = {}  # per fault name: fired, had an effect, time on
 
     @property
     def inconclusive(self) -> bool:

@@ -238,15 +238,15 @@ class AuditResult:
     @property
     def inconclusive_reasons(self) -> list[str]:
         """Why the audit tested nothing: no campaign exercised the lock (the first one's
-        reason), or a tested fault never hit a holder in any run."""
+        reason), or a tested fault had no effect on the lock in any run."""
         verdicts = [s.outcome.verdict for s in self.steps]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
             first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive_reasons),
                          "no campaign completed two lock cycles")
             return [f"no campaign exercised the lock: {first}"]
         covered = self.coverage
-        return [f"{name} never hit a holder in any run" for name, _ in self.plan.tested()
-                if name in covered and not covered[name].hit_holder]
+        return [f"{name} had no effect on the lock in any run" for name, _ in self.plan.tested()
+                if name in covered and not covered[name].effective]
 
     @property
     def coverage(self) -> dict[str, FaultCoverage]:
@@ -254,9 +254,9 @@ class AuditResult:
         total: dict[str, FaultCoverage] = {}
         for s in self.steps:
             for name, entry in s.outcome.verdict.coverage.items():
-                into = total.setdefault(name, FaultCoverage(fired=0, hit_holder=0, active_s=0.0))
+                into = total.setdefault(name, FaultCoverage(fired=0, effective=0, active_s=0.0))
                 into.fired += entry.fired
-                into.hit_holder += entry.hit_holder
+                into.effective += entry.effective
                 into.active_s = round(into.active_s + entry.active_s, 3)
         return total
 

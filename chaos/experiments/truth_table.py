@@ -86,7 +86,7 @@ def _outwaited(v: Verdict) -> str | None:
     if problem := _no_liveness(v):
         return problem
     crashes = v.coverage.get("client-crash")
-    if crashes is None or not crashes.hit_holder or not v.counts.get("crashes"):
+    if crashes is None or not crashes.effective:
         return "expected a holder to crash, none did"
     return None
 

@@ -8,7 +8,9 @@ and ``apply`` and the stop event after healing.
 
 Everything else about a fault is declared on its class, so adding a fault is one class here
 (or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
-start event for the checker (which knows no fault by name), ``needs``/``provider_needs``/
+start event for the checker (which knows no fault by name), and so does its ``evidence``: how
+the checker tells that a firing did something to the lock (``report_effect`` writes the
+event a ``reported`` fault's effect is seen by), ``needs``/``provider_needs``/
 ``persistence`` say what topology it needs, ``client_needs`` what the lock client must be
 able to do (a driver that cannot is refused up front), ``stepping`` how the explorer switches it
 on and off (``None``: not as an on/off step), and ``parameters`` which ``--faults name:key=value``
@@ -56,6 +58,7 @@ class Target:
 
     client: str | None = None
     nodes: list[int] = field(default_factory=list)
+    fault_id: str = ""  # the firing's id (set when it is recorded): what its effects name
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -174,6 +177,8 @@ class Fault(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     effects: ClassVar[frozenset[str]]  # chaos.history.EFFECTS: what the checker may conclude
+    # chaos.history.EVIDENCE: what shows that a firing did something to the lock
+    evidence: ClassVar[str] = h.ACTIVITY
     stepping: ClassVar[Stepping | None] = None  # how the explorer steps it (None: it does not)
     # "any", or "replicated": a master with replicas to fail over to (sentinel or cluster)
     needs: ClassVar[str] = "any"
@@ -248,6 +253,7 @@ class ClientPauseAt(Fault):
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
     effects = frozenset({h.STALLS_CLIENT})
+    evidence = h.REPORTED  # a client stopped at the point (its pause-point event)
     client_needs = frozenset({PAUSE_POINTS})
     parameters = takes(
         duration_ms=DURATION, command=COMMAND, op=OP, nth=NTH,
@@ -274,6 +280,7 @@ class ClientPauseAt(Fault):
             duration_ms=params.get("duration_ms", 0),
             op=params["op"],
             nth=params.get("nth", 1),
+            fault=target.fault_id,
         )
         armed = sorted(env.pool.workers) if target.client == "*" else [target.client]
         for client in armed:
@@ -295,6 +302,7 @@ class ClientCrash(Fault):
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
     effects = frozenset({h.KILLS_CLIENT})
+    evidence = h.REPORTED  # a crash at the point, or a kill while the client was at the lock
     parameters = takes(duration_ms=ON_ITS_OWN, command=COMMAND, op=OP, nth=NTH)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -305,12 +313,11 @@ class ClientCrash(Fault):
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
         if params.get("command"):
-            point = PausePoint(
-                params["command"], action="crash", op=params["op"], nth=params.get("nth", 1)
-            )
+            point = PausePoint(params["command"], action="crash", op=params["op"],
+                               nth=params.get("nth", 1), fault=target.fault_id)
             env.pool.arm(target.client, point)
         else:
-            env.pool.kill(target.client)
+            env.pool.kill(target.client, target.fault_id)
         return _nothing
 
 
@@ -318,6 +325,7 @@ class SlowWork(Fault):
     name = "slow-work"
     summary = "a critical section longer than the TTL (the expiry race)"
     effects = frozenset({h.STALLS_CLIENT})
+    evidence = h.REPORTED  # the slow critical section began (the client's effect event)
     parameters = takes(duration_ms=ON_ITS_OWN, work_ms=Param(above=0))
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -328,7 +336,7 @@ class SlowWork(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        env.pool.slow_work(target.client, params["work_ms"])
+        env.pool.slow_work(target.client, params["work_ms"], fault=target.fault_id)
         return _nothing
 
 
@@ -487,6 +495,24 @@ def undermine_grant(env: WorkloadEnv, rng: random.Random) -> Target:
     return Target(client=client, nodes=sorted(rng.sample(held, min(count, len(held)))))
 
 
+def report_effect(env: WorkloadEnv, target: Target, what: str) -> None:
+    """Write the ``effect`` event that shows a ``reported`` fault's firing did something."""
+    env.history.log(h.INFO, h.NEMESIS, h.EFFECT, value={"id": target.fault_id, "what": what})
+
+
+def report_keys_hit(env: WorkloadEnv, target: Target, verb: str) -> None:
+    """Report the firing's effect if, just before it acts on ``target.nodes``, one of them
+    carries a holder's key ("n2 carried c1's key when it was killed"): a server fault that
+    meets no grant does nothing to the lock."""
+    carried = []
+    for client in sorted(env.pool.holders()):
+        nodes = sorted(set(holder_nodes(env, client)) & set(target.nodes))
+        if nodes:
+            carried.append(f"{', '.join(f'n{i}' for i in nodes)} carried {client}'s key")
+    if carried:
+        report_effect(env, target, f"{'; '.join(carried)} when {verb}")
+
+
 class ServerPause(Fault):
     name = "server-pause"
     provider_needs = frozenset({base.PAUSE})
@@ -519,6 +545,7 @@ class CrashRestart(Fault):
     provider_needs = frozenset({base.RESTART})
     summary = "kill -9 nodes the holder counted on, restart them empty at once"
     effects = frozenset({h.RESTARTS_SERVER, h.LOSES_KEYS})
+    evidence = h.REPORTED  # a killed node carried a holder's key
     parameters = takes(duration_ms=ON_ITS_OWN)  # how long the node stays down (0: at once)
     stepping = Stepping("nodes", instant=True)
     delay_ttls: ClassVar[float] = 0.0  # restart after this many TTLs (0: at once)
@@ -532,6 +559,7 @@ class CrashRestart(Fault):
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         empty = self.persistence == "none"
+        report_keys_hit(env, target, "it was killed")
         for node in nodes:
             node.kill()
 
@@ -566,6 +594,7 @@ class ClockJump(Fault):
     provider_needs = frozenset({base.CLOCK})
     summary = "jump the wall clock of nodes the holder counted on (libfaketime), then back"
     effects = frozenset({h.MOVES_CLOCK, h.LOSES_KEYS})
+    evidence = h.REPORTED  # a node whose clock jumped carried a holder's key
     # An offset of 0 moves nothing; libfaketime takes ±a day at most from this fault.
     parameters = takes(
         duration_ms=DURATION, offset_ms=Param("integer", min=-DAY_MS, max=DAY_MS, nonzero=True)
@@ -583,6 +612,7 @@ class ClockJump(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
+        report_keys_hit(env, target, "its clock jumped")
         for node in nodes:
             node.set_clock_offset(params["offset_ms"] / 1000)
 
@@ -705,6 +735,8 @@ def register(cls: FaultT) -> FaultT:
     the bundled ones below, and any a user or a test defines."""
     if not getattr(cls, "effects", None) or not all(e in h.EFFECTS for e in cls.effects):
         raise ValueError(f"{cls.__name__} must declare effects from chaos.history.EFFECTS")
+    if cls.evidence not in h.EVIDENCE:
+        raise ValueError(f"{cls.__name__}.evidence must be one of {h.EVIDENCE}")
     FAULTS[cls.name] = cls()
     return cls
 

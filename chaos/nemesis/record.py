@@ -2,8 +2,10 @@
 
 The scheduled nemesis (a thread playing a schedule) and the explorer (a fault on/off step)
 both go through here, so a fault reads the same in every history: ``start`` (fault, id,
-target, params, and the effects its class declares) just before it is applied, ``stop`` (id)
-once it is healed, and a ``stop`` carrying the error when aiming, applying or healing fails.
+target, params, the effects and evidence its class declares) just before it is applied,
+``stop`` (id) once it is healed, and a ``stop`` carrying the error when aiming, applying or
+healing fails. A fault that sees what it did writes an ``effect`` naming its id
+(``chaos.nemesis.faults.report_effect``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def fire(
     fault = FAULTS[name]
     try:
         target = aim()
+        target.fault_id = fault_id
         env.history.log(
             h.INFO,
             h.NEMESIS,
@@ -34,6 +37,7 @@ def fire(
                 "target": target.describe(),
                 "params": params,
                 "effects": sorted(fault.effects),
+                "evidence": fault.evidence,
             },
         )
         return target, fault.apply(env, target, params)

@@ -87,21 +87,22 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
 
 
 def coverage_line(name: str, entry: FaultCoverage) -> str:
-    """"client-pause fired 4×, hit a holder 3×, on 1.20 s"."""
-    return (f"{name} fired {entry.fired}×, hit a holder {entry.hit_holder}×, on "
+    """"client-pause fired 4×, had an effect 3×, on 1.20 s"."""
+    return (f"{name} fired {entry.fired}×, had an effect {entry.effective}×, on "
             f"{entry.active_s:.2f} s")
 
 
 def _print_coverage(verdict: Verdict, console: Console) -> None:
-    """What each fault did to the lock: a fault that never hit a holder tested nothing."""
+    """What each fault did to the lock: a fault that had no effect on it tested nothing."""
     if not verdict.coverage:
         return
     console.print(Text(INDENT + "faults: " + "; ".join(
         coverage_line(name, entry) for name, entry in verdict.coverage.items()
     )))
     for name, entry in verdict.coverage.items():
-        if not entry.hit_holder:
-            console.print(Text(f"{INDENT}warning: {name} never hit a holder", style="yellow"))
+        if not entry.effective:
+            warning = f"{INDENT}warning: {name} had no effect on the lock"
+            console.print(Text(warning, style="yellow"))
 
 
 def lock_error_line(errors: LockErrors) -> str:

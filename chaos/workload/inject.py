@@ -36,6 +36,7 @@ Written = dict[str, tuple[list[str], list[str]]]  # "host:port" -> (keys, values
 # moment (the NOSCRIPT fallback; ioredis sends EVAL the first time on a socket, EVALSHA after,
 # and decides only as it writes), so a pause point naming either fires on both.
 SCRIPT_CALLS = {"EVALSHA": "EVAL", "EVALSHA_RO": "EVAL_RO"}
+BACKGROUND = "background"  # the operation of a command sent outside acquire/release/extend
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class PausePoint:
     duration_ms: float = 0.0
     op: str | None = None
     nth: int = 1
+    fault: str = ""  # the id of the fault that armed it: its pause-point event names it
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -70,7 +72,11 @@ class Injector:
     """Process-wide: the armed points, and the operation the worker is currently in.
 
     ``on_fire`` is called (with the point) just before the action is taken: the worker uses it
-    to write a ``pause-point`` event and to ask the harness for a SIGCONT.
+    to write a ``pause-point`` event and to ask the harness for a SIGCONT. ``on_new_command``
+    is called the first time each command is sent in each operation (``background`` outside
+    any, e.g. a watchdog's renewals): the worker records it, so the history says which
+    commands the lock's acquire, release and extend send (its surface) and a pause point that
+    names a command the lock never sends can say so.
     """
 
     def __init__(self) -> None:
@@ -79,6 +85,8 @@ class Injector:
         self.current_op: str | None = None
         self._sent_in_op = 0
         self.on_fire: Callable[[PausePoint], None] = lambda point: None
+        self.on_new_command: Callable[[str, str], None] = lambda op, command: None
+        self._seen: set[tuple[str, str]] = set()
         self.written: Written = {}  # by the current (or last) acquire, per node address
 
     def arm(self, point: PausePoint) -> None:
@@ -118,6 +126,10 @@ class Injector:
 
     def before_command(self, command: str) -> None:
         self._sent_in_op += 1
+        seen = (self.current_op or BACKGROUND, command)
+        if seen not in self._seen:
+            self._seen.add(seen)
+            self.on_new_command(*seen)
         if not self._armed:  # the hot path: nothing armed, no lock taken
             return
         op, count = self.current_op, self._sent_in_op

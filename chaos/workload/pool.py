@@ -215,13 +215,14 @@ class WorkerPool:
         w.paused = False
         self._signal(w, signal.SIGCONT)
 
-    def kill(self, cid: str) -> None:
-        """SIGKILL the client's process (recorded as a crash); a fresh one takes its place."""
+    def kill(self, cid: str, fault: str = "") -> None:
+        """SIGKILL the client's process (recorded as a crash, naming ``fault``); a fresh one
+        takes its place."""
         w = self.workers[cid]
         w.done = True  # the monitor must not record this death a second time
         # Stopped first, so none of its events can be stamped after its crash.
         self._signal(w, signal.SIGSTOP)
-        self.history.log(h.INFO, cid, h.CRASH, value={"by": "nemesis"})
+        self.history.log(h.INFO, cid, h.CRASH, value={"by": "nemesis", "fault": fault})
         self._signal(w, signal.SIGKILL)
         self._signal(w, signal.SIGCONT)
         w.process.join(timeout=5)
@@ -231,8 +232,10 @@ class WorkerPool:
     def arm(self, cid: str, point: PausePoint) -> None:
         self._send(cid, ("arm", point))
 
-    def slow_work(self, cid: str, work_ms: float, count: int = 1) -> None:
-        self._send(cid, ("slow-work", work_ms, count))
+    def slow_work(self, cid: str, work_ms: float, count: int = 1, fault: str = "") -> None:
+        """The client's next ``count`` critical sections last ``work_ms``; each writes an
+        ``effect`` event naming ``fault`` as it begins."""
+        self._send(cid, ("slow-work", work_ms, count, fault))
 
     def _send(self, cid: str, message: tuple[Any, ...]) -> None:
         with contextlib.suppress(OSError):  # it died; the monitor records and replaces it

@@ -148,9 +148,9 @@ class StepperPool(WorkerPool):
                 return
             time.sleep(0.0005)
 
-    def kill(self, cid: str) -> None:
+    def kill(self, cid: str, fault: str = "") -> None:
         self.in_flight.pop(cid, None)
-        super().kill(cid)
+        super().kill(cid, fault)
 
     def _reply(self, cid: str, timeout_s: float) -> str | None:
         """The outcome ``cid`` answers with; None when it reports a fired pause point."""

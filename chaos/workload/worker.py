@@ -101,9 +101,11 @@ class Worker:
         self.history = h.HistoryWriter(spec.history_path)
         self.rng = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}")
         self.stopping = threading.Event()
-        self._slow_work: list[float] = []  # work times (ms) for the next critical sections
+        # (work time in ms, the id of the fault that asked) for the next critical sections
+        self._slow_work: list[tuple[float, str]] = []
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
+        injector.on_new_command = self._new_command
         context = build_context(
             spec.view,
             lock_name=self.config.lock_name,
@@ -120,6 +122,8 @@ class Worker:
             socket_timeout=max(self.config.socket_timeout_s, 1.0),
         )
         self.resource = Resource(resource_conn)
+        self.history.log(h.INFO, self.cid, h.LOCK_READY,
+                         value={"extend": can_extend(self.lock)})
 
     # -- harness messages ----------------------------------------------------------------
 
@@ -137,8 +141,8 @@ class Worker:
             if kind == "arm":
                 injector.arm(args[0])
             elif kind == "slow-work":
-                ms, count = args
-                self._slow_work.extend([ms] * count)
+                ms, count, fault = args
+                self._slow_work.extend([(ms, fault)] * count)
             elif kind == "stop":
                 self.stopping.set()
 
@@ -146,11 +150,16 @@ class Worker:
         value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}
         if point.duration_ms:
             value["duration_ms"] = point.duration_ms
+        if point.fault:
+            value["fault"] = point.fault
         self.history.log(h.INFO, self.cid, h.PAUSE_POINT, value=value)
         if point.action == "pause":
             self.control.send(("paused", point.duration_ms))
         elif point.action == "crash":
             self.history.log(h.INFO, self.cid, h.CRASH, value={"at": point.command})
+
+    def _new_command(self, op: str, command: str) -> None:
+        self.history.log(h.INFO, self.cid, h.COMMAND, value={"op": op, "command": command})
 
     def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
         """A background renewal sent at ``invoked_at_ns``: ``ok`` with its new deadline, or
@@ -273,11 +282,17 @@ class Worker:
         return lease
 
     def work(self, lease: Lease) -> Lease:
-        """Hold for the work time; locks that can extend are extended every TTL/3."""
-        work_ms = self._slow_work.pop(0) if self._slow_work else self.config.work_ms
+        """Hold for the work time; locks that can extend are extended every TTL/3, and at
+        least once, halfway, in a shorter critical section: a run asked to extend that made
+        no extend did not test it (``chaos.checker.exercised``)."""
+        work_ms = self.config.work_ms
+        if self._slow_work:
+            work_ms, fault = self._slow_work.pop(0)
+            self.history.log(h.INFO, self.cid, h.EFFECT, value={
+                "id": fault, "what": f"{self.cid} worked {work_ms:g} ms holding the lock"})
         end = time.monotonic() + work_ms / 1000
         extending = self.config.extend_during_work and can_extend(self.lock)
-        step = self.config.ttl_ms / 3000 if extending else work_ms / 1000
+        step = min(self.config.ttl_ms / 3, work_ms / 2) / 1000 if extending else work_ms / 1000
         while (left := end - time.monotonic()) > 0:
             time.sleep(min(left, step))
             if extending and end - time.monotonic() > 0:

@@ -1,4 +1,5 @@
-"""Fault coverage from a history: fired, hit a holder, time on — for any fault name."""
+"""Fault coverage from a history: fired, had an effect, time on — for any fault name, by the
+evidence its start event declares (chaos.checker.coverage)."""
 
 from __future__ import annotations
 
@@ -12,45 +13,110 @@ def _coverage(history: History) -> dict[str, FaultCoverage]:
     return coverage(scan.scan(history.events))
 
 
-def test_a_client_fault_hits_when_its_target_holds() -> None:
+def test_a_client_fault_has_an_effect_when_its_target_holds() -> None:
     h = (History().acquire("c1", 10).fault("f1", "client-pause", 50, 300, target={"client": "c1"})
          .release("c1", 320).fault("f2", "client-pause", 400, 450, target={"client": "c2"})
          .final_read(600, []))  # fmt: skip
     cov = _coverage(h)["client-pause"]
-    assert (cov.fired, cov.hit_holder) == (2, 1)
+    assert (cov.fired, cov.effective) == (2, 1)
     assert cov.active_s == 0.3  # 250 ms + 50 ms
 
 
-def test_an_armed_fault_hits_when_its_target_next_holds() -> None:
+def test_a_client_fault_has_an_effect_when_its_target_is_acquiring() -> None:
+    """Paused while its acquire was in flight (it was refused later): the lock saw it."""
+    h = (History().fault("f1", "client-pause", 50, 300, target={"client": "c2"})
+         .attempt("c2", 40, 310).final_read(600, []))  # fmt: skip
+    assert _coverage(h)["client-pause"].effective == 1
+
+
+def test_a_reported_fault_counts_only_what_it_reported() -> None:
+    """slow-work arms its client's next critical section: only the client's effect event
+    (the slow section began) says it did something; a holder meanwhile does not."""
     h = (History().fault("f1", "slow-work", 10, 10, target={"client": "c2"})
-         .acquire("c2", 100).release("c2", 150)
-         .fault("f2", "slow-work", 200, 200, target={"client": "c3"})
-         .acquire("c3", 700).release("c3", 750)
-         .fault("f3", "slow-work", 760, 760, target={"client": "c1"})  # c1 never holds again
+         .acquire("c2", 100).effect(101, "f1", "c2 worked 500 ms holding the lock", p="c2")
+         .release("c2", 600)
+         .fault("f2", "slow-work", 610, 610, target={"client": "c3"})
+         .acquire("c3", 700).release("c3", 750)  # c3 never got its slow section
          .final_read(800, []))  # fmt: skip
     cov = _coverage(h)["slow-work"]
-    assert (cov.fired, cov.hit_holder) == (3, 2)
+    assert (cov.fired, cov.effective) == (2, 1)
 
 
-def test_a_pause_point_reached_is_a_hit() -> None:
-    h = (History().fault("f1", "client-pause-at", 10, 300, target={"client": "c1"})
-         .pause_point("c1", 100, "DEL").final_read(400, []))  # fmt: skip
-    assert _coverage(h)["client-pause-at"].hit_holder == 1
+def test_a_pause_point_counts_for_the_fault_that_armed_it() -> None:
+    h = (History().acquire("c1", 5)
+         .fault("f1", "client-pause-at", 10, 300, target={"client": "c1"})
+         .pause_point("c1", 100, "DEL", fault="f1")
+         .fault("f2", "client-pause-at", 310, 600, target={"client": "c1"})
+         .pause_point("c1", 400, "DEL")  # armed by no fault (an explorer step, a test)
+         .final_read(700, []))  # fmt: skip
+    assert _coverage(h)["client-pause-at"].effective == 1
 
 
-def test_a_server_fault_hits_when_anyone_holds_and_an_unknown_name_counts_too() -> None:
+def test_a_kill_counts_only_when_its_client_was_at_the_lock() -> None:
+    h = (History().acquire("c1", 10)
+         .fault("f1", "client-crash", 50, 50, target={"client": "c1"})
+         .crash("c1", 50, fault="f1")
+         .fault("f2", "client-crash", 300, 300, target={"client": "c2"})
+         .crash("c2", 300, fault="f2")
+         .final_read(400, []))  # fmt: skip
+    assert _coverage(h)["client-crash"].effective == 1  # c2 was between attempts
+
+
+def test_a_server_fault_has_an_effect_when_anyone_holds_and_an_unknown_name_counts_too() -> None:
     h = (History().acquire("c3", 10).fault("f1", "my-own-fault", 50, 100, target={"nodes": ["n0"]},
                                            effects=[])
          .release("c3", 120).fault("f2", "my-own-fault", 300, None, target={"nodes": ["n1"]},
                                    effects=[])
          .final_read(500, []))  # fmt: skip
     cov = _coverage(h)["my-own-fault"]
-    assert (cov.fired, cov.hit_holder) == (2, 1)
+    assert (cov.fired, cov.effective) == (2, 1)
     assert cov.active_s == 0.25  # 50 ms + the open one until the end (200 ms)
 
 
-def test_a_fault_aimed_at_every_client_hits_whoever_holds() -> None:
-    """``client=*`` (arm every client, as the GETSET-overwrite cell does) names no one client."""
-    h = (History().fault("f1", "client-pause-at", 10, 300, target={"client": "*"})
+def test_a_fault_aimed_at_every_client_meets_whoever_holds() -> None:
+    """``client=*`` names no one client: any holder meanwhile counts."""
+    h = (History().fault("f1", "client-pause", 10, 300, target={"client": "*"})
          .acquire("c2", 100).release("c2", 150).final_read(400, []))  # fmt: skip
-    assert _coverage(h)["client-pause-at"].hit_holder == 1
+    assert _coverage(h)["client-pause"].effective == 1
+
+
+def _cycles(h: History, p: str = "c1", start: float = 0) -> History:
+    for i in range(3):
+        h.acquire(p, start + 10 + 40 * i).release(p, start + 30 + 40 * i)
+    return h
+
+
+def test_a_pause_point_never_reached_says_what_the_lock_sends_instead() -> None:
+    """The issue's case: the default point is DEL, and lua's release sends EVAL."""
+    h = History()
+    h.events[0].value["faults"] = ["client-pause-at"]
+    h.command("c1", 1, "acquire", "SET").command("c1", 2, "release", "EVAL")
+    h.fault("f1", "client-pause-at", 5, 200, target={"client": "c1"},
+            params={"command": "DEL", "op": "release", "duration_ms": 300})
+    verdict = _cycles(h).final_read(300, []).check()
+    assert verdict.verdict == "inconclusive"
+    assert verdict.inconclusive_reasons == [
+        "client-pause-at:command=DEL never reached: this lock's release sends EVAL; "
+        "try command=EVAL"
+    ]
+
+
+def test_a_run_asked_to_extend_that_never_extended_is_inconclusive() -> None:
+    h = History()
+    h.events[0].value.update(extend_during_work=True, work_ms=0)
+    h.add(1, "info", "c1", "lock-ready", value={"extend": True})
+    verdict = _cycles(h).final_read(300, []).check()
+    assert verdict.verdict == "inconclusive"
+    assert "no extend ran" in verdict.inconclusive_reasons[0]
+
+
+def test_a_renewing_lock_that_never_renewed_is_inconclusive_and_one_that_did_is_not() -> None:
+    h = History()
+    h.events[0].value["renews"] = True
+    verdict = _cycles(h).final_read(300, []).check()
+    assert verdict.verdict == "inconclusive"
+    assert "no renewal was recorded" in verdict.inconclusive_reasons[0]
+    renewed = History()
+    renewed.events[0].value["renews"] = True
+    _cycles(renewed).renew("c1", 115, 400)
+    assert renewed.final_read(300, []).check().verdict == "ok"

@@ -88,27 +88,41 @@ class History:
             extra["value"] = value or []
         return self.add(ms, outcome, p, "read", **extra)
 
-    def crash(self, p: str, ms: float) -> History:
-        return self.add(ms, "info", p, "crash")
+    def crash(self, p: str, ms: float, *, fault: str | None = None) -> History:
+        """A crash; ``fault``: the id of the fault that killed it (as the pool records)."""
+        value = {"by": "nemesis", "fault": fault} if fault else None
+        return self.add(ms, "info", p, "crash", value=value)
 
-    def pause_point(self, p: str, ms: float, command: str, action: str = "pause") -> History:
-        return self.add(ms, "info", p, "pause-point", value={"command": command, "action": action})
+    def pause_point(self, p: str, ms: float, command: str, action: str = "pause", *,
+                    fault: str | None = None) -> History:
+        value = {"command": command, "action": action, **({"fault": fault} if fault else {})}
+        return self.add(ms, "info", p, "pause-point", value=value)
+
+    def command(self, p: str, ms: float, op: str, command: str) -> History:
+        """``p`` sent ``command`` for the first time in an ``op`` (the lock's surface)."""
+        return self.add(ms, "info", p, "command", value={"op": op, "command": command})
 
     # -- nemesis and harness -----------------------------------------------------------
 
     def fault(self, fault_id: str, name: str, start: float, stop: float | None = None, *,
               target: Any = None, params: dict[str, Any] | None = None,
               effects: list[str] | None = None) -> History:
-        """A fault's start (and stop); its ``effects`` default to what the catalog's fault of
-        that name declares, as the nemesis writes them."""
+        """A fault's start (and stop); its ``effects`` and ``evidence`` default to what the
+        catalog's fault of that name declares, as the nemesis writes them."""
         if effects is None:
             effects = sorted(FAULTS[name].effects) if name in FAULTS else []
         value = {"fault": name, "id": fault_id, "target": target, "params": params or {},
                  "effects": effects}
+        if name in FAULTS:
+            value["evidence"] = FAULTS[name].evidence
         self.add(start, "info", "nemesis", "start", value=value)
         if stop is not None:
             self.add(stop, "info", "nemesis", "stop", value={"fault": name, "id": fault_id})
         return self
+
+    def effect(self, ms: float, fault_id: str, what: str, *, p: str = "nemesis") -> History:
+        """What fault ``fault_id`` did, as whoever saw it records it."""
+        return self.add(ms, "info", p, "effect", value={"id": fault_id, "what": what})
 
     def final_read(self, ms: float, ops: list[str]) -> History:
         self.add(ms, "ok", "harness", "final-read", value=ops)
