@@ -259,7 +259,7 @@ def run_matrix(
 
 def _entry(cell: CellResult, seed: int, outcome: Outcome, directory: Path, wall_s: float
            ) -> RunEntry:
-    problem = cell.claim.judge(outcome.verdict) if cell.claim is not None else None
+    problem = cell.claim.check(outcome.verdict) if cell.claim is not None else None
     run_dir = str(outcome.run_dir.relative_to(directory))
     return RunEntry.of(outcome.verdict, seed=seed, run_dir=run_dir, wall_s=wall_s,
                        truth_problem=problem)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.checker import Verdict
+from chaos.checker.verdict import INCONCLUSIVE
 
 
 def _hard(v: Verdict) -> str | None:
@@ -47,10 +48,13 @@ def _fenced(v: Verdict) -> str | None:
 def _reentered(v: Verdict) -> str | None:
     """Nested acquires granted to their holder (no self-deadlock) and no hard violation. A
     soft overlap is not counted against reentrancy: it is a lease outlived by a holder the
-    machine stalled, the limit of every lease (``lua`` has it too)."""
+    machine stalled, the limit of every lease (``lua`` has it too). A run in which no nested
+    acquire was granted tested no reentrancy."""
     if v.hard_violations or v.liveness_violations:
         return (f"expected reentry without hard or liveness violations, found hard="
                 f"{v.hard_violations} liveness={v.liveness_violations}")
+    if not v.counts.get("reacquired"):
+        return "expected nested acquires granted to their holder, found none"
     return None
 
 
@@ -124,6 +128,26 @@ class Cell:
     @property
     def campaign_options(self) -> dict[str, Any]:
         return dict(self.options)
+
+    @property
+    def fault_names(self) -> list[str]:
+        return [spec.partition(":")[0] for spec in self.faults.split(",") if spec]
+
+    def check(self, v: Verdict) -> str | None:
+        """None when the verdict bears the claim out: the claim's own judge, and a run that
+        tested what the claim is about — not inconclusive (it exercised the lock, used what it
+        was asked to use), and every fault of the cell had an effect on the lock. A "no
+        violation" claim borne out by a run that tested nothing is not borne out."""
+        if problem := self.judge(v):
+            return problem
+        if v.verdict == INCONCLUSIVE:
+            return f"the run was inconclusive: {'; '.join(v.inconclusive_reasons)}"
+        for name in self.fault_names:
+            entry = v.coverage.get(name)
+            if entry is None or not entry.effective:
+                fired = 0 if entry is None else entry.fired
+                return f"{name} had no effect on the lock (fired {fired}×)"
+        return None
 
 
 CELLS: tuple[Cell, ...] = (

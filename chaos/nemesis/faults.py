@@ -10,11 +10,12 @@ Everything else about a fault is declared on its class, so adding a fault is one
 (or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
 start event for the checker (which knows no fault by name), and so does its ``evidence``: how
 the checker tells that a firing did something to the lock (``report_effect`` writes the
-event a ``reported`` fault's effect is seen by), ``needs``/``provider_needs``/
-``persistence`` say what topology it needs, ``client_needs`` what the lock client must be
-able to do (a driver that cannot is refused up front), ``stepping`` how the explorer switches it
-on and off (``None``: not as an on/off step), and ``parameters`` which ``--faults name:key=value``
-overrides it takes (``check_params`` refuses any other, before anything starts).
+event a ``reported`` fault's effect is seen by; ``Target.stakes`` carries what aiming found),
+``needs``/``provider_needs``/``persistence`` say what topology it needs, ``client_needs``
+what the lock client must be able to do (a driver that cannot is refused up front),
+``stepping`` how the explorer switches it on and off (``None``: not as an on/off step), and
+``parameters`` which ``--faults name:key=value`` overrides it takes (``check_params``
+refuses any other, before anything starts).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class Target:
     client: str | None = None
     nodes: list[int] = field(default_factory=list)
     fault_id: str = ""  # the firing's id (set when it is recorded): what its effects name
+    # What aiming found that makes the firing matter ("n1, n3 carried c2's key"): a fault
+    # reports it as its effect when it acts (``report_effect``); empty: nothing known.
+    stakes: str = ""
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -490,9 +494,12 @@ def undermine_grant(env: WorkloadEnv, rng: random.Random) -> Target:
     The holder is caught just after it acquired, with its whole critical section ahead."""
     client = wait_for_holder(env, rng, acquired_within_ms=FRESH_HOLD_MS)
     n = len(env.topology.nodes)
-    held = holder_nodes(env, client) or list(range(n))
+    carried = holder_nodes(env, client)
+    held = carried or list(range(n))
     count = max(1, len(held) - (n // 2 + 1) + 1)
-    return Target(client=client, nodes=sorted(rng.sample(held, min(count, len(held)))))
+    nodes = sorted(rng.sample(held, min(count, len(held))))
+    stakes = f"{', '.join(f'n{i}' for i in nodes)} carried {client}'s key" if carried else ""
+    return Target(client=client, nodes=nodes, stakes=stakes)
 
 
 def report_effect(env: WorkloadEnv, target: Target, what: str) -> None:
@@ -500,17 +507,12 @@ def report_effect(env: WorkloadEnv, target: Target, what: str) -> None:
     env.history.log(h.INFO, h.NEMESIS, h.EFFECT, value={"id": target.fault_id, "what": what})
 
 
-def report_keys_hit(env: WorkloadEnv, target: Target, verb: str) -> None:
-    """Report the firing's effect if, just before it acts on ``target.nodes``, one of them
-    carries a holder's key ("n2 carried c1's key when it was killed"): a server fault that
-    meets no grant does nothing to the lock."""
-    carried = []
-    for client in sorted(env.pool.holders()):
-        nodes = sorted(set(holder_nodes(env, client)) & set(target.nodes))
-        if nodes:
-            carried.append(f"{', '.join(f'n{i}' for i in nodes)} carried {client}'s key")
-    if carried:
-        report_effect(env, target, f"{'; '.join(carried)} when {verb}")
+def report_stakes(env: WorkloadEnv, target: Target, when: str) -> None:
+    """Report the firing's effect if aiming found what it puts at stake ("n2 carried c1's key
+    when it was killed"): a server fault that meets no grant does nothing to the lock. Learnt
+    while aiming, so acting on it costs no round trip (the holder's window is short)."""
+    if target.stakes:
+        report_effect(env, target, f"{target.stakes} {when}")
 
 
 class ServerPause(Fault):
@@ -559,7 +561,7 @@ class CrashRestart(Fault):
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         empty = self.persistence == "none"
-        report_keys_hit(env, target, "it was killed")
+        report_stakes(env, target, "when killed")
         for node in nodes:
             node.kill()
 
@@ -612,7 +614,7 @@ class ClockJump(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
-        report_keys_hit(env, target, "its clock jumped")
+        report_stakes(env, target, "when its clock jumped")
         for node in nodes:
             node.set_clock_offset(params["offset_ms"] / 1000)
 

@@ -128,7 +128,7 @@ def test_the_demo_page_lists_the_truth_tables_claims_one_per_row(
     cells = []
     for number, plan in enumerate((breaks, holds, unclaimed)):
         claim = claims[id(plan)]
-        problem = claim.judge(verdict) if claim else None
+        problem = claim.check(verdict) if claim else None
         run = RunEntry.of(verdict, seed=1, run_dir=f"runs/{number}", wall_s=1.0,
                           truth_problem=problem)
         cells.append(CellResult(plan, claim, runs=[run]))
