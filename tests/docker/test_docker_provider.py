@@ -265,12 +265,13 @@ def test_two_concurrent_runs_share_the_engine_and_leave_nothing_behind(tmp_path:
     """Two `lockchaos run --provider docker` at once, each in a process of its own, beside a
     topology this test holds: each run is a Compose project of its own on host ports the
     engine chose, so both run at the same time, each gets its verdict (lua under no fault:
-    exit 0), neither touches the held topology, and nothing of either is left afterwards
-    (containers, networks, volumes)."""
+    ok, exit 0; runs that shared a server would lose each other's writes), neither touches
+    the held topology, and nothing of either is left afterwards (containers, networks,
+    volumes). A 1 s lease: a loaded machine's stalls must not expire a holder's."""
     with DockerTopology("standalone", nodes=1) as held:
         held_link = RemoteServer("c1-n0", *held.client_view("c1").nodes[0])
         argv = [sys.executable, "-m", "chaos.cli", "run", "--lock", "lua", "--provider",
-                "docker", "--duration", "3", "--out"]  # fmt: skip
+                "docker", "--duration", "3", "--ttl-ms", "1000", "--out"]  # fmt: skip
         runs = [
             subprocess.Popen(
                 [*argv, str(tmp_path / f"run{i}")],
