@@ -493,12 +493,18 @@ def undermine_grant(env: WorkloadEnv, rng: random.Random) -> Target:
     longer a majority — so another client can win one (Kleppmann's Redlock scenarios).
     The holder is caught just after it acquired, with its whole critical section ahead."""
     client = wait_for_holder(env, rng, acquired_within_ms=FRESH_HOLD_MS)
-    n = len(env.topology.nodes)
+    n, quorum = len(env.topology.nodes), len(env.topology.nodes) // 2 + 1
     carried = holder_nodes(env, client)
     held = carried or list(range(n))
-    count = max(1, len(held) - (n // 2 + 1) + 1)
+    count = max(1, len(held) - quorum + 1)
     nodes = sorted(rng.sample(held, min(count, len(held))))
-    stakes = f"{', '.join(f'n{i}' for i in nodes)} carried {client}'s key" if carried else ""
+    named = ", ".join(f"n{i}" for i in nodes)
+    stakes = ""
+    if carried:
+        stakes = f"{named} carried {client}'s key"
+    elif client in env.pool.holders():  # a grant it cannot see (a driver's): by counting,
+        # n - quorum + 1 of the n nodes include one of the quorum the grant rests on
+        stakes = f"{named} ({count} of {n}) carried {client}'s key on at least one"
     return Target(client=client, nodes=nodes, stakes=stakes)
 
 
