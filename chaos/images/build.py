@@ -70,7 +70,7 @@ def present(
     client = client or _engine()
     mirror = debian_mirror()
     up_to_date = []
-    for name in _wanted(names, source):
+    for name in chosen(names, source):
         recipe = RECIPES[name]
         found = labels(client, recipe.image)
         if found is not None and found.get(RECIPE_LABEL) == _hash_or_none(recipe, mirror, source):
@@ -82,12 +82,12 @@ def missing(
     names: Iterable[str] | None = None, *, client: Any = None, source: Path | None = None
 ) -> list[str]:
     """The names whose image is absent or from another recipe (what ``build`` would build)."""
-    wanted = _wanted(names, source)
+    wanted = chosen(names, source)
     have = set(present(wanted, client=client, source=source))
     return [name for name in wanted if name not in have]
 
 
-def _wanted(names: Iterable[str] | None, source: Path | None) -> list[str]:
+def chosen(names: Iterable[str] | None, source: Path | None) -> list[str]:
     """``names``, or by default every image, except the demo when there is no lockchaos
     source tree to wheel it from (an installed wheel, no ``source`` given): the demo is a
     checkout's Compose demo, and a run never needs it."""
@@ -128,7 +128,7 @@ def build(
     (``source_tree``). Returns the names built; ``progress`` gets one line per step.
     ``UsageError`` (one line) when a prerequisite is missing.
     """
-    wanted = _wanted(names, source)
+    wanted = chosen(names, source)
     for name in wanted:
         image_for(name)  # UsageError for an unknown name
     client = _engine()

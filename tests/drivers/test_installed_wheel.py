@@ -15,19 +15,9 @@ import json
 import zipfile
 from pathlib import Path
 
+import installed
 import pytest
-from installed import (
-    REPO,
-    STEP_TIMEOUT_S,
-    USER_CACHE,
-    Argv,
-    build_wheel,
-    install,
-    ok,
-    run,
-    user_env,
-    verdict_of,
-)
+from installed import REPO, USER_CACHE, Argv, ok, run
 from prerequisites import need, toolchain_gap
 
 from chaos.drivers import catalog
@@ -38,10 +28,10 @@ REDSYNC = ("go.mod", "go.sum", "main.go")  # what its build stamp is the checksu
 
 @pytest.mark.slow
 @pytest.mark.images("redis-7.0", "toxiproxy")
-@pytest.mark.timeout(4 * STEP_TIMEOUT_S)
+@pytest.mark.timeout(4 * installed.STEP_TIMEOUT_S)
 def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_path: Path) -> None:
     need(toolchain_gap())
-    wheel = build_wheel(tmp_path)
+    wheel = installed.build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         carried = set(archive.namelist())
     shipped = {str(p.relative_to(REPO)) for p in (REPO / SOURCES).rglob("*") if p.is_file()}
@@ -49,11 +39,11 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
     for data in ("chaos/drivers/build.sh", "chaos/topology/compose/docker-compose.yml"):
         assert data in carried, data
     venv = tmp_path / "venv"
-    install(wheel, venv)
+    installed.install(wheel, venv)
     lockchaos = venv / "bin" / "lockchaos"
     elsewhere = tmp_path / "elsewhere"  # the user's project, not a lockchaos checkout
     elsewhere.mkdir()
-    env = user_env()
+    env = installed.user_env()
     drivers = USER_CACHE / "lockchaos" / "drivers"
 
     setup = ok(run([lockchaos, "setup", "--drivers"], cwd=elsewhere, env=env))
@@ -76,6 +66,6 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
         argv: Argv = [lockchaos, "run", "--provider", provider, "--lock", lock, "--duration", "3"]
         done = run(argv, cwd=elsewhere, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
-        verdict, run_dir = verdict_of(done, elsewhere)
+        verdict, run_dir = installed.verdict_of(done, elsewhere)
         assert verdict == "ok" and run_dir.parent == elsewhere / "reports", done.stdout
         assert json.loads((run_dir / "verdict.json").read_text())["lock"] == lock
