@@ -64,6 +64,7 @@ MUST_SURVIVE = (
     "partition",
     "reset",
     "server-pause",
+    "reply-lost",
 )
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
