@@ -721,13 +721,16 @@ def _fill_until_gone(
     conn: redis.Redis, keys: list[str], values: set[str]
 ) -> tuple[list[str], bool]:
     """Write filler keys until none of ``keys`` holds one of ``values`` (``_key_holds``);
-    the fillers written, and whether the keys went."""
+    the fillers written, and whether the keys went. Keys already gone (or never there: a
+    driver that prefixes the lock's name) are not the filler's doing: nothing is written."""
+    if not _key_holds(conn, keys, values):
+        return [], False
     tag = _slot_tag(keys[0])
     blob = "x" * FILLER_BYTES
     names: list[str] = []
     deadline = time.monotonic() + FILL_TIME_S
     while len(names) < FILL_LIMIT and time.monotonic() < deadline:
-        if not _key_holds(conn, keys, values):
+        if names and not _key_holds(conn, keys, values):
             return names, True
         names.append(f"{{{tag}}}:lockchaos-filler:{len(names)}")
         try:
