@@ -700,9 +700,9 @@ class Evict(Fault):
                 used = int(conn.info("memory")["used_memory"])
                 conn.config_set("maxmemory", used + FILLER_HEADROOM * FILLER_BYTES)
                 fillers[i], gone = _fill_until_gone(conn, keys, values)
-            if gone:
+            if gone and target.client in env.pool.holders():
                 evicted.append(f"n{i}")
-        if evicted and target.client in env.pool.holders():
+        if evicted:
             report_effect(env, target, f"{', '.join(evicted)} evicted {target.client}'s key "
                                        "while it held the lock")
 
