@@ -525,10 +525,10 @@ def _still_holds(node: base.ServerNode, keys: list[str], values: set[str]) -> bo
         return False
 
 
-def _key_holds(conn: redis.Redis, keys: list[str], values: set[str]) -> bool:
+def _key_holds(conn: redis.Redis, keys: list[str], values: set[str] | None) -> bool:
     """Whether one of ``keys`` still holds one of ``values`` (a string, or a hash field or
-    value); with no values known (a driver's acquire), whether one of them exists."""
-    if not values:
+    value); with the values unknown (``None``: a driver's acquire), whether one exists."""
+    if values is None:
         return any(conn.exists(key) for key in keys)
     for key in keys:
         kind = conn.type(key)
@@ -692,7 +692,7 @@ class Evict(Fault):
         evicted: list[str] = []
         for i in target.nodes:
             node = env.topology.nodes[i]
-            keys, values = written.get(i, ([env.config.lock_name], set()))
+            keys, values = written.get(i, ([env.config.lock_name], None))
             with node.client(socket_timeout=1.0, decode_responses=True) as conn:
                 restore[i] = {name: conn.config_get(name)[name]
                               for name in ("maxmemory", "maxmemory-policy")}
@@ -718,7 +718,7 @@ class Evict(Fault):
 
 
 def _fill_until_gone(
-    conn: redis.Redis, keys: list[str], values: set[str]
+    conn: redis.Redis, keys: list[str], values: set[str] | None
 ) -> tuple[list[str], bool]:
     """Write filler keys until none of ``keys`` holds one of ``values`` (``_key_holds``);
     the fillers written, and whether the keys went. Keys already gone (or never there: a
