@@ -59,12 +59,23 @@ def _reentered(v: Verdict) -> str | None:
 
 
 def _hard_but_fenced(v: Verdict) -> str | None:
-    """Fencing does not stop two masters granting the lock (hard), but the resource rejects
-    the holders whose token is behind (stale accesses rejected). Tokens a promoted replica
-    issues again are not behind, so some writes may still be lost: counted, not required."""
+    """Fencing does not stop the lock being granted twice (two masters, an evicted key: hard),
+    but the resource rejects the holders whose token is behind (stale accesses rejected).
+    Tokens issued again (by a promoted replica, or after the counter itself was evicted) are
+    not behind, so some writes may still be lost: counted, not required."""
     if not v.hard_violations:
-        return "expected a hard violation (split brain), found none"
+        return "expected a hard violation (the lock granted twice), found none"
     return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
+
+
+def _hard_fenced_none_lost(v: Verdict) -> str | None:
+    """``_hard_but_fenced`` with tokens never issued again (the counter survived): every
+    stale holder is rejected, no write is lost."""
+    if problem := _hard_but_fenced(v):
+        return problem
+    if v.lost_writes:
+        return f"expected no lost writes behind a fence, found {v.lost_writes}"
+    return None
 
 
 def _ok(v: Verdict) -> str | None:
@@ -236,7 +247,21 @@ CELLS: tuple[Cell, ...] = (
     Cell("lua-retry-sleep", "client-crash:command=EVAL:op=release:nth=1", "no gave-up, no hard",
          _outwaited, "000 acquire_timeout (5 s) > lock_timeout (3 s)",
          options=(("ttl_ms", 1000), ("clients", 3))),
+    # A reply lost after its command was applied (every client's replies dropped, as when a
+    # server's outbound traffic is lost): a SETNX lands, its answer never comes back, the
+    # client raises before its EXPIRE, and the key never expires (004's comment: a crash
+    # there deadlocks; a lost reply is the same stop, with nobody crashed).
+    Cell("setnx-expire", "reply-lost:client=*", "liveness", _liveness,
+         "004 wrong acquire 1 (a lost reply)", "liveness", "indeterminate"),
+    # Memory pressure on a Redis that evicts (maxmemory-policy allkeys-lru): the holder's key
+    # goes before its TTL, and another client acquires.
+    Cell("lua", "evict", "hard", _hard, "Redis docs (maxmemory-policy)", "hard", "evict"),
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
+    # The same lost replies on SET NX PX: an unanswered grant expires on its own.
+    Cell("lua", "reply-lost:client=*", "no hard", _no_hard, "000/002/004 (SET NX PX)"),
+    # redis-py's Script sends EVALSHA and answers NOSCRIPT by loading the script again.
+    Cell("redis-py", "script-flush", "no violation", _ok,
+         "redis-py Script (EVALSHA; SCRIPT LOAD on NOSCRIPT)"),
     Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
     Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)"),
     # At the demos' own time scale (seconds, not 200 ms): on a loaded machine a holder the
@@ -261,6 +286,11 @@ CELLS: tuple[Cell, ...] = (
     # the resource rejects the stale holders, and a token issued again slips through.
     Cell("fenced", "failover", "hard, stale rejected", _hard_but_fenced,
          "003 (failover) / Kleppmann 2016"),
+    # An evicted key: granted twice, the stale holders rejected by the resource. Under a
+    # volatile-* policy only keys with a TTL go, so the fence counter (none) survives and no
+    # token is issued twice; allkeys-* may evict the counter too (then writes can be lost).
+    Cell("fenced", "evict:policy=volatile-ttl", "hard, 0 lost, stale rejected",
+         _hard_fenced_none_lost, "Kleppmann 2016 (fencing against an evicted key)"),
     Cell("redlock", "latency", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
     Cell("redlock", "server-pause", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
 )
