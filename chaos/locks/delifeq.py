@@ -17,15 +17,13 @@ and was taken by another client is neither released nor extended. redis-py has n
 either, so both go through ``execute_command``.
 
 One lock, not two: a Valkey 8.1 variant (``SET IFEQ`` to extend, the Lua script to release)
-would show nothing ``lua`` and ``lua-extend`` do not. The factory asks the server whether it
-has both commands (``COMMAND INFO DELIFEQ``: nil without it; ``COMMAND DOCS SET``: the
-``IFEQ`` token) and refuses in one line on one that does not (``UsageError``: every client's
-factory fails, the run stops with that line and exit status 2).
+would show nothing ``lua`` and ``lua-extend`` do not. The factory tries both commands on the
+server (``check_server``) and refuses in one line on one that lacks either (``UsageError``:
+every client's factory fails, and the run stops with that line and exit status 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, cast
 
@@ -48,32 +46,37 @@ class DelIfEqLock(SetNxPxLock):
 
 
 def make(ctx: LockContext) -> DelIfEqLock:
-    check_server(ctx.primary)
-    return DelIfEqLock(ctx)
+    lock = DelIfEqLock(ctx)
+    check_server(lock)
+    return lock
 
 
-def check_server(server: redis.Redis) -> None:
-    """``UsageError`` in one line unless ``server`` has ``DELIFEQ`` (Valkey ≥ 9.0) and
-    ``SET … IFEQ`` (Valkey ≥ 8.1). A Redis error (a fault while asking) propagates."""
-    if server.execute_command("COMMAND INFO", "DELIFEQ") == [None]:
-        lacks = "DELIFEQ (Valkey ≥ 9.0)"
-    elif "IFEQ" not in _words(server.execute_command("COMMAND DOCS", "SET")):
-        lacks = "SET … IFEQ (Valkey ≥ 8.1)"
-    else:
-        return
-    raise UsageError(
-        f"lock 'delifeq' needs {lacks}: this server is {_server(server)}; run it with "
-        "--provider docker --server valkey-9.1"
-    )
+# How a server refuses a command it does not know, or an option of one (redis-py drops "ERR ").
+REFUSED = ("unknown command", "syntax error")
 
 
-def _words(reply: Any) -> Iterator[str]:
-    """Every string in a nested reply (``COMMAND DOCS``: the arguments and their tokens)."""
-    if isinstance(reply, bytes | str):
-        yield reply.decode() if isinstance(reply, bytes) else reply
-    elif isinstance(reply, list | tuple | dict):
-        for item in reply.items() if isinstance(reply, dict) else reply:
-            yield from _words(item)
+def check_server(lock: DelIfEqLock) -> None:
+    """``UsageError`` in one line unless the lock's server has ``DELIFEQ`` (Valkey ≥ 9.0) and
+    ``SET … IFEQ`` (Valkey ≥ 8.1). Each is tried once, on a scratch key with a fresh token,
+    and leaves it absent: ``DELIFEQ`` deletes nothing that is not there, ``SET … IFEQ`` never
+    creates a key. (Trying, rather than ``COMMAND INFO``, reaches the key's node in a Redis
+    Cluster too.) Any other error — a fault while trying — propagates: the harness records a
+    crash and starts the client again."""
+    scratch, token = f"{lock.key}:server-check", lock.new_token()
+    tries = {
+        "DELIFEQ (Valkey ≥ 9.0)": ("DELIFEQ", scratch, token),
+        "SET … IFEQ (Valkey ≥ 8.1)": ("SET", scratch, token, "IFEQ", token),
+    }
+    for needs, command in tries.items():
+        try:
+            lock.redis.execute_command(*command)
+        except redis.ResponseError as exc:
+            if not str(exc).lower().startswith(REFUSED):
+                raise
+            raise UsageError(
+                f"lock 'delifeq' needs {needs}: this server is {_server(lock.redis)}; run it "
+                "with --provider docker --server valkey-9.1"
+            ) from None
 
 
 def _server(server: redis.Redis) -> str:
