@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from chaos import locks
+from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
 from chaos.drivers.catalog import INFOS as DRIVER_INFOS
-from chaos.experiments.compare import claim_for, plan_matrix
+from chaos.experiments.compare import CellPlan, claim_for, plan_matrix
 from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, SERVER_CELLS
 
 
@@ -40,6 +41,18 @@ def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
         claim = claim_for(plan)
         assert plan.stop_on == ((claim.stop_on if claim else None) or "hard")
         plan.campaign(1).validate()
+
+
+def test_compare_finds_the_claims_of_the_cells_that_need_a_server() -> None:
+    """``compare --provider docker --servers valkey-9.1`` checks delifeq against its claims,
+    in a row named as the cell names it (``delifeq @ valkey-9.1``)."""
+    for cell in SERVER_CELLS:
+        plan = CellPlan(cell.lock, cell.faults, 6.0, cell.stop_on, "docker",
+                        options=cell.options, server=cell.server)
+        assert claim_for(plan) is cell and plan.row == cell.row
+        assert plan.campaign(1) == Campaign.from_options(cell.lock, cell.faults, duration_s=6.0,
+                                                         stop_on_first=False,
+                                                         **cell.campaign_options)
 
 
 @pytest.mark.parametrize(
