@@ -124,6 +124,9 @@ class Cell:
     # Campaign options the claim is about (``clients``, ``ttl_ms``, ``work_ms``, …), as pairs
     # so the cell stays hashable; every runner (the test, the bench, the demo) passes them on.
     options: tuple[tuple[str, Any], ...] = ()
+    # The server the claim needs (``--server``), for a lock whose commands only some servers
+    # have: the cell runs on the docker provider with it. None: the local provider's Redis.
+    server: str | None = None
 
     @property
     def name(self) -> str:
@@ -131,14 +134,18 @@ class Cell:
 
     @property
     def row(self) -> str:
-        """The lock, with the options that make this claim (``lua (clients=10)``)."""
-        if not self.options:
-            return self.lock
-        return f"{self.lock} ({' '.join(f'{k}={v}' for k, v in self.options)})"
+        """The lock, with the options that make this claim and the server it needs, as
+        ``compare`` names a row (``lua (clients=10)``, ``delifeq @ valkey-9.1``)."""
+        row = self.lock
+        if self.options:
+            row += f" ({' '.join(f'{k}={v}' for k, v in self.options)})"
+        return row if self.server is None else f"{row} @ {self.server}"
 
     @property
     def campaign_options(self) -> dict[str, Any]:
-        return dict(self.options)
+        """The campaign's options: the cell's own, and the provider and server it needs."""
+        server = {"provider": "docker", "server": self.server} if self.server else {}
+        return {**dict(self.options), **server}
 
     @property
     def fault_names(self) -> list[str]:
@@ -344,3 +351,21 @@ DRIVER_CELLS: tuple[Cell, ...] = (
         options=(("work_ms", 150), ("ttl_ms", 400)),
     ),
 )  # fmt: skip
+
+
+# Claims about locks whose commands the local provider's Redis 7.0 does not have: each names the
+# server it needs and runs on the docker provider (tests/docker/test_delifeq.py); the demo,
+# which runs on the local provider, leaves them out. ``delifeq``: Valkey 9's DELIFEQ and 8.1's
+# SET IFEQ, the seeds' compare-and-delete (and compare-and-extend) without Lua.
+SERVER_CELLS: tuple[Cell, ...] = (
+    # Paused right before its DELIFEQ past its lease: another client takes the lock, and the
+    # stale holder's DELIFEQ, one atomic compare-and-delete, leaves it alone — the window
+    # get-then-del's GET … DEL has (004 错误示例2) does not exist.
+    Cell("delifeq", "client-pause-at:command=DELIFEQ", "no hard", _no_hard,
+         "004 wrong release 2, fixed by the server", server="valkey-9.1"),
+    # Without extending, a critical section longer than the TTL outlives the lease: the limit
+    # of every lease, as lua × slow-work.
+    Cell("delifeq", "slow-work", "soft only, lost writes", _soft_only_with_lost_writes,
+         "000/002/004 (a lease's limit)", options=(("extend_during_work", False),),
+         server="valkey-9.1"),
+)
