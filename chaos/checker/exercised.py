@@ -135,13 +135,14 @@ def _point_not_reached(name: str, command: str, op: object, timeline: Timeline) 
     command=EVAL" — from the commands the clients recorded (the lock's surface)."""
     said = f"{name}:command={command} never reached"
     ops = [op] if isinstance(op, str) else list(timeline.surface)
-    sent = [c for o in ops for c in timeline.surface.get(o, []) if c != command]
+    every = [c for o in ops for c in timeline.surface.get(o, [])]
     where = f"this lock's {op}" if isinstance(op, str) else "this lock"
+    if command in every:
+        return (f"{said} while armed: {where} sends it, but never while the point was armed "
+                "(a longer --duration gives it more chances)")
+    sent = [c for c in every if c != command]
     if not sent:
         return f"{said}: {where} sent no command in this run"
-    if command in {c for o in ops for c in timeline.surface.get(o, [])}:
-        return f"{said} while armed: {where} sends it, but never while the point was armed " \
-               "(a longer --duration gives it more chances)"
     return f"{said}: {where} sends {', '.join(sent)}; try command={sent[-1]}"
 
 

@@ -120,3 +120,14 @@ def test_a_renewing_lock_that_never_renewed_is_inconclusive_and_one_that_did_is_
     renewed.events[0].value["renews"] = True
     _cycles(renewed).renew("c1", 115, 400)
     assert renewed.final_read(300, []).check().verdict == "ok"
+
+
+def test_a_point_on_a_command_the_lock_sends_but_never_while_armed_says_so() -> None:
+    h = History()
+    h.events[0].value["faults"] = ["client-pause-at"]
+    h.command("c1", 1, "release", "DEL")
+    h.fault("f1", "client-pause-at", 5, 200, target={"client": "c2"},
+            params={"command": "DEL", "op": "release", "duration_ms": 300})
+    (reason,) = _cycles(h).final_read(300, []).check().inconclusive_reasons
+    assert reason.startswith("client-pause-at:command=DEL never reached while armed: this "
+                             "lock's release sends it")
