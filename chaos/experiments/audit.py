@@ -68,7 +68,7 @@ from chaos.explore import ExploreResult, explore
 from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
-from chaos.nemesis.faults import ClientCrash, ClientPauseAt
+from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt
 from chaos.report import REPORT
 from chaos.report.audit_page import (
     AuditFile,
@@ -94,8 +94,13 @@ CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per camp
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
 EXPLORE_CLIENTS = 2  # in the explore phase, unless told
 # Extending holders' work, in TTLs, alternately: long (extends keep the lease alive through
-# work longer than the TTL, every TTL/3) and short (one extend, halfway).
-EXTEND_WORK_TTLS = (2.0, 0.25)
+# work longer than the TTL, every TTL/3) and short (one extend, halfway). In a long one a
+# fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend left of the
+# lease, so another client takes the lock meanwhile, and short enough that the holder goes
+# on to extend after it — an extend that does not check whose key it extends then claims
+# the other's lock.
+EXTEND_WORK_TTLS = (4.0, 0.25)
+OUTLAST_TTLS = 1.25
 MIN_CAPABILITY_STEPS = 3  # capability campaigns that run whatever the budget
 # The faults that aim at a command (``command=``, ``op=``): once before each command learned.
 AIMED = (ClientPauseAt.name, ClientCrash.name)
@@ -267,9 +272,10 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
 
 def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     """Every tested fault with holders extending (a lock that has extend), their work
-    alternately long and short against the TTL (``EXTEND_WORK_TTLS``), interleaved with
-    every tested fault with holders nesting (a reentrant lock). One of ``AIMED`` aims at the
-    last command of the operation exercised: the extend's, the release's."""
+    alternately long and short against the TTL (``EXTEND_WORK_TTLS``), those of ``AIMED``
+    first, interleaved with every tested fault with holders nesting (a reentrant lock). One
+    of ``AIMED`` aims at the last command of the operation exercised: the extend's, the
+    release's."""
     declared, tested = learned.declared, plan.tested()
 
     def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
@@ -278,15 +284,22 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
             return fault
         return _aimed(fault, op, commands[-1])
 
-    ttl = plan.base.ttl_ms
-    extending = [
-        Step([aim(fault, "extend")], extend=True,
-             work_ms=EXTEND_WORK_TTLS[i % len(EXTEND_WORK_TTLS)] * ttl)
-        for i, fault in enumerate(tested)
-    ] if declared.extend else []
+    def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
+        work_ms = EXTEND_WORK_TTLS[index % len(EXTEND_WORK_TTLS)] * plan.base.ttl_ms
+        name, overrides = aim(fault, "extend")
+        if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
+                and FAULTS[name].parameters.get("duration_ms") is DURATION):
+            overrides = {**overrides, "duration_ms": round(OUTLAST_TTLS * plan.base.ttl_ms)}
+        return Step([(name, overrides)], extend=True, work_ms=work_ms)
+
+    # The faults aimed at a command first: stopped right before an extend's command (always
+    # mid-work), with long work, a holder outlives its lease and then extends again.
+    aimed_first = sorted(tested, key=lambda fault: fault[0] not in AIMED)
+    extend_steps = [extending(i, fault) for i, fault in enumerate(aimed_first)] \
+        if declared.extend else []
     nesting = [Step([aim(fault, "release")], nest_depth=WARM_UP_NEST_DEPTH)
                for fault in tested] if declared.reentrant else []
-    mixed = [step for pair in zip_longest(extending, nesting) for step in pair if step]
+    mixed = [step for pair in zip_longest(extend_steps, nesting) for step in pair if step]
     return mixed
 
 

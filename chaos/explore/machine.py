@@ -42,10 +42,11 @@ class Failure:
     history: bytes
 
 
-class TimeUp(BaseException):
-    """The exploration's time is up (``Exploration.until``): raised before an example starts,
-    a ``BaseException`` so that Hypothesis lets it through rather than taking it for a
-    failure to shrink; the exploration ends with the examples run so far."""
+class TimeUp(KeyboardInterrupt):
+    """The exploration's time is up (``Exploration.until``): raised before an example starts
+    (never while Hypothesis plays a failing one again). A ``KeyboardInterrupt`` because that
+    is what Hypothesis lets through untouched: any other exception it takes for a failure
+    and plays again. The exploration ends with the examples run so far."""
 
 
 class ViolationFound(AssertionError):
@@ -104,7 +105,8 @@ class LockProgram(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         ex = self.exploration
-        if ex.until is not None and time.monotonic() >= ex.until:
+        # Not once a program failed: Hypothesis is playing it again, and must draw the same.
+        if ex.until is not None and ex.failure is None and time.monotonic() >= ex.until:
             raise TimeUp
         self.session = ex.session
         self.steps: list[Step] = []

@@ -90,13 +90,16 @@ def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lo
         (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, None, 2),
         (True, EXTEND_WORK_TTLS[1] * 200, 1),
     ]
-    assert capabilities[0].name == "client-pause (extending, work 400 ms)"
+    # First a pause right before the extend's command, in long work: a fault that stays on
+    # outlasts the lease, then the holder extends again; nested next.
+    assert capabilities[0].name == \
+        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 800 ms)"
     assert capabilities[1].name == "client-pause (nested)"
-    # An aimed fault aims at the operation exercised: the extend's command, the release's.
+    assert capabilities[2].name == "client-crash:command=EVAL:op=extend:nth=1 (extending, " \
+        "work 50 ms)"
     every = capability_steps(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
-    assert aimed == ["client-pause-at:command=EVAL:op=extend:nth=1 (extending, work 50 ms)",
-                     "client-pause-at:command=EVAL:op=release:nth=1 (nested)"]
+    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested)"
     nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
     assert not any(step.extend or step.nest_depth > 1 for step in nothing)
 
