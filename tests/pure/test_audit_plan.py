@@ -139,7 +139,7 @@ def _deployments(plan: AuditPlan) -> set[tuple[int, int, float | None]]:
     """(clients, TTL, work) of every campaign the plan runs: each step's and explore's."""
     steps, cell_s = plan_steps(plan, learned())
     campaigns = [plan.step_campaign(i, step, cell_s) for i, step in enumerate(steps)]
-    campaigns += [plan.explore_campaign(), plan.warm_up_campaign()]
+    campaigns += [*plan.explore_campaigns(), plan.warm_up_campaign()]
     return {(c.clients, c.ttl_ms, c.work_ms) for c in campaigns}
 
 
@@ -175,3 +175,13 @@ def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyP
     api = AuditPlan(Campaign("lua", clients=3, work_ms=80.0))
     assert _deployments(api) == {(3, 200, 80.0), (3, EXPLORE_TTL_MS, 80.0)}
     assert parse_audit(shlex.split(replay_command(api))[2:], monkeypatch).kept == api.kept
+
+
+def test_explore_first_with_the_clients_own_faults_then_with_every_fault_it_can_step() -> None:
+    """As `lockchaos explore` runs by default first (programs under partitions and paused
+    servers are four times slower), then with every tested fault explore can step."""
+    default = [c.fault_names for c in AuditPlan(Campaign("lua")).explore_campaigns()]
+    assert default[0] == ["client-crash"]
+    assert set(default[1]) > {"client-crash", "partition", "server-pause"}
+    only_pauses = AuditPlan(Campaign("lua"), faults="client-pause,client-pause-at")
+    assert [c.fault_names for c in only_pauses.explore_campaigns()] == [[]]
