@@ -88,7 +88,7 @@ def price(cell: Cell, seeds: int, duration_s: float) -> list[dict[str, Any]]:
             with tempfile.TemporaryDirectory() as out:
                 verdict = run_campaign(campaign, Path(out)).verdict
             walls[provider].append(time.perf_counter() - started)
-            matched[provider] += cell.judge(verdict) is None
+            matched[provider] += cell.check(verdict) is None
             if verdict.first_hard_violation_s is not None:
                 firsts[provider].append(verdict.first_hard_violation_s)
     rows = []

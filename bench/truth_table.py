@@ -40,7 +40,7 @@ def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[
         with tempfile.TemporaryDirectory() as out:
             verdict = run_campaign(campaign, Path(out)).verdict
         wall.append(time.perf_counter() - started)
-        problem = cell.judge(verdict)
+        problem = cell.check(verdict)
         matched += problem is None
         if problem:
             failures.append(f"seed {seed}: {problem}")

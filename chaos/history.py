@@ -74,6 +74,8 @@ MOVES_CLOCK = "moves-clock"  # a wall clock (a server's or a client's) jumps
 DISTURBS_NETWORK = "disturbs-network"  # delays, cuts or resets its target's links
 STALLS_SERVER = "stalls-server"  # a server stops answering for a while
 RESTARTS_SERVER = "restarts-server"  # a server process dies and starts again
+FORGETS_SCRIPTS = "forgets-scripts"  # a server forgets its cached scripts (EVALSHA: NOSCRIPT);
+# no key is lost, so it never explains an overlap
 EFFECTS = (
     LOSES_KEYS,
     SPLITS_MASTER,
@@ -83,6 +85,7 @@ EFFECTS = (
     DISTURBS_NETWORK,
     STALLS_SERVER,
     RESTARTS_SERVER,
+    FORGETS_SCRIPTS,
 )
 
 

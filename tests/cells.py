@@ -23,7 +23,9 @@ QUIET_DURATION_S = 6.0  # cells that predict no hard violation run this long
 
 
 def run_cell(cell: Cell, duration_s: float, out: Path) -> tuple[Campaign, Outcome]:
-    """Run ``cell`` once (seed 1) and check what every cell claims."""
+    """Run ``cell`` once (seed 1) and check what every cell claims: its verdict, a run that
+    tested what the claim is about (``Cell.check``: not inconclusive, every fault of the cell
+    had an effect on the lock, a reentrancy claim saw nested grants), no nemesis error."""
     campaign = Campaign.from_options(
         cell.lock,
         cell.faults,
@@ -35,7 +37,7 @@ def run_cell(cell: Cell, duration_s: float, out: Path) -> tuple[Campaign, Outcom
     )
     outcome = run_campaign(campaign, out)
     verdict = outcome.verdict
-    assert cell.judge(verdict) is None, (cell.judge(verdict), verdict.explanations[:3])
+    assert cell.check(verdict) is None, (cell.check(verdict), verdict.explanations[:3])
     assert not outcome.nemesis_errors
     if cell.cause:
         first = next(v for v in verdict.violations if v.kind == cell.stop_on)

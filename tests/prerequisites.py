@@ -16,6 +16,7 @@ runs with ``@pytest.mark.images("redis-8.0", "toxiproxy")`` (tests/conftest.py g
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Collection, Sequence
 from functools import cache
@@ -69,6 +70,18 @@ def driver_gap(lock: str) -> str:
     except UsageError as exc:
         return str(exc)
     return ""
+
+
+TOOLCHAINS = ("java", "javac", "mvn", "go", "node", "npm")  # what chaos/drivers/build.sh runs
+
+
+def toolchain_gap() -> str:
+    """The programs building the bundled drivers takes that are not on PATH, in one line."""
+    absent = [program for program in TOOLCHAINS if shutil.which(program) is None]
+    if not absent:
+        return ""
+    return (f"no {', '.join(absent)} on PATH: the bundled drivers cannot be built (a JDK 17 "
+            "and Maven, Go, Node.js and npm; scripts/setup.sh does not install them)")  # fmt: skip
 
 
 @cache

@@ -24,10 +24,8 @@ from bisect import bisect_right
 
 import msgspec
 
-from chaos.checker.holds import NEVER
-from chaos.checker.timeline import FaultSpan, Timeline
-
-Span = tuple[int, int]  # [from, to] when a client was at the lock (holding or acquiring)
+from chaos.checker.holds import NEVER, Hold
+from chaos.checker.timeline import FaultSpan, Timeline, UnsureAcquire
 
 
 class FaultCoverage(msgspec.Struct, kw_only=True):
@@ -43,59 +41,77 @@ def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
     if not timeline.faults:
         return {}
     busy = _Busy(timeline)
-    killed = {fault_id for fault_id, process, t in timeline.kills if busy.at(process, t, t)}
+    killed = {fault_id for fault_id, process, t in timeline.kills if busy.held(process, t, t)}
+    effective = {fault.id for fault in timeline.faults
+                 if fault.id in timeline.fault_effects or fault.id in killed}
+    undecided = [fault for fault in timeline.faults
+                 if fault.id not in effective and not fault.reported]
+    effective |= {fault.id for fault in busy.met(undecided)}
     result: dict[str, FaultCoverage] = {}
     for fault in timeline.faults:
         entry = result.setdefault(fault.name, FaultCoverage(fired=0, effective=0, active_s=0.0))
-        stop = timeline.end if fault.stop >= NEVER else fault.stop
         entry.fired += 1
-        entry.active_s = round(entry.active_s + max(stop - fault.start, 0) / 1e9, 6)
-        if fault.id in timeline.fault_effects or fault.id in killed:
-            entry.effective += 1
-        elif not fault.reported:
-            entry.effective += _met_the_lock(fault, stop, busy)
+        entry.active_s = round(entry.active_s + max(_stop(fault, timeline) - fault.start, 0)
+                               / 1e9, 6)
+        entry.effective += fault.id in effective
     return result
 
 
-def _met_the_lock(fault: FaultSpan, stop: int, busy: _Busy) -> bool:
-    clients = busy.clients if not fault.aims_at_clients else [
-        client for client in busy.clients if fault.hits(client)
-    ]
-    return any(busy.at(client, fault.start, stop) for client in clients)
+def _stop(fault: FaultSpan, timeline: Timeline) -> int:
+    return timeline.end if fault.stop >= NEVER else fault.stop
 
 
 class _Busy:
-    """When each client was at the lock: its holds (from the acquire's invoke to the release's
-    invoke, or a crash) and its refused or unanswered acquires, sorted per client."""
+    """When clients were at the lock: their holds (from the acquire's invoke to the release's
+    invoke, or a crash), their unanswered acquires, and — looked at only for what those leave
+    undecided, in one pass over the timeline's arrays — their refused acquires."""
 
     def __init__(self, timeline: Timeline) -> None:
-        spans: dict[str, list[Span]] = {}
-        for hold in timeline.holds:
-            spans.setdefault(hold.process, []).append((hold.invoked, hold.end))
+        self._timeline = timeline
+        self._holds: dict[str, list[Hold]] = {}
+        for hold in timeline.holds:  # sorted by start
+            self._holds.setdefault(hold.process, []).append(hold)
+        self._unsure: dict[str, list[UnsureAcquire]] = {}
+        for attempt in timeline.unsure_acquires:  # sorted by invoke
+            self._unsure.setdefault(attempt.process, []).append(attempt)
+
+    def held(self, process: str, lo: int, hi: int) -> bool:
+        """Whether ``process`` held the lock, or was acquiring it (granted or not known), at
+        some instant of [lo, hi]."""
+        holds = self._holds.get(process, [])  # one after another: their ends never go back
+        last = bisect_right(holds, hi, key=lambda hold: hold.invoked)
+        if last and holds[last - 1].end >= lo:
+            return True
+        unsure = self._unsure.get(process, [])  # one after another too
+        last = bisect_right(unsure, hi, key=lambda attempt: attempt.invoked)
+        return bool(last) and (unsure[last - 1].crashed or unsure[last - 1].invoked) >= lo
+
+    def met(self, faults: list[FaultSpan]) -> list[FaultSpan]:
+        """The ``faults`` during which a client they aim at (any, for a server fault) was at
+        the lock."""
+        timeline = self._timeline
+        clients = sorted({*self._holds, *timeline.failed_by,
+                          *(attempt.process for attempt in timeline.unsure_acquires)})
+        windows = {fault.id: (fault, fault.start, _stop(fault, timeline)) for fault in faults}
+        met = [fault for fault, lo, hi in windows.values()
+               if any(self.held(c, lo, hi) for c in clients if _aims_at(fault, c))]
+        left = [windows[fault.id] for fault in faults if fault not in met]
+        if not left:
+            return met
+        first, last = min(lo for _, lo, _ in left), max(hi for _, _, hi in left)
         for process, invoked, failed in zip(timeline.failed_by, timeline.failed_invoked,
                                             timeline.failed_at, strict=True):
-            spans.setdefault(process, []).append((invoked, failed))
-        for attempt in timeline.unsure_acquires:
-            end = attempt.crashed if attempt.crashed is not None else attempt.invoked
-            spans.setdefault(attempt.process, []).append((attempt.invoked, end))
-        for process_spans in spans.values():
-            process_spans.sort()
-        self._spans = spans
-        self._reach = {p: _running_max([span[1] for span in s]) for p, s in spans.items()}
-        self.clients = sorted(spans)
-
-    def at(self, process: str, lo: int, hi: int) -> bool:
-        """Whether ``process`` was at the lock at some instant of [lo, hi]."""
-        spans = self._spans.get(process)
-        if not spans:
-            return False
-        last = bisect_right(spans, (hi, NEVER))  # spans starting at or before hi
-        return last > 0 and self._reach[process][last - 1] >= lo
+            if failed < first or invoked > last:  # the hot path: outside every window
+                continue
+            hit = [window for window in left if invoked <= window[2] and failed >= window[1]
+                   and _aims_at(window[0], process)]
+            if hit:
+                met += [fault for fault, _, _ in hit]
+                left = [w for w in left if w not in hit]
+                if not left:
+                    break
+        return met
 
 
-def _running_max(values: list[int]) -> list[int]:
-    out, high = [], -1
-    for value in values:
-        high = max(high, value)
-        out.append(high)
-    return out
+def _aims_at(fault: FaultSpan, client: str) -> bool:
+    return fault.hits(client) if fault.aims_at_clients else True

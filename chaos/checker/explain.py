@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from chaos.checker.data import LostWrite
-from chaos.checker.holds import NEVER, Hold
+from chaos.checker.holds import NEVER, REACQUIRE, Hold
 from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
 from chaos.checker.renewals import Lapse
@@ -213,7 +213,7 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
              else "from its renewal")
     if lapse.renewed_again:
         until = f"until its next renewal at {at(lapse.until)}"
-    elif lapse.hold.ended_by == "reacquire":
+    elif lapse.hold.ended_by == REACQUIRE:
         until = f"until it acquired again at {at(lapse.until)}"
     else:
         until = f"until it released it at {at(lapse.until)}"

@@ -20,6 +20,7 @@ from bisect import bisect_right
 import msgspec
 
 NEVER = 1 << 63  # later than any monotonic timestamp
+REACQUIRE = "reacquire"  # a hold's end: its client was granted the lock again while holding it
 
 Span = tuple[int, int]  # half-open [start, end)
 

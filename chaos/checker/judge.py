@@ -6,7 +6,7 @@ from chaos.checker import exercised, explain
 from chaos.checker.coverage import coverage
 from chaos.checker.data import LostWrite, lost_writes
 from chaos.checker.explain import Clock
-from chaos.checker.holds import NEVER
+from chaos.checker.holds import NEVER, REACQUIRE
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
 from chaos.checker.renewals import Lapse, find_lapses
@@ -211,6 +211,8 @@ def _counts(timeline: Timeline) -> dict[str, int]:
     counts["pause_points"] = outcomes.get(INFO, {}).get(PAUSE_POINT, 0)
     counts["faults"] = len(timeline.faults)
     counts["lock_cycles"] = exercised.lock_cycles(timeline)
+    # Acquires granted to a client that already held the lock (nested: reentrancy)
+    counts["reacquired"] = sum(hold.ended_by == REACQUIRE for hold in timeline.holds)
     counts["lock_bugs"] = sum(bugs.count for bugs in timeline.lock_bugs.values())
     counts["lock_unusable"] = len({raised.process for raised in timeline.unusable})
     return counts

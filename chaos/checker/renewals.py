@@ -37,14 +37,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chaos.checker.holds import NEVER, Hold
+from chaos.checker.holds import NEVER, REACQUIRE, Hold
 from chaos.checker.timeline import FaultSpan, Timeline
 from chaos.history import RELEASE
 
 # A renewing lock may let a lease run out by up to one TTL (a renewal sent that late is not a
 # dead watchdog), and is judged only on leases that reached the holder with 2/3 of a TTL left.
 MIN_LEFT = 2 / 3
-ENDED_BY_CLIENT = (RELEASE, "reacquire")  # hold ends that show the client was running
+ENDED_BY_CLIENT = (RELEASE, REACQUIRE)  # hold ends that show the client was running
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chaos.checker.holds import NEVER, Hold
+from chaos.checker.holds import NEVER, REACQUIRE, Hold
 from chaos.checker.reader import AnyEvent, value_of
 from chaos.checker.timeline import (
     FaultSpan,
@@ -137,7 +137,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             if f == ACQUIRE:
                 if st.hold is not None:
                     st.hold.end = t
-                    st.hold.ended_by = "reacquire"
+                    st.hold.ended_by = REACQUIRE
                 valid_until = ev.valid_until
                 hold = st.hold = Hold(
                     st.name, ev.token, st.op_t if st.op == ACQUIRE else t, t,

@@ -1,4 +1,6 @@
-"""``lockchaos demo``: every bundled lock against the faults that matter for it.
+"""``lockchaos demo``: every bundled lock against the faults that matter for it, on the local
+provider (so not a lock that needs another server, ``delifeq``: its claims are
+``SERVER_CELLS``, run on the docker provider by tests/docker/test_delifeq.py).
 
 A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table``: what the
 seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each

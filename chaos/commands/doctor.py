@@ -1,7 +1,10 @@
-"""``lockchaos doctor``: what lockchaos found, where, and which faults that allows.
+"""``lockchaos doctor``: what lockchaos found, where, and which faults and drivers that allows.
 
 Exit 0 when the basics every local run needs (redis-server, redis-sentinel, toxiproxy-server)
-are there, 1 when one is missing. Docker is only reported, never required.
+are there, 1 when one is missing. The docker provider and the bundled drivers are only
+reported, never required: each is listed as possible only when what it needs is really here
+(the engine, Compose v2 and lockchaos's images; a finished build), and otherwise with the one
+command that sets it up (``lockchaos setup --docker``, ``lockchaos setup --drivers``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chaos.drivers.catalog import BUNDLED_DRIVERS
 from chaos.nemesis import FAULTS
 from chaos.topology import binaries
 from chaos.topology.base import ABILITIES, CLOCK, PERSISTENCE
-from chaos.topology.docker import DockerTopology
+from chaos.topology.docker import DockerTopology, compose_images
 from chaos.topology.external import ExternalTopology
+from chaos.topology.images import SERVERS, image_for, own_image
 
 DOCKER_TIMEOUT_S = 10
 
@@ -52,6 +57,46 @@ def _docker_output(*args: str) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def docker_provider() -> dict[str, Any]:
+    """The docker provider as a run would find it: the engine, Compose v2 and the images
+    (lockchaos's own are never pulled, so the ones its Compose file runs must be here; each
+    ``--server``'s is listed too), and ``problem``/``fix``: why it cannot run (None when it
+    can) and what sets it up."""
+    engine = _docker_output("info", "--format", "{{.ServerVersion}}")
+    compose = _docker_output("compose", "version", "--short")
+    wanted = [*compose_images().values(), *(image_for(server) for server in SERVERS)]
+    images = {
+        image: engine is not None and _docker_output("image", "inspect", image) is not None
+        for image in dict.fromkeys(wanted)
+        if own_image(image)
+    }
+    absent = [image for image in compose_images().values() if images.get(image) is False]
+    problem = fix = None
+    if engine is None:
+        problem = "no Docker engine answers `docker info`"
+        fix = "install Docker and start its engine, then `lockchaos setup --docker`"
+    elif compose is None:
+        problem = "no Compose v2 (`docker compose version` failed)"
+        fix = "install the docker-compose-plugin package (Docker's Compose v2)"
+    elif absent:
+        problem = f"no image {', '.join(absent)}"
+        fix = binaries.setup_hint("--docker")
+    return {"engine": engine, "compose": compose, "images": images, "problem": problem,
+            "fix": fix}  # fmt: skip
+
+
+def drivers() -> dict[str, dict[str, Any]]:
+    """Each bundled driver's build (jedis, redisson, redsync, node-redlock): its language, the
+    locks it runs and where it is built (None: not built, so those locks cannot run)."""
+    builds: dict[str, dict[str, Any]] = {}
+    for name, bundled in BUNDLED_DRIVERS.items():
+        built = bundled.built()
+        entry = builds.setdefault(bundled.build, {"language": bundled.language, "locks": [],
+                                                  "path": str(built) if built else None})
+        entry["locks"].append(name)
+    return builds
+
+
 def _fault_needs(name: str) -> set[str]:
     fault = FAULTS[name]
     needs = set(fault.provider_needs)
@@ -65,10 +110,9 @@ def diagnose() -> dict[str, Any]:
     programs = {program: _program(program) for program in binaries.PROGRAMS}
     missing = [program for program in binaries.BASICS if programs[program] is None]
     clock_problem = binaries.clock_problem()
-    engine = _docker_output("info", "--format", "{{.ServerVersion}}")
-    compose = _docker_output("compose", "version", "--short")
+    docker = docker_provider()
     local_ok = not missing
-    docker_ok = engine is not None and compose is not None
+    docker_ok = docker["problem"] is None
     external_ok = programs["toxiproxy-server"] is not None
 
     faults: dict[str, dict[str, Any]] = {}
@@ -104,7 +148,9 @@ def diagnose() -> dict[str, Any]:
         "libfaketime": binaries.locate_libfaketime(),
         "clock_faults": clock_problem is None,
         "clock_problem": clock_problem,
-        "docker": {"engine": engine, "compose": compose},
+        "docker": docker,
+        "drivers": drivers(),
+        "drivers_fix": binaries.setup_hint("--drivers"),
         "faults": faults,
         "fix": None if local_ok and clock_problem is None else binaries.setup_hint(),
     }
@@ -143,7 +189,17 @@ def print_report(report: dict[str, Any]) -> None:
     docker = report["docker"]
     table.add_row("docker engine", docker["engine"] or "not answering", "", "(docker provider)")
     table.add_row("docker compose", docker["compose"] or "not found", "", "(docker provider)")
+    for image, here in docker["images"].items():
+        table.add_row(image, "present" if here else "[red]missing[/red]", "", "(docker provider)")
     console.print(table)
+
+    built = Table(title="bundled drivers (--lock)")
+    for column in ("driver", "locks", "built at"):
+        built.add_column(column, overflow="fold")
+    for name, entry in report["drivers"].items():
+        path = entry["path"] or "[red]not built[/red]"
+        built.add_row(f"{name} ({entry['language']})", ", ".join(entry["locks"]), path)
+    console.print(built)
 
     faults = Table(title="faults possible here (--provider)")
     reasons = any(entry["local_unavailable"] for entry in report["faults"].values())
@@ -163,3 +219,8 @@ def print_report(report: dict[str, Any]) -> None:
         )
     else:
         console.print("ready: every fault can run on the local provider")
+    if docker["problem"]:
+        console.print(f"docker provider: not usable: {docker['problem']}: {docker['fix']}")
+    unbuilt = [name for name, entry in report["drivers"].items() if entry["path"] is None]
+    if unbuilt:
+        console.print(f"drivers not built: {', '.join(unbuilt)}: {report['drivers_fix']}")

@@ -1,9 +1,11 @@
 """Which drivers there are: the bundled ones by name, a user's by ``exec:'CMD ARGS'``.
 
-The bundled drivers (Jedis, Redisson, go-redsync, node-redlock; sources in
-examples/drivers/) are built by a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into
-``drivers/`` of its cache. They are found in the caches lockchaos searches for every program
-it runs (``chaos.topology.binaries.caches``: ``LOCKCHAOS_CACHE``, a checkout's ``.cache``, the
+The bundled drivers (Jedis, Redisson, go-redsync, node-redlock) have their sources in the
+package (``sources/``, package data: a wheel carries them) and are built by ``build.sh`` next
+to this module — which ``lockchaos setup --drivers`` runs into ``drivers/`` of lockchaos's
+cache, and a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into its ``.cache``.
+They are found in the caches lockchaos searches for every program it runs
+(``chaos.topology.binaries.caches``: ``LOCKCHAOS_CACHE``, a checkout's ``.cache``, the
 per-user cache) or in ``LOCKCHAOS_DRIVERS_DIR`` alone when that is set. Each is registered in
 ``chaos.locks.BUNDLED`` as an ordinary short name.
 
@@ -33,9 +35,10 @@ from chaos.drivers.process import DriverBroken, DriverProcess
 from chaos.drivers.protocol import EXTEND, Describe, Described
 from chaos.errors import UsageError
 from chaos.locks.contract import FAKED_CLOCK, PAUSE_POINTS, LockContext, LockInfo
-from chaos.topology.binaries import IN_CHECKOUT, caches
+from chaos.topology.binaries import caches, setup_hint
 
 EXEC = "exec:"  # --lock exec:'CMD ARGS': a user's driver
+BUILD_SCRIPT = Path(__file__).with_name("build.sh")  # build.sh OUT_DIR: the bundled drivers
 
 # -- a user's driver: exec:'CMD ARGS' -----------------------------------------------------------
 
@@ -108,18 +111,12 @@ def described_info(spec: str) -> LockInfo | None:
 
 
 def build_dirs() -> list[Path]:
-    """Where built drivers are looked for, in order."""
+    """Where built drivers are looked for, in order (``lockchaos setup --drivers`` builds
+    into the first)."""
     override = os.environ.get("LOCKCHAOS_DRIVERS_DIR")
     if override:
         return [Path(override)]
     return [cache / "drivers" for _, cache in caches()]
-
-
-def _build_hint() -> str:
-    if IN_CHECKOUT:
-        return "run `make setup` in this checkout"
-    return ("the bundled drivers are built by `make setup` in a lockchaos checkout: "
-            "set LOCKCHAOS_DRIVERS_DIR to its .cache/drivers")  # fmt: skip
 
 
 JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx128m",
@@ -140,16 +137,23 @@ class Bundled:
     # a property of the runtime it runs on (the JVM and Node.js read the clock through libc).
     capabilities: frozenset[str] = frozenset({PAUSE_POINTS, FAKED_CLOCK})
 
+    def built(self) -> Path | None:
+        """The directory of its build (the first one searched that is finished), or None."""
+        for root in build_dirs():
+            if (root / self.build / self.ready).exists():
+                return root / self.build
+        return None
+
     def argv(self) -> list[str]:
         """How to start it; ``UsageError`` (one line) if it is built nowhere."""
-        searched = [root / self.build for root in build_dirs()]
-        for root in searched:
-            if (root / self.ready).exists():
-                return self.launcher(root)
-        raise UsageError(
-            f"lock {self.info.name!r}: its {self.language} driver is not built (no "
-            f"{self.ready} in {', '.join(map(str, searched))}): {_build_hint()}"
-        )
+        root = self.built()
+        if root is None:
+            searched = ", ".join(str(root / self.build) for root in build_dirs())
+            raise UsageError(
+                f"lock {self.info.name!r}: its {self.language} driver is not built (no "
+                f"{self.ready} in {searched}): {setup_hint('--drivers')}"
+            )
+        return self.launcher(root)
 
 
 def _java(main: str, *args: str) -> Callable[[Path], list[str]]:
@@ -332,6 +336,7 @@ redsync = bundled("redsync")
 node_redlock = bundled("node-redlock")
 
 __all__ = [
+    "BUILD_SCRIPT",
     "BUNDLED_DRIVERS",
     "EXEC",
     "INFOS",

@@ -2,7 +2,8 @@
 budget, ending in one verdict a CI gate can act on.
 
 By default it uses every fault a lock must survive whatever its deployment (``MUST_SURVIVE``:
-client pauses, pause points, crashes, slow work, latency, partitions, resets, server pauses);
+client pauses, pause points, crashes, slow work, latency, partitions, resets, lost replies,
+server pauses);
 ``--faults`` replaces that set, and ``--faults +f`` adds to it the infrastructure faults an
 algorithm claims to survive (``+crash-restart-delayed`` for Redlock). Every catalog fault left
 out is *assumed away*, and the audit says so.
@@ -87,6 +88,7 @@ MUST_SURVIVE = (
     "partition",
     "reset",
     "server-pause",
+    "reply-lost",
 )
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone

@@ -27,7 +27,7 @@ from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
-from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, Cell
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, SERVER_CELLS, Cell
 from chaos.report.matrix import (
     CellEntry,
     Claim,
@@ -199,7 +199,7 @@ Save = Callable[[Path, MatrixFile], object]  # write pages from the matrix so fa
 def claim_for(plan: CellPlan) -> Cell | None:
     """The truth table's claim about exactly this lock and these faults, if any."""
     return next(
-        (c for c in (*CELLS, *DRIVER_CELLS)
+        (c for c in (*CELLS, *DRIVER_CELLS, *SERVER_CELLS)
          if (c.lock, c.faults, c.options) == (plan.lock, plan.faults, plan.options)),
         None,
     )
@@ -259,7 +259,7 @@ def run_matrix(
 
 def _entry(cell: CellResult, seed: int, outcome: Outcome, directory: Path, wall_s: float
            ) -> RunEntry:
-    problem = cell.claim.judge(outcome.verdict) if cell.claim is not None else None
+    problem = cell.claim.check(outcome.verdict) if cell.claim is not None else None
     run_dir = str(outcome.run_dir.relative_to(directory))
     return RunEntry.of(outcome.verdict, seed=seed, run_dir=run_dir, wall_s=wall_s,
                        truth_problem=problem)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.checker import Verdict
+from chaos.checker.verdict import INCONCLUSIVE
 
 
 def _hard(v: Verdict) -> str | None:
@@ -47,20 +48,34 @@ def _fenced(v: Verdict) -> str | None:
 def _reentered(v: Verdict) -> str | None:
     """Nested acquires granted to their holder (no self-deadlock) and no hard violation. A
     soft overlap is not counted against reentrancy: it is a lease outlived by a holder the
-    machine stalled, the limit of every lease (``lua`` has it too)."""
+    machine stalled, the limit of every lease (``lua`` has it too). A run in which no nested
+    acquire was granted tested no reentrancy."""
     if v.hard_violations or v.liveness_violations:
         return (f"expected reentry without hard or liveness violations, found hard="
                 f"{v.hard_violations} liveness={v.liveness_violations}")
+    if not v.counts.get("reacquired"):
+        return "expected nested acquires granted to their holder, found none"
     return None
 
 
 def _hard_but_fenced(v: Verdict) -> str | None:
-    """Fencing does not stop two masters granting the lock (hard), but the resource rejects
-    the holders whose token is behind (stale accesses rejected). Tokens a promoted replica
-    issues again are not behind, so some writes may still be lost: counted, not required."""
+    """Fencing does not stop the lock being granted twice (two masters, an evicted key: hard),
+    but the resource rejects the holders whose token is behind (stale accesses rejected).
+    Tokens issued again (by a promoted replica, or after the counter itself was evicted) are
+    not behind, so some writes may still be lost: counted, not required."""
     if not v.hard_violations:
-        return "expected a hard violation (split brain), found none"
+        return "expected a hard violation (the lock granted twice), found none"
     return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
+
+
+def _hard_fenced_none_lost(v: Verdict) -> str | None:
+    """``_hard_but_fenced`` with tokens never issued again (the counter survived): every
+    stale holder is rejected, no write is lost."""
+    if problem := _hard_but_fenced(v):
+        return problem
+    if v.lost_writes:
+        return f"expected no lost writes behind a fence, found {v.lost_writes}"
+    return None
 
 
 def _ok(v: Verdict) -> str | None:
@@ -109,6 +124,9 @@ class Cell:
     # Campaign options the claim is about (``clients``, ``ttl_ms``, ``work_ms``, …), as pairs
     # so the cell stays hashable; every runner (the test, the bench, the demo) passes them on.
     options: tuple[tuple[str, Any], ...] = ()
+    # The server the claim needs (``--server``), for a lock whose commands only some servers
+    # have: the cell runs on the docker provider with it. None: the local provider's Redis.
+    server: str | None = None
 
     @property
     def name(self) -> str:
@@ -116,14 +134,38 @@ class Cell:
 
     @property
     def row(self) -> str:
-        """The lock, with the options that make this claim (``lua (clients=10)``)."""
-        if not self.options:
-            return self.lock
-        return f"{self.lock} ({' '.join(f'{k}={v}' for k, v in self.options)})"
+        """The lock, with the options that make this claim and the server it needs, as
+        ``compare`` names a row (``lua (clients=10)``, ``delifeq @ valkey-9.1``)."""
+        row = self.lock
+        if self.options:
+            row += f" ({' '.join(f'{k}={v}' for k, v in self.options)})"
+        return row if self.server is None else f"{row} @ {self.server}"
 
     @property
     def campaign_options(self) -> dict[str, Any]:
-        return dict(self.options)
+        """The campaign's options: the cell's own, and the provider and server it needs."""
+        server = {"provider": "docker", "server": self.server} if self.server else {}
+        return {**dict(self.options), **server}
+
+    @property
+    def fault_names(self) -> list[str]:
+        return [spec.partition(":")[0] for spec in self.faults.split(",") if spec]
+
+    def check(self, v: Verdict) -> str | None:
+        """None when the verdict bears the claim out: the claim's own judge, and a run that
+        tested what the claim is about — not inconclusive (it exercised the lock, used what it
+        was asked to use), and every fault of the cell had an effect on the lock. A "no
+        violation" claim borne out by a run that tested nothing is not borne out."""
+        if problem := self.judge(v):
+            return problem
+        if v.verdict == INCONCLUSIVE:
+            return f"the run was inconclusive: {'; '.join(v.inconclusive_reasons)}"
+        for name in self.fault_names:
+            entry = v.coverage.get(name)
+            if entry is None or not entry.effective:
+                fired = 0 if entry is None else entry.fired
+                return f"{name} had no effect on the lock (fired {fired}×)"
+        return None
 
 
 CELLS: tuple[Cell, ...] = (
@@ -212,7 +254,21 @@ CELLS: tuple[Cell, ...] = (
     Cell("lua-retry-sleep", "client-crash:command=EVAL:op=release:nth=1", "no gave-up, no hard",
          _outwaited, "000 acquire_timeout (5 s) > lock_timeout (3 s)",
          options=(("ttl_ms", 1000), ("clients", 3))),
+    # A reply lost after its command was applied (every client's replies dropped, as when a
+    # server's outbound traffic is lost): a SETNX lands, its answer never comes back, the
+    # client raises before its EXPIRE, and the key never expires (004's comment: a crash
+    # there deadlocks; a lost reply is the same stop, with nobody crashed).
+    Cell("setnx-expire", "reply-lost:client=*", "liveness", _liveness,
+         "004 wrong acquire 1 (a lost reply)", "liveness", "indeterminate"),
+    # Memory pressure on a Redis that evicts (maxmemory-policy allkeys-lru): the holder's key
+    # goes before its TTL, and another client acquires.
+    Cell("lua", "evict", "hard", _hard, "Redis docs (maxmemory-policy)", "hard", "evict"),
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
+    # The same lost replies on SET NX PX: an unanswered grant expires on its own.
+    Cell("lua", "reply-lost:client=*", "no hard", _no_hard, "000/002/004 (SET NX PX)"),
+    # redis-py's Script sends EVALSHA and answers NOSCRIPT by loading the script again.
+    Cell("redis-py", "script-flush", "no violation", _ok,
+         "redis-py Script (EVALSHA; SCRIPT LOAD on NOSCRIPT)"),
     Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
     Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)"),
     # At the demos' own time scale (seconds, not 200 ms): on a loaded machine a holder the
@@ -237,6 +293,11 @@ CELLS: tuple[Cell, ...] = (
     # the resource rejects the stale holders, and a token issued again slips through.
     Cell("fenced", "failover", "hard, stale rejected", _hard_but_fenced,
          "003 (failover) / Kleppmann 2016"),
+    # An evicted key: granted twice, the stale holders rejected by the resource. Under a
+    # volatile-* policy only keys with a TTL go, so the fence counter (none) survives and no
+    # token is issued twice; allkeys-* may evict the counter too (then writes can be lost).
+    Cell("fenced", "evict:policy=volatile-ttl", "hard, 0 lost, stale rejected",
+         _hard_fenced_none_lost, "Kleppmann 2016 (fencing against an evicted key)"),
     Cell("redlock", "latency", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
     Cell("redlock", "server-pause", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
 )
@@ -290,3 +351,21 @@ DRIVER_CELLS: tuple[Cell, ...] = (
         options=(("work_ms", 150), ("ttl_ms", 400)),
     ),
 )  # fmt: skip
+
+
+# Claims about locks whose commands the local provider's Redis 7.0 does not have: each names the
+# server it needs and runs on the docker provider (tests/docker/test_delifeq.py); the demo,
+# which runs on the local provider, leaves them out. ``delifeq``: Valkey 9's DELIFEQ and 8.1's
+# SET IFEQ, the seeds' compare-and-delete (and compare-and-extend) without Lua.
+SERVER_CELLS: tuple[Cell, ...] = (
+    # Paused right before its DELIFEQ past its lease: another client takes the lock, and the
+    # stale holder's DELIFEQ, one atomic compare-and-delete, leaves it alone — the window
+    # get-then-del's GET … DEL has (004 错误示例2) does not exist.
+    Cell("delifeq", "client-pause-at:command=DELIFEQ", "no hard", _no_hard,
+         "004 wrong release 2, fixed by the server", server="valkey-9.1"),
+    # Without extending, a critical section longer than the TTL outlives the lease: the limit
+    # of every lease, as lua × slow-work.
+    Cell("delifeq", "slow-work", "soft only, lost writes", _soft_only_with_lost_writes,
+         "000/002/004 (a lease's limit)", options=(("extend_during_work", False),),
+         server="valkey-9.1"),
+)

@@ -13,5 +13,6 @@ Building needs root (debootstrap, chroot), a Docker engine, the Debian mirror ap
 ``dpkg-source``, ``make`` and a C/C++ compiler.
 
 ``python -m chaos.images [build|present|missing] [--force|--retry] [--source DIR] [NAME…]``
-is what ``scripts/docker-setup.sh`` runs.
+is what ``scripts/docker-setup.sh`` runs (and ``lockchaos setup --docker``, for the images a
+run needs).
 """

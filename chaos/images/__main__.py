@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from chaos.errors import UsageError
-from chaos.images.build import build, missing, present
-from chaos.topology.images import IMAGES, image_for
+from chaos.images.build import build, chosen, missing, present
+from chaos.topology.images import image_for
 
 
 def main(argv: list[str]) -> int:
@@ -24,7 +24,8 @@ def main(argv: list[str]) -> int:
             built = build(names or None, lambda line: print(f"[images] {line}", flush=True),
                           force=force, retry=retry, source=source)  # fmt: skip
             if not built:
-                print("[images] all present: " + ", ".join(image_for(n) for n in names or IMAGES))
+                all_of = chosen(names, source)
+                print("[images] all present: " + ", ".join(image_for(n) for n in all_of))
         elif command in ("present", "missing"):
             query = present if command == "present" else missing
             for name in query(names or None, source=source):

@@ -70,7 +70,7 @@ def present(
     client = client or _engine()
     mirror = debian_mirror()
     up_to_date = []
-    for name in names or RECIPES:
+    for name in chosen(names, source):
         recipe = RECIPES[name]
         found = labels(client, recipe.image)
         if found is not None and found.get(RECIPE_LABEL) == _hash_or_none(recipe, mirror, source):
@@ -82,9 +82,22 @@ def missing(
     names: Iterable[str] | None = None, *, client: Any = None, source: Path | None = None
 ) -> list[str]:
     """The names whose image is absent or from another recipe (what ``build`` would build)."""
-    wanted = list(names or RECIPES)
+    wanted = chosen(names, source)
     have = set(present(wanted, client=client, source=source))
     return [name for name in wanted if name not in have]
+
+
+def chosen(names: Iterable[str] | None, source: Path | None) -> list[str]:
+    """``names``, or by default every image, except the demo when there is no lockchaos
+    source tree to wheel it from (an installed wheel, no ``source`` given): the demo is a
+    checkout's Compose demo, and a run never needs it."""
+    if names or source is not None:
+        return list(names or RECIPES)
+    try:
+        source_tree(None)
+    except UsageError:
+        return [name for name, recipe in RECIPES.items() if not isinstance(recipe, DemoRecipe)]
+    return list(RECIPES)
 
 
 def _hash_or_none(recipe: Recipe, mirror: str, source: Path | None) -> str | None:
@@ -115,7 +128,7 @@ def build(
     (``source_tree``). Returns the names built; ``progress`` gets one line per step.
     ``UsageError`` (one line) when a prerequisite is missing.
     """
-    wanted = list(names or RECIPES)
+    wanted = chosen(names, source)
     for name in wanted:
         image_for(name)  # UsageError for an unknown name
     client = _engine()
@@ -187,7 +200,7 @@ def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
     if absent:
         raise UsageError(f"building lockchaos images needs {', '.join(absent)} (apt-get install)")
     if "toxiproxy" in names:
-        binaries.find("toxiproxy-server")  # UsageError naming `make setup`
+        binaries.find("toxiproxy-server")  # UsageError naming `lockchaos setup`
 
 
 def _build_one(

@@ -19,9 +19,10 @@ import msgspec
 from chaos.topology import binaries
 
 FAILURES = binaries.CACHE / "images" / "failures.json"
-RETRY_HINT = (
-    "after a fix, `LOCKCHAOS_RETRY=1 make setup` (or `python -m chaos.images build --retry`) "
-    "tries again"
+RETRY_HINT = "after a fix, " + (
+    "`LOCKCHAOS_RETRY=1 make setup` (or `python -m chaos.images build --retry`) tries again"
+    if binaries.IN_CHECKOUT
+    else "`python -m chaos.images build --retry` tries again"  # an installed lockchaos
 )
 
 

@@ -59,6 +59,7 @@ BUNDLED: dict[str, str] = {
     "php-lock": "chaos.locks.php_lock:make",
     "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
     "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
+    "delifeq": "chaos.locks.delifeq:make",  # Valkey ≥ 9.0 only (its DELIFEQ, SET IFEQ)
     # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
     "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
     "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",

@@ -10,11 +10,12 @@ Everything else about a fault is declared on its class, so adding a fault is one
 (or in a user's module, through ``register``) and nothing else: its ``effects`` go into its
 start event for the checker (which knows no fault by name), and so does its ``evidence``: how
 the checker tells that a firing did something to the lock (``report_effect`` writes the
-event a ``reported`` fault's effect is seen by), ``needs``/``provider_needs``/
-``persistence`` say what topology it needs, ``client_needs`` what the lock client must be
-able to do (a driver that cannot is refused up front), ``stepping`` how the explorer switches it
-on and off (``None``: not as an on/off step), and ``parameters`` which ``--faults name:key=value``
-overrides it takes (``check_params`` refuses any other, before anything starts).
+event a ``reported`` fault's effect is seen by; ``Target.stakes`` carries what aiming found),
+``needs``/``provider_needs``/``persistence`` say what topology it needs, ``client_needs``
+what the lock client must be able to do (a driver that cannot is refused up front),
+``stepping`` how the explorer switches it on and off (``None``: not as an on/off step), and
+``parameters`` which ``--faults name:key=value`` overrides it takes (``check_params``
+refuses any other, before anything starts).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import redis
 
@@ -59,6 +60,9 @@ class Target:
     client: str | None = None
     nodes: list[int] = field(default_factory=list)
     fault_id: str = ""  # the firing's id (set when it is recorded): what its effects name
+    # What aiming found that makes the firing matter ("n1, n3 carried c2's key"): a fault
+    # reports it as its effect when it acts (``report_effect``); empty: nothing known.
+    stakes: str = ""
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -84,6 +88,13 @@ def wait_for_holder(
             return rng.choice(sorted(holders))
         time.sleep(0.002)
     return rng.choice(sorted(env.pool.workers))
+
+
+def named_or_holder(env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+    """The client ``params`` names (``client=c2``, or ``*`` for every one), else the holder."""
+    if "client" in params:
+        return Target(client=str(params["client"]))
+    return Target(client=wait_for_holder(env, rng))
 
 
 @dataclass(frozen=True)
@@ -165,6 +176,7 @@ OP = Param(choices=("acquire", "release", "extend"))
 COMMAND = Param("text", pattern=r"\*|[A-Z][A-Z_.|-]*",
                 shape="a Redis command in capitals (DEL) or *")
 NTH = Param("integer", min=1)
+NAMED_OR_EVERY = Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)")
 DAY_MS = 86_400_000
 
 
@@ -257,13 +269,11 @@ class ClientPauseAt(Fault):
     client_needs = frozenset({PAUSE_POINTS})
     parameters = takes(
         duration_ms=DURATION, command=COMMAND, op=OP, nth=NTH,
-        client=Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)"),
+        client=NAMED_OR_EVERY,
     )
 
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-        if "client" in params:
-            return Target(client=str(params["client"]))
-        return super().aim(env, rng, params)
+        return named_or_holder(env, rng, params)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         return {
@@ -450,6 +460,45 @@ class Reset(Fault):
         )  # fmt: skip
 
 
+class ReplyLost(Fault):
+    """One-way loss: the client's commands reach Redis and are applied, their replies never
+    come back. A Toxiproxy ``timeout`` toxic (timeout 0) on the downstream stream of the
+    client's links drops what Redis answers; removing it closes the connections whose
+    stream it cut. The client's command times out (an indeterminate ``info``): its ``SET NX``
+    may have taken the lock, its ``DEL`` may have freed it. A lock that reads the timeout
+    as "refused" or stops half-way keeps a key nobody owns (``setnx-expire``'s SETNX applied,
+    its EXPIRE never sent: a key with no expiry).
+
+    It hits the holder by default; ``client=*`` hits every client, as a server whose
+    outbound traffic is lost does: then the first ``SET NX`` after the holder's lost
+    ``DEL`` is applied and unanswered too."""
+
+    name = "reply-lost"
+    summary = ("drop the replies to one client (its commands still reach Redis and apply): "
+               "indeterminate outcomes")
+    effects = frozenset({h.DISTURBS_NETWORK})
+    parameters = takes(duration_ms=DURATION, client=NAMED_OR_EVERY)
+    stepping = Stepping("client")
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(1.0, 3.0) * ttl_ms)}
+
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return named_or_holder(env, rng, params)
+
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        clients = sorted(env.pool.workers) if target.client == "*" else [target.client]
+        heals = [toxic_on_client(env.topology, client, "timeout", stream="downstream",
+                                 timeout=0) for client in clients]
+
+        def heal() -> None:
+            for undo in heals:
+                undo()
+
+        return heal
+
+
 # -- server faults -------------------------------------------------------------------------
 
 
@@ -459,28 +508,40 @@ def holder_nodes(env: WorkloadEnv, client: str) -> list[int]:
     the lock names its key and whatever it stores (its own UUID, a prefixed key). Learnt from
     what the client's own connections sent (``WorkerPool.written``), confirmed by direct reads
     (the nemesis may look at Redis; the checker never does)."""
-    written = env.pool.written(client)
+    return sorted(i for i, (keys, values) in _written_on(env, client).items()
+                  if _still_holds(env.topology.nodes[i], keys, values))
+
+
+def _written_on(env: WorkloadEnv, client: str) -> dict[int, tuple[list[str], set[str]]]:
+    """Per node index, the keys and values ``client``'s current acquire wrote there."""
     routes = {host_port(address): i
               for i, address in enumerate(env.topology.client_view(client).nodes)}
-    held = []
-    for address, (keys, values) in written.items():
-        i = routes.get(address)
-        if i is not None and _still_holds(env.topology.nodes[i], keys, set(values)):
-            held.append(i)
-    return sorted(held)
+    return {routes[address]: (keys, set(values))
+            for address, (keys, values) in env.pool.written(client).items()
+            if address in routes}
 
 
 def _still_holds(node: base.ServerNode, keys: list[str], values: set[str]) -> bool:
     try:
         with node.client(socket_timeout=0.2, decode_responses=True) as conn:
-            for key in keys:
-                kind = conn.type(key)
-                if kind == "string" and conn.get(key) in values:
-                    return True
-                if kind == "hash" and values & {*conn.hkeys(key), *conn.hvals(key)}:
-                    return True
+            return _key_holds(conn, keys, values)
     except redis.RedisError:
         return False
+
+
+def _key_holds(conn: redis.Redis, keys: list[str], values: set[str] | None) -> bool:
+    """Whether one of ``keys`` still holds one of ``values`` (a string, or a hash field or
+    value); with the values unknown (``None``: a driver's acquire), whether one exists."""
+    if values is None:
+        return any(conn.exists(key) for key in keys)
+    for key in keys:
+        kind = conn.type(key)
+        if kind == "string" and conn.get(key) in values:
+            return True
+        if kind == "hash":
+            fields = cast(list[str], conn.hkeys(key)) + cast(list[str], conn.hvals(key))
+            if values & set(fields):
+                return True
     return False
 
 
@@ -489,10 +550,19 @@ def undermine_grant(env: WorkloadEnv, rng: random.Random) -> Target:
     longer a majority — so another client can win one (Kleppmann's Redlock scenarios).
     The holder is caught just after it acquired, with its whole critical section ahead."""
     client = wait_for_holder(env, rng, acquired_within_ms=FRESH_HOLD_MS)
-    n = len(env.topology.nodes)
-    held = holder_nodes(env, client) or list(range(n))
-    count = max(1, len(held) - (n // 2 + 1) + 1)
-    return Target(client=client, nodes=sorted(rng.sample(held, min(count, len(held)))))
+    n, quorum = len(env.topology.nodes), len(env.topology.nodes) // 2 + 1
+    carried = holder_nodes(env, client)
+    held = carried or list(range(n))
+    count = max(1, len(held) - quorum + 1)
+    nodes = sorted(rng.sample(held, min(count, len(held))))
+    named = ", ".join(f"n{i}" for i in nodes)
+    stakes = ""
+    if carried:
+        stakes = f"{named} carried {client}'s key"
+    elif client in env.pool.holders():  # a grant it cannot see (a driver's): by counting,
+        # n - quorum + 1 of the n nodes include one of the quorum the grant rests on
+        stakes = f"{named} ({count} of {n}) carried {client}'s key on at least one"
+    return Target(client=client, nodes=nodes, stakes=stakes)
 
 
 def report_effect(env: WorkloadEnv, target: Target, what: str) -> None:
@@ -500,17 +570,12 @@ def report_effect(env: WorkloadEnv, target: Target, what: str) -> None:
     env.history.log(h.INFO, h.NEMESIS, h.EFFECT, value={"id": target.fault_id, "what": what})
 
 
-def report_keys_hit(env: WorkloadEnv, target: Target, verb: str) -> None:
-    """Report the firing's effect if, just before it acts on ``target.nodes``, one of them
-    carries a holder's key ("n2 carried c1's key when it was killed"): a server fault that
-    meets no grant does nothing to the lock."""
-    carried = []
-    for client in sorted(env.pool.holders()):
-        nodes = sorted(set(holder_nodes(env, client)) & set(target.nodes))
-        if nodes:
-            carried.append(f"{', '.join(f'n{i}' for i in nodes)} carried {client}'s key")
-    if carried:
-        report_effect(env, target, f"{'; '.join(carried)} when {verb}")
+def report_stakes(env: WorkloadEnv, target: Target, when: str) -> None:
+    """Report the firing's effect if aiming found what it puts at stake ("n2 carried c1's key
+    when it was killed"): a server fault that meets no grant does nothing to the lock. Learnt
+    while aiming, so acting on it costs no round trip (the holder's window is short)."""
+    if target.stakes:
+        report_effect(env, target, f"{target.stakes} {when}")
 
 
 class ServerPause(Fault):
@@ -559,7 +624,7 @@ class CrashRestart(Fault):
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
         empty = self.persistence == "none"
-        report_keys_hit(env, target, "it was killed")
+        report_stakes(env, target, "when killed")
         for node in nodes:
             node.kill()
 
@@ -587,6 +652,148 @@ class CrashRestartAof(CrashRestart):
     persistence = "aof-always"
 
 
+FILLER_BYTES = 32 * 1024  # evict: the size of one filler value
+FILLER_HEADROOM = 4  # evict: maxmemory is used memory plus this many filler values
+FILL_LIMIT = 512  # evict: at most this many filler keys per node and firing…
+FILL_TIME_S = 0.5  # …written within this long
+EVICTION_POLICIES = ("allkeys-lru", "allkeys-lfu", "allkeys-random",
+                     "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl")
+
+
+def _slot_tag(key: str) -> str:
+    """A hash tag that puts a filler key in ``key``'s cluster slot (and on its node)."""
+    start = key.find("{")
+    end = key.find("}", start + 1)
+    return key[start + 1:end] if start >= 0 and end > start + 1 else key
+
+
+class Evict(Fault):
+    """Memory pressure on a Redis that evicts (a cache-sized instance the lock shares): a
+    key the lock relies on is evicted before it expires, and another client acquires.
+
+    On the nodes the holder counted on, ``maxmemory`` is set just above the memory in use
+    and ``maxmemory-policy`` to ``policy``; filler keys (with a long TTL, so every policy,
+    ``volatile-*`` too, may evict them) are written until the holder's key is gone, at most
+    ``FILL_LIMIT`` of them within ``FILL_TIME_S``. The firing's effect is reported only when
+    the holder's key was really evicted while it still held the lock. Healing restores both
+    settings and deletes the filler. ``noeviction`` (Redis's default) is not a policy this
+    fault takes: under it nothing is evicted (writes fail with OOM instead)."""
+
+    name = "evict"
+    summary = ("maxmemory just above used memory with an eviction policy, filler keys until "
+               "the holder's key is evicted")
+    effects = frozenset({h.LOSES_KEYS})
+    evidence = h.REPORTED  # the holder's key was evicted while it held the lock
+    parameters = takes(duration_ms=DURATION, policy=Param(choices=EVICTION_POLICIES))
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(1.0, 2.0) * ttl_ms), "policy": "allkeys-lru"}
+
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return undermine_grant(env, rng)
+
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
+        assert target.client is not None
+        written = _written_on(env, target.client)
+        fillers: dict[int, list[str]] = {}
+        restore: dict[int, dict[str, str]] = {}
+        evicted: list[str] = []
+        for i in target.nodes:
+            node = env.topology.nodes[i]
+            keys, values = written.get(i, ([env.config.lock_name], None))
+            with node.client(socket_timeout=1.0, decode_responses=True) as conn:
+                restore[i] = {name: conn.config_get(name)[name]
+                              for name in ("maxmemory", "maxmemory-policy")}
+                conn.config_set("maxmemory-policy", params["policy"])
+                used = int(conn.info("memory")["used_memory"])
+                conn.config_set("maxmemory", used + FILLER_HEADROOM * FILLER_BYTES)
+                fillers[i], gone = _fill_until_gone(conn, keys, values)
+            if gone and target.client in env.pool.holders():
+                evicted.append(f"n{i}")
+        if evicted:
+            report_effect(env, target, f"{', '.join(evicted)} evicted {target.client}'s key "
+                                       "while it held the lock")
+
+        def heal() -> None:
+            for i, settings in restore.items():
+                with env.topology.nodes[i].client(socket_timeout=1.0) as conn:
+                    conn.config_set("maxmemory", settings["maxmemory"])
+                    conn.config_set("maxmemory-policy", settings["maxmemory-policy"])
+                    if fillers[i]:
+                        conn.unlink(*fillers[i])
+
+        return heal
+
+
+def _fill_until_gone(
+    conn: redis.Redis, keys: list[str], values: set[str] | None
+) -> tuple[list[str], bool]:
+    """Write filler keys until none of ``keys`` holds one of ``values`` (``_key_holds``);
+    the fillers written, and whether the keys went. Keys already gone (or never there: a
+    driver that prefixes the lock's name) are not the filler's doing: nothing is written."""
+    if not _key_holds(conn, keys, values):
+        return [], False
+    tag = _slot_tag(keys[0])
+    blob = "x" * FILLER_BYTES
+    names: list[str] = []
+    deadline = time.monotonic() + FILL_TIME_S
+    while len(names) < FILL_LIMIT and time.monotonic() < deadline:
+        if names and not _key_holds(conn, keys, values):
+            return names, True
+        names.append(f"{{{tag}}}:lockchaos-filler:{len(names)}")
+        try:
+            conn.set(names[-1], blob, px=3_600_000)
+        except redis.ResponseError:  # OOM: nothing left this policy may evict
+            return names, not _key_holds(conn, keys, values)
+    return names, not _key_holds(conn, keys, values)
+
+
+class ScriptFlush(Fault):
+    """A node forgets its cached scripts — a restart or a failover to a replica does it, and
+    so does ``SCRIPT FLUSH`` — and the lock keeps its keys. A lock that sends ``EVALSHA``
+    must answer ``NOSCRIPT`` by loading the script again (redis-py's ``Script`` does); one
+    that loaded its scripts once (redlock-rb #148, resque-scheduler #298) cannot acquire or
+    release any more. The firing's effect is reported when a node answered ``NOSCRIPT``
+    between the flush and the heal (``INFO errorstats``, Redis ≥ 6.2): a lock that sends
+    ``EVAL`` never notices a flush, and a run of it is inconclusive, as it should be."""
+
+    name = "script-flush"
+    summary = "SCRIPT FLUSH every node (as a restart does): a cached EVALSHA gets NOSCRIPT"
+    effects = frozenset({h.FORGETS_SCRIPTS})
+    evidence = h.REPORTED  # a node answered NOSCRIPT after the flush
+
+    def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
+        return {"duration_ms": round(rng.uniform(2.0, 4.0) * ttl_ms)}
+
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target(nodes=list(range(len(env.topology.nodes))))
+
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
+        nodes = {i: env.topology.nodes[i] for i in target.nodes}
+        before = {}
+        for i, node in nodes.items():
+            with node.client(socket_timeout=1.0) as conn:
+                before[i] = _noscript_errors(conn)
+                conn.script_flush()
+
+        def heal() -> None:
+            answered = []
+            for i, node in nodes.items():
+                with node.client(socket_timeout=1.0) as conn:
+                    if (grew := _noscript_errors(conn) - before[i]) > 0:
+                        answered.append(f"n{i} {grew}×")
+            if answered:
+                report_effect(env, target, "NOSCRIPT after the flush: " + ", ".join(answered))
+
+        return heal
+
+
+def _noscript_errors(conn: redis.Redis) -> int:
+    """How many NOSCRIPT errors the node has answered since it started (0 before 6.2)."""
+    stats = cast(dict[str, Any], conn.info("errorstats")).get("errorstat_NOSCRIPT", {})
+    return int(stats.get("count", 0)) if isinstance(stats, dict) else 0
+
+
 class ClockJump(Fault):
     """Kleppmann's Redlock scenario: a node's wall clock jumps and the key expires early."""
 
@@ -612,7 +819,7 @@ class ClockJump(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         nodes = [env.topology.nodes[i] for i in target.nodes]
-        report_keys_hit(env, target, "its clock jumped")
+        report_stakes(env, target, "when its clock jumped")
         for node in nodes:
             node.set_clock_offset(params["offset_ms"] / 1000)
 
@@ -749,11 +956,14 @@ for _fault in (
     Latency,
     Partition,
     Reset,
+    ReplyLost,
     ServerPause,
     CrashRestart,
     CrashRestartDelayed,
     CrashRestartAof,
     ClockJump,
+    Evict,
+    ScriptFlush,
     Failover,
     ClientClock,
 ):

@@ -16,7 +16,7 @@ from pathlib import Path
 from chaos.checker import fails
 from chaos.checker.verdict import EXIT_INCONCLUSIVE, exit_status, reaches
 from chaos.report.run import RunRecord
-from chaos.report.summary import lock_error_line
+from chaos.report.summary import coverage_line, exercised_line, lock_error_line
 
 JUNIT = "junit.xml"
 MESSAGE_CHARS = 500  # the one-line failure message; the full text goes in the body
@@ -57,7 +57,12 @@ def run_case(run: RunRecord) -> Case:
         classname=f"lockchaos.{run.lock}",
         time_s=verdict.duration_s,
         failure=failure,
-        output="\n".join([summary, *bugs, *others, *(f"note: {n}" for n in verdict.notes)]),
+        output="\n".join([
+            summary,
+            *([f"exercised: {line}"] if (line := exercised_line(verdict)) else []),
+            *(f"fault {coverage_line(name, entry)}" for name, entry in verdict.coverage.items()),
+            *bugs, *others, *(f"note: {n}" for n in verdict.notes),
+        ]),
     )
 
 

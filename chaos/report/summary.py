@@ -65,8 +65,10 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
         f"{counts['acquire_info']} indeterminate · releases {counts['release_ok']} ok / "
         f"{counts['release_fail']} failed / {counts['release_info']} indeterminate · crashes "
         f"{counts['crashes']} · faults {counts['faults']}",
+        exercised_line(verdict),
     ):
-        console.print(Text(INDENT + facts))
+        if facts:
+            console.print(Text(INDENT + facts))
     for reason in verdict.inconclusive_reasons:
         console.print(Text(f"{INDENT}inconclusive: {reason}", style=LOOKS["inconclusive"].terminal))
     _print_lock_errors(verdict, console)
@@ -84,6 +86,23 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
         console.print(Text(f"{INDENT}warning: {note}", style="yellow"))
     for error in run.nemesis_errors if run is not None else ():
         console.print(Text(f"{INDENT}nemesis: {error}", style="yellow"))
+
+
+def exercised_line(verdict: Verdict) -> str:
+    """What the lock did beyond acquire and release, where it did any: "extends 40 ok / 2
+    failed · renewals 12 · nested grants 5 · pause points reached 3" (empty: nothing)."""
+    counts = verdict.counts
+    extends = counts.get("extend_ok", 0) + counts.get("extend_fail", 0) + counts.get(
+        "extend_info", 0)
+    parts = [
+        f"extends {counts.get('extend_ok', 0)} ok / {counts.get('extend_fail', 0)} failed"
+        if extends else "",
+        f"renewals {counts.get('renew_ok', 0)}" if counts.get("renew_ok") else "",
+        f"nested grants {counts.get('reacquired', 0)}" if counts.get("reacquired") else "",
+        f"pause points reached {counts.get('pause_points', 0)}"
+        if counts.get("pause_points") else "",
+    ]
+    return " · ".join(part for part in parts if part)
 
 
 def coverage_line(name: str, entry: FaultCoverage) -> str:

@@ -70,9 +70,12 @@ def default_cache() -> Path:
 CACHE = default_cache()
 
 
-def setup_hint() -> str:
-    """The command that installs what is missing, as an error line should name it."""
-    return "run `lockchaos setup`" + (" (or `make setup` in this checkout)" if IN_CHECKOUT else "")
+def setup_hint(flag: str = "") -> str:
+    """The command that installs what is missing, as an error line should name it: ``lockchaos
+    setup`` (with ``flag``, e.g. ``--drivers``), which works for a pip install and a checkout
+    alike; in a checkout, ``make setup`` does it too."""
+    command = f"lockchaos setup {flag}".strip()
+    return f"run `{command}`" + (" (or `make setup` in this checkout)" if IN_CHECKOUT else "")
 
 
 def env_name(program: str) -> str:

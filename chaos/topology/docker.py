@@ -17,21 +17,25 @@ Every container and the network carry ``org.lockchaos.run=<run id>``; a reaper p
 as ``chaos.topology.reaper`` does for processes.
 
 Every link goes through the Toxiproxy container: clients' own links (created per client
-here, on ports of ``ComposeLayout.client_ports`` that Compose publishes on 127.0.0.1), and
-in the sentinel shape the replication/Sentinel links (``int-n0``… from its toxiproxy.json;
-replicas and Sentinels announce themselves as ``toxiproxy:<port>``) and the Sentinels'
-own ports, in the cluster shape each node's ``int-cI`` and ``bus-cI`` (nodes announce the
-Toxiproxy container's IP with those ports; ``chaos.topology.cluster`` forms the cluster).
+here, on container ports of ``ComposeLayout.client_ports`` that Compose publishes on
+127.0.0.1), and in the sentinel shape the replication/Sentinel links (``int-n0``… from its
+toxiproxy.json; replicas and Sentinels announce themselves as ``toxiproxy:<port>``) and the
+Sentinels' own ports, in the cluster shape each node's ``int-cI`` and ``bus-cI`` (nodes
+announce the Toxiproxy container's IP with those ports; ``chaos.topology.cluster`` forms the
+cluster).
 ``ComposeLayout`` is what this module expects of the Compose file; the tests check the file
 against it without an engine.
 
-Host ports are fixed (see ``LAYOUT``), so one docker topology runs at a time on a host: a
-second run is refused while the first one's runner lives (``check_project_free``).
+Each run is a Compose project of its own, ``lockchaos-<run id>`` (``project_name``), and
+every port is published on 127.0.0.1 at a host port the engine chooses, read back once up
+(``published_ports``): any number of runs (shards, parallel CI jobs, the pytest plugin's)
+share one engine, and each one's teardown and reaper remove that project only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.resources
 import os
 import select
@@ -61,13 +65,12 @@ from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.engine import engine
 from chaos.topology.images import FAKETIME_FILE, SERVERS, image_for, labels, own_image
 from chaos.topology.node import wait_until
-from chaos.topology.processes import alive
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 # Package data (with the toxiproxy.json it mounts): where the package is, not a checkout.
 COMPOSE_FILE = Path(str(importlib.resources.files(__package__) / "compose" / "docker-compose.yml"))
-PROJECT = "lockchaos"
+PROJECT = "lockchaos"  # the Compose file's own name (by hand, the demo); a run's: project_name
 COMPOSE_TIMEOUT_S = 300  # pulling images on a first run takes a while
 RUN_LABEL = "org.lockchaos.run"  # on every container and the network: the run that owns them
 REAPER_POLL_S = 0.2
@@ -86,28 +89,28 @@ IMAGE_VARIABLES = {
 
 @dataclass(frozen=True)
 class ComposeLayout:
-    """Service names and ports the provider relies on (``COMPOSE_FILE`` must agree)."""
+    """Service names and container ports the provider relies on (``COMPOSE_FILE`` must
+    agree). Each port a host reaches is published on 127.0.0.1 at a port the engine chooses."""
 
     toxiproxy: str = "toxiproxy"
     api_port: int = 8474
-    # clients' links, published 1:1 on 127.0.0.1 (LOCKCHAOS_CLIENT_PORTS: the part a run uses)
+    # clients' links (LOCKCHAOS_CLIENT_PORTS: the part of them a run publishes)
     client_ports: range = range(21000, 21100)
-    redis_port: int = 6379
+    redis_port: int = 6379  # of the resource and every data node
     sentinel_port: int = 26379
-    resource: tuple[str, int] = ("resource", 16379)  # (service, published port)
-    standalone: tuple[tuple[str, int], ...] = tuple((f"n{i}", 16380 + i) for i in range(5))
-    replicated: tuple[tuple[str, int], ...] = tuple((f"m{i}", 16390 + i) for i in range(3))
+    resource: str = "resource"
+    standalone: tuple[str, ...] = tuple(f"n{i}" for i in range(5))
+    replicated: tuple[str, ...] = tuple(f"m{i}" for i in range(3))
     internal_ports: tuple[int, ...] = (7000, 7001, 7002)  # int-n0… on the Toxiproxy
+    # (service, the port it announces: its sentinel-sJ link's on the Toxiproxy)
     sentinels: tuple[tuple[str, int], ...] = tuple((f"s{j}", 7100 + j) for j in range(3))
     master_name: str = "lockchaos"
-    cluster: tuple[tuple[str, int], ...] = tuple(
-        (f"c{i}", 16400 + i) for i in range(2 * CLUSTER_MASTERS)
-    )
+    cluster: tuple[str, ...] = tuple(f"c{i}" for i in range(2 * CLUSTER_MASTERS))
     cluster_ports: tuple[int, ...] = tuple(7200 + i for i in range(2 * CLUSTER_MASTERS))
     cluster_bus_ports: tuple[int, ...] = tuple(7300 + i for i in range(2 * CLUSTER_MASTERS))
 
-    def data_nodes(self, kind: str) -> tuple[tuple[str, int], ...]:
-        """(service, published port) of each data node of the ``kind`` shape."""
+    def data_nodes(self, kind: str) -> tuple[str, ...]:
+        """The services of the data nodes of the ``kind`` shape."""
         return {"standalone": self.standalone, "sentinel": self.replicated,
                 "cluster": self.cluster}[kind]  # fmt: skip
 
@@ -126,8 +129,13 @@ class ComposeLayout:
 LAYOUT = ComposeLayout()
 
 
-def compose_command(compose_file: Path = COMPOSE_FILE) -> list[str]:
-    """``docker compose -f FILE -p lockchaos``; ``UsageError`` without Docker or Compose v2."""
+def project_name(run_id: str) -> str:
+    """The Compose project of the run ``run_id``: its own, so runs never share one."""
+    return f"{PROJECT}-{run_id}"
+
+
+def compose_command(project: str, compose_file: Path = COMPOSE_FILE) -> list[str]:
+    """``docker compose -f FILE -p PROJECT``; ``UsageError`` without Docker or Compose v2."""
     if not compose_file.is_file():
         raise UsageError(
             f"the docker provider needs {compose_file}, which this installation lacks: "
@@ -144,7 +152,7 @@ def compose_command(compose_file: Path = COMPOSE_FILE) -> list[str]:
             "the docker provider needs the docker CLI with the Compose plugin "
             "(`docker compose version` failed): install docker-compose-plugin"
         )
-    return [docker, "compose", "-f", str(compose_file), "-p", PROJECT]
+    return [docker, "compose", "-f", str(compose_file), "-p", project]
 
 
 def compose_images(server: str | None = None) -> dict[str, str]:
@@ -192,26 +200,14 @@ def check_faketime(client: Any, image: str) -> None:
         )
 
 
-def check_project_free(client: Any) -> None:
-    """``UsageError`` when the Compose project is up for someone else: a run whose runner
-    still lives (its run id starts with the runner's pid), or ``docker compose up`` by hand.
-    Host ports are fixed, so taking it down (as ``DockerTopology`` does with what a *dead*
-    runner left) would break that run halfway, and it would report what it never tested."""
-    labels = [f"com.docker.compose.project={PROJECT}"]
-    for container in client.containers.list(all=True, filters={"label": labels}):
-        owner = str(container.labels.get(RUN_LABEL, ""))
-        pid = owner.partition("-")[0]
-        if not pid.isdigit():
-            raise UsageError(
-                f"the Compose project {PROJECT} is up (started by hand, not by a lockchaos "
-                f"run): take it down with `docker compose -p {PROJECT} down --volumes`, or "
-                "use --provider local"
-            )
-        if alive(int(pid)):
-            raise UsageError(
-                f"another lockchaos run (pid {pid}) is using the docker provider on this host, "
-                "whose ports are fixed: wait for it to end, or use --provider local"
-            )
+def published_ports(container: Any) -> dict[int, int]:
+    """Container port → the host port the engine published it on (127.0.0.1)."""
+    ports = container.attrs["NetworkSettings"]["Ports"] or {}
+    return {
+        int(spec.partition("/")[0]): int(bindings[0]["HostPort"])
+        for spec, bindings in ports.items()
+        if bindings
+    }
 
 
 @dataclass
@@ -344,15 +340,15 @@ class DockerTopology(RemoteTopology):
                 f"the docker provider has {len(data)} standalone nodes (got --nodes {nodes})"
             )
         data = data[:nodes] if kind == "standalone" else data
-        self._compose = compose_command(compose_file)
+        self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.project = project_name(self.run_id)
+        self._compose = compose_command(self.project, compose_file)
         images = compose_images(server)
         self.server = server
         self.engine = engine()
         check_images(self.engine, images)
         if clock:
             check_faketime(self.engine, images["LOCKCHAOS_REDIS_IMAGE"])
-        check_project_free(self.engine)
-        self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         own = all(own_image(image) for image in images.values())
         self._env = {
             **os.environ,
@@ -376,21 +372,24 @@ class DockerTopology(RemoteTopology):
         self._closed = False
         self.images: dict[str, str] = {}  # image → its id, once up (campaign.json records it)
         self._reaper = start_reaper(self.run_id)
-        services = [LAYOUT.toxiproxy, LAYOUT.resource[0], *(name for name, _ in data)]
+        self._services = list(data)
+        services = [LAYOUT.toxiproxy, LAYOUT.resource, *data]
         if kind == "sentinel":
             services += [name for name, _ in LAYOUT.sentinels]
         try:
-            self._down()  # what a killed earlier run left (its links would clash with ours)
             self._compose_run("up", "--detach", "--wait", *services)
             self.images = {image: self.engine.images.get(image).id for image in images.values()}
-            self.toxiproxy = ToxiproxyAPI(LAYOUT.api_port)
+            # the Toxiproxy's container ports (API, links) → where this host reaches them
+            self._proxy_ports = published_ports(self._container(LAYOUT.toxiproxy))
+            self.toxiproxy = ToxiproxyAPI(self._proxy_ports[LAYOUT.api_port])
             self.toxiproxy.wait_ready()
-            self.resource = RemoteServer("resource", "127.0.0.1", LAYOUT.resource[1])
-            self._services = [service for service, _ in data]
-            self.nodes = [
-                DockerNode(f"n{i}", "127.0.0.1", port, container=self._container(service))
-                for i, (service, port) in enumerate(data)
-            ]
+            resource = published_ports(self._container(LAYOUT.resource))[LAYOUT.redis_port]
+            self.resource = RemoteServer("resource", "127.0.0.1", resource)
+            self.nodes = []
+            for i, service in enumerate(data):
+                container = self._container(service)
+                port = published_ports(container)[LAYOUT.redis_port]
+                self.nodes.append(DockerNode(f"n{i}", "127.0.0.1", port, container=container))
             for endpoint in [self.resource, *self.nodes]:
                 endpoint.wait_ready()
             if clock:  # a clock fault will run: its shells are open before the first jump
@@ -421,7 +420,8 @@ class DockerTopology(RemoteTopology):
         self.sentinels = []
         for j in range(len(LAYOUT.sentinels)):
             link = self.toxiproxy.existing(LAYOUT.sentinel_link(j))
-            self.sentinels.append(RemoteServer(f"s{j}", "127.0.0.1", link.listen_port))
+            port = self._proxy_ports[link.listen_port]
+            self.sentinels.append(RemoteServer(f"s{j}", "127.0.0.1", port))
         self.master_name = LAYOUT.master_name
         for replica in self.nodes[1:]:
             wait_until(partial(_synced, replica), f"{replica.name} to sync with its master")
@@ -450,10 +450,11 @@ class DockerTopology(RemoteTopology):
             raise RuntimeError(f"docker compose {args[0]} failed: {tail[0]}")
 
     def _container(self, service: str) -> Any:
-        labels = [f"com.docker.compose.project={PROJECT}", f"com.docker.compose.service={service}"]
+        labels = [f"com.docker.compose.project={self.project}",
+                  f"com.docker.compose.service={service}"]  # fmt: skip
         found = self.engine.containers.list(all=True, filters={"label": labels})
         if not found:
-            raise RuntimeError(f"no container for service {service} in project {PROJECT}")
+            raise RuntimeError(f"no container for service {service} in project {self.project}")
         return found[0]
 
     def _new_link(self, client_id: str, node: int) -> Link:
@@ -464,13 +465,15 @@ class DockerTopology(RemoteTopology):
                 f"clients' links ({len(self.nodes)} per client): it was started for fewer "
                 "clients"
             )
-        return self.toxiproxy.create(
+        link = self.toxiproxy.create(
             f"{client_id}-{self.nodes[node].name}",
             port,
             LAYOUT.redis_port,
             upstream_host=self._services[node],
             listen_host="0.0.0.0",  # inside the container; Compose publishes it on 127.0.0.1
         )
+        # the client connects where the engine published the container's port
+        return dataclasses.replace(link, listen_port=self._proxy_ports[port])
 
     def _reported(self, node: int) -> str:
         if self.kind == "cluster":
@@ -480,8 +483,9 @@ class DockerTopology(RemoteTopology):
         return f"{LAYOUT.toxiproxy}:{LAYOUT.internal_ports[node]}"
 
     def close(self) -> None:
-        """``docker compose down``: containers, network and volumes go; then the reaper,
-        with nothing left to do, is dismissed. Idempotent."""
+        """``docker compose down`` of this run's project: its containers, network and volumes
+        go (never another run's); then the reaper, with nothing left to do, is dismissed.
+        Idempotent."""
         if self._closed:
             return
         self._closed = True

@@ -160,7 +160,7 @@ def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
         UsageError,
         match=r"^lock 'redsync': its go driver is not built \(no redsync-driver in "
         + re.escape(str(tmp_path / "drivers" / "redsync"))
-        + r"\): run `make setup` in this checkout$",
+        + r"\): run `lockchaos setup --drivers` \(or `make setup` in this checkout\)$",
     ):
         locks.load("redsync")
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from chaos import locks
+from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
 from chaos.drivers.catalog import INFOS as DRIVER_INFOS
-from chaos.experiments.compare import claim_for, plan_matrix
-from chaos.experiments.truth_table import CELLS, DRIVER_CELLS
+from chaos.experiments.compare import CellPlan, claim_for, plan_matrix
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, SERVER_CELLS
 
 
 def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
@@ -25,10 +26,13 @@ def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
 
 
 def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
+    """Every bundled lock the local provider's Redis runs: those that need another server
+    (their claims are SERVER_CELLS, run on the docker provider) are left out."""
+    local = set(locks.BUNDLED) - {cell.lock for cell in SERVER_CELLS}
     python_only = demo_plans(10.0, 5.0)
-    assert {plan.lock for plan in python_only} == set(locks.BUNDLED) - set(DRIVER_INFOS)
+    assert {plan.lock for plan in python_only} == local - set(DRIVER_INFOS)
     plans = demo_plans(10.0, 5.0, drivers=True)
-    assert {plan.lock for plan in plans} == set(locks.BUNDLED)
+    assert {plan.lock for plan in plans} == local
     cells = [*CELLS, *DRIVER_CELLS]
     assert {(c.lock, c.faults, c.options) for c in cells} <= {
         (p.lock, p.faults, p.options) for p in plans
@@ -37,6 +41,18 @@ def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
         claim = claim_for(plan)
         assert plan.stop_on == ((claim.stop_on if claim else None) or "hard")
         plan.campaign(1).validate()
+
+
+def test_compare_finds_the_claims_of_the_cells_that_need_a_server() -> None:
+    """``compare --provider docker --servers valkey-9.1`` checks delifeq against its claims,
+    in a row named as the cell names it (``delifeq @ valkey-9.1``)."""
+    for cell in SERVER_CELLS:
+        plan = CellPlan(cell.lock, cell.faults, 6.0, cell.stop_on, "docker",
+                        options=cell.options, server=cell.server)
+        assert claim_for(plan) is cell and plan.row == cell.row
+        assert plan.campaign(1) == Campaign.from_options(cell.lock, cell.faults, duration_s=6.0,
+                                                         stop_on_first=False,
+                                                         **cell.campaign_options)
 
 
 @pytest.mark.parametrize(

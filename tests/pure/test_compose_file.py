@@ -71,8 +71,8 @@ def _server_argv(service: dict[str, Any]) -> list[str]:
 
 def _published(service: dict[str, Any]) -> list[tuple[str, str, str]]:
     """``(host ip, host port(s), container port(s))`` of every published port (a part may
-    be a ``${VARIABLE:-default}``, colons and all)."""
-    part = r"(\$\{[^}]*\}|[^:]+)"
+    be a ``${VARIABLE:-default}``, colons and all; no host port: the engine chooses one)."""
+    part = r"(\$\{[^}]*\}|[^:]*)"
     found = [re.fullmatch(f"{part}:{part}:{part}", entry) for entry in service.get("ports", [])]
     assert all(found), service.get("ports")
     return [(m[1], m[2], m[3]) for m in found if m]
@@ -85,7 +85,9 @@ def test_images_are_lockchaos_own_by_default_and_every_port_is_on_loopback(
     compose: dict[str, Any],
 ) -> None:
     """lockchaos's images (never pulled) unless a variable names another, e.g. the official
-    one; every container and the network carry the run label the reaper removes them by."""
+    one; every container and the network carry the run label the reaper removes them by;
+    every port is published on loopback, at a host port the engine chooses (a run's own:
+    runs never compete for one)."""
     own = {
         "LOCKCHAOS_REDIS_IMAGE": images.image_for("redis-7.0"),
         "LOCKCHAOS_TOXIPROXY_IMAGE": images.image_for("toxiproxy"),
@@ -95,9 +97,8 @@ def test_images_are_lockchaos_own_by_default_and_every_port_is_on_loopback(
     services = compose["services"]
     run_label = {RUN_LABEL: "${LOCKCHAOS_RUN:-manual}"}
     assert services[LAYOUT.toxiproxy]["image"] == toxiproxy_image
-    redis_services = [LAYOUT.resource[0], *(n for n, _ in LAYOUT.standalone),
-                      *(n for n, _ in LAYOUT.replicated), *(n for n, _ in LAYOUT.sentinels),
-                      *(n for n, _ in LAYOUT.cluster)]
+    redis_services = [LAYOUT.resource, *LAYOUT.standalone, *LAYOUT.replicated,
+                      *(n for n, _ in LAYOUT.sentinels), *LAYOUT.cluster]
     for name in redis_services:
         assert services[name]["image"] == redis_image, name
         assert services[name].get("restart", "no") == "no", name  # Docker must not revive
@@ -105,26 +106,27 @@ def test_images_are_lockchaos_own_by_default_and_every_port_is_on_loopback(
         assert services[name]["pull_policy"] == "${LOCKCHAOS_PULL_POLICY:-never}", name
         assert services[name]["labels"] == run_label, name
     assert compose["networks"]["default"]["labels"] == run_label
+    assert compose["name"] == PROJECT  # by hand; a run names its own project
     for name, service in services.items():
-        assert all(ip == "127.0.0.1" for ip, _, _ in _published(service)), name
+        assert all((ip, host) == ("127.0.0.1", "") for ip, host, _ in _published(service)), name
 
 
 def test_data_nodes_and_resource_are_published_where_the_provider_looks(
     compose: dict[str, Any],
 ) -> None:
     services = compose["services"]
-    for name, port in [LAYOUT.resource, *LAYOUT.standalone, *LAYOUT.replicated]:
-        assert _published(services[name]) == [("127.0.0.1", str(port), str(LAYOUT.redis_port))]
+    for name in [LAYOUT.resource, *LAYOUT.standalone, *LAYOUT.replicated]:
+        assert _published(services[name]) == [("127.0.0.1", "", str(LAYOUT.redis_port))]
         command = _server_argv(services[name])
         assert command[:5] == ["redis-server", "--save", "", "--appendonly", "no"], name
-    for name, _ in [*LAYOUT.standalone, *LAYOUT.replicated]:  # what DockerNode.kill relies on
+    for name in [*LAYOUT.standalone, *LAYOUT.replicated]:  # what DockerNode.kill relies on
         command = services[name]["command"]
         assert command[:2] == ["sh", "-c"] and DOWN_FLAG in command[2], name
         assert f"> {SERVER_PID}" in command[2].replace("$$", "$"), name
         assert command[command.index("--protected-mode") + 1] == "no", name
-    for name, _ in LAYOUT.standalone:
+    for name in LAYOUT.standalone:
         assert "profiles" not in services[name]  # `docker compose up` starts them all
-    for name, _ in [*LAYOUT.replicated, *LAYOUT.sentinels]:
+    for name in [*LAYOUT.replicated, *(n for n, _ in LAYOUT.sentinels)]:
         assert services[name]["profiles"] == ["sentinel"], name
 
 
@@ -133,7 +135,7 @@ def test_the_sentinel_set_is_wired_through_toxiproxy(
 ) -> None:
     services = compose["services"]
     master = str(LAYOUT.internal_ports[0])
-    for i, (name, _) in enumerate(LAYOUT.replicated):
+    for i, name in enumerate(LAYOUT.replicated):
         command = _server_argv(services[name])
         announced = command[command.index("--replica-announce-ip") + 1 :][:3]
         assert announced == [LAYOUT.toxiproxy, "--replica-announce-port",
@@ -156,7 +158,7 @@ def test_the_sentinel_set_is_wired_through_toxiproxy(
         assert link["upstream"] == f"{name}:{LAYOUT.sentinel_port}"
     published = _published(services[LAYOUT.toxiproxy])
     first, last = LAYOUT.sentinels[0][1], LAYOUT.sentinels[-1][1]
-    assert ("127.0.0.1", f"{first}-{last}", f"{first}-{last}") in published
+    assert ("127.0.0.1", "", f"{first}-{last}") in published
 
 
 def test_the_cluster_nodes_announce_their_links_and_are_supervised(
@@ -166,10 +168,10 @@ def test_the_cluster_nodes_announce_their_links_and_are_supervised(
     with its own int-cI and bus-cI ports, which forward to that node; crash-restart's
     supervisor runs it; it is published where ``DockerTopology`` looks."""
     services = compose["services"]
-    for i, (name, port) in enumerate(LAYOUT.cluster):
+    for i, name in enumerate(LAYOUT.cluster):
         service = services[name]
         assert service["profiles"] == ["cluster"], name
-        assert _published(service) == [("127.0.0.1", str(port), str(LAYOUT.redis_port))]
+        assert _published(service) == [("127.0.0.1", "", str(LAYOUT.redis_port))]
         command = service["command"]
         assert command[:2] == ["sh", "-c"] and DOWN_FLAG in command[2], name
         server = command[-1].replace("$$", "$")
@@ -195,8 +197,8 @@ def test_toxiproxy_publishes_its_api_and_the_clients_port_range(
     service = compose["services"][LAYOUT.toxiproxy]
     ports = LAYOUT.client_ports
     span = f"${{LOCKCHAOS_CLIENT_PORTS:-{ports[0]}-{ports[-1]}}}"  # a run publishes its part
-    assert ("127.0.0.1", span, span) in _published(service)
-    assert ("127.0.0.1", str(LAYOUT.api_port), str(LAYOUT.api_port)) in _published(service)
+    assert ("127.0.0.1", "", span) in _published(service)
+    assert ("127.0.0.1", "", str(LAYOUT.api_port)) in _published(service)
     assert f"-port={LAYOUT.api_port}" in service["command"]
     assert "-config=/config/toxiproxy.json" in service["command"]
     assert "./toxiproxy.json:/config/toxiproxy.json:ro" in service["volumes"]
@@ -242,7 +244,7 @@ def test_the_demo_redis_runs_as_seed_001s_with_appendonly_yes(
     demo = demo_compose["services"]["demo-redis"]
     assert demo["command"] == ["redis-server", "--appendonly", "yes"]
     assert demo["volumes"] == ["demo-data:/data"] and "demo-data" in demo_compose["volumes"]
-    resource = services[LAYOUT.resource[0]]
+    resource = services[LAYOUT.resource]
     for setting in ("image", "pull_policy", "labels", "healthcheck"):
         assert demo[setting] == resource[setting], setting  # a server as the provider's
     assert "profiles" not in demo and "ports" not in demo  # `up` starts it; nothing published

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from junitparser import JUnitXml
 from markupsafe import escape
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from chaos.checker import Verdict, check_file
+from chaos.checker.coverage import FaultCoverage
 from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
@@ -128,7 +130,12 @@ def test_the_demo_page_lists_the_truth_tables_claims_one_per_row(
     cells = []
     for number, plan in enumerate((breaks, holds, unclaimed)):
         claim = claims[id(plan)]
-        problem = claim.judge(verdict) if claim else None
+        # The synthetic history names no fault: each claimed cell's faults are given the
+        # effect a real run's coverage would show, so the page shows the claim judged.
+        coverage = {name: FaultCoverage(fired=1, effective=1, active_s=0.1)
+                    for name in (claim.fault_names if claim else [])}
+        judged = msgspec.structs.replace(verdict, coverage=coverage)
+        problem = claim.check(judged) if claim else None
         run = RunEntry.of(verdict, seed=1, run_dir=f"runs/{number}", wall_s=1.0,
                           truth_problem=problem)
         cells.append(CellResult(plan, claim, runs=[run]))

@@ -44,7 +44,7 @@ def test_two_locks_by_two_faults_match_the_truth_table(
             (run,) = result.runs
             verdict = msgspec.json.decode((directory / run.run_dir / "verdict.json").read_bytes(),
                                           type=Verdict)
-            assert cell.judge(verdict) is None, (cell.name, cell.judge(verdict),
+            assert cell.check(verdict) is None, (cell.name, cell.check(verdict),
                                                  verdict.explanations)
             assert run.truth_problem is None and run.verdict == verdict.verdict
             assert result.expected and result.expected.matched == 1 and result.claim_held

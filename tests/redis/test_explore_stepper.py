@@ -37,10 +37,16 @@ def test_a_release_stopped_before_its_del_leaves_the_key_until_resumed(
         finally:
             pool.stop()
     events = h.read_history(path)
-    c1 = [(e.type, e.f) for e in events if e.process == "c1" and e.f != h.READ]
+    said = (h.READ, h.COMMAND, h.LOCK_READY)  # what the lock is and sends: asserted below
+    c1 = [(e.type, e.f) for e in events if e.process == "c1" and e.f not in said]
     assert c1 == [
         (h.INVOKE, h.ACQUIRE), (h.OK, h.ACQUIRE),
         (h.INVOKE, h.WRITE), (h.OK, h.WRITE),
         (h.INVOKE, h.RELEASE), (h.INFO, h.PAUSE_POINT), (h.OK, h.RELEASE),
     ]  # fmt: skip
-    assert [e.type for e in events if e.process == "c2"] == [h.INVOKE, h.FAIL]
+    assert [e.type for e in events if e.process == "c2" and e.f not in said] == [h.INVOKE, h.FAIL]
+    # The lock's surface, as each client first sent it: 004's GET, then DEL.
+    sent = [(e.value["op"], e.value["command"]) for e in events
+            if e.process == "c1" and e.f == h.COMMAND]
+    assert sent == [("acquire", "SET"), ("release", "GET"), ("release", "DEL")]
+    assert [e.value for e in events if e.f == h.LOCK_READY] == [{"extend": False}] * 2

@@ -132,3 +132,20 @@ def test_bad_fault_parameters_are_refused_before_anything_starts(
     [line] = err.strip().splitlines()
     assert message in line, line
     assert not any(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def test_a_lock_the_server_cannot_run_is_refused_in_one_line_and_exit_2(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """delifeq needs Valkey 9's DELIFEQ; the local provider runs Redis 7.0: every client's
+    factory refuses, and the run stops with that line (on redis-8.0 in a container:
+    tests/docker/test_delifeq.py)."""
+    code = main(["run", "--lock", "delifeq", "--duration", "3", "--out", str(tmp_path)])
+    _, err = capfd.readouterr()
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith(
+        "lockchaos: the lock factory failed in every client: lock 'delifeq' needs DELIFEQ "
+        "(Valkey ≥ 9.0): this server is redis 7.0."
+    ), line
+    assert "; run it with --provider docker --server valkey-9.1 (lock delifeq; run " in line

@@ -144,6 +144,9 @@ def test_doctor_in_the_checkout_finds_everything() -> None:
     }
     assert report["programs"]["redis-server"]["libc_build"] is True
     assert all("local" in entry["providers"] for entry in report["faults"].values())
+    # a driver is listed with its build when it has one (tests/drivers: when there is none)
+    for build, entry in report["drivers"].items():
+        assert entry["path"] in (None, str(REPO / ".cache" / "drivers" / build)), build
     text = _lockchaos(["doctor"], {**os.environ, "COLUMNS": "200"})
     assert text.returncode == 0
     assert "ready: every fault can run on the local provider" in text.stdout
@@ -172,13 +175,22 @@ def test_doctor_without_the_basics_exits_1_naming_setup(tmp_path: Path) -> None:
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     assert report["missing"] == ["redis-server", "redis-sentinel", "toxiproxy-server"]
-    assert all(not entry["providers"] or entry["providers"] == ["docker"]
-               for entry in report["faults"].values())  # fmt: skip
+    # No docker on PATH, no driver in the (empty) cache: none is listed as possible, and each
+    # says the one command that sets it up.
+    assert all(not entry["providers"] for entry in report["faults"].values())
+    assert report["docker"]["problem"] == "no Docker engine answers `docker info`"
+    assert set(report["drivers"]) == {"jedis", "redisson", "redsync", "node-redlock"}
+    assert all(entry["path"] is None for entry in report["drivers"].values())
     text = _lockchaos(["doctor"], {**env, "COLUMNS": "200"})
     assert text.returncode == 1
     assert (
         "missing: redis-server, redis-sentinel, toxiproxy-server: run `lockchaos setup`"
         in text.stdout
+    )
+    assert "docker provider: not usable: no Docker engine answers `docker info`" in text.stdout
+    assert (
+        "drivers not built: jedis, redisson, redsync, node-redlock: run `lockchaos setup "
+        "--drivers` (or `make setup` in this checkout)" in text.stdout
     )
 
 

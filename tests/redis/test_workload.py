@@ -51,8 +51,8 @@ def test_every_invoke_completes_and_acknowledged_writes_survive(
         if e.type == h.INVOKE:
             assert e.process not in pending, f"{e.process} invoked twice without completing"
             pending[e.process] = e
-        elif e.type in (h.OK, h.FAIL, h.INFO) and e.process in pending \
-                and e.f not in (h.RENEW, h.COMMAND):  # a renewal, a command sent: inside
+        elif (e.type in (h.OK, h.FAIL, h.INFO) and e.process in pending
+              and e.f not in (h.RENEW, h.COMMAND)):
             assert pending.pop(e.process).f == e.f
     assert not pending
     writes = [e.value for e in _by(events, f=h.WRITE, type=h.OK)]

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Build the bundled lock drivers (docs/driver-protocol.md) from their sources, shipped with the
+# package in sources/ next to this script, into OUT_DIR, idempotently:
+#
+#   build.sh OUT_DIR
+#
+#   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
+#   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
+#                 driver's Json/Protocol classes)
+#   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
+#   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
+#
+# What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
+# checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
+# repository, Go's module cache, npm's cache) are kept in OUT_DIR too. Nothing is written next
+# to the sources (an installed package may be read-only).
+#
+# Each driver is rebuilt only when its sources changed (a stamp holds their checksum), so a
+# second run with everything present takes well under a second. A missing toolchain (java,
+# mvn, go, node/npm) skips that driver with one line saying what to install, and the others are
+# still built. Progress goes to stdout as `[drivers] …` lines; exit status 1 (after every driver
+# was tried) when one could not be built, its reason on stderr.
+set -uo pipefail
+
+if [ "$#" -ne 1 ] || [ -z "$1" ]; then
+    echo "usage: build.sh OUT_DIR" >&2
+    exit 2
+fi
+SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
+mkdir -p "$1"
+OUT="$(cd "$1" && pwd)"
+[ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
+
+say() { printf '[drivers] %s\n' "$*"; }
+missing() { printf '[drivers] %s\n' "$*" >&2; status=1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# checksum of the given files (sorted), for "has anything changed since the last build?"
+sums() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
+fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
+
+build_java() {  # name, then the source files to compile
+    local name="$1"; shift
+    local dir="$OUT/$name" pom="$SRC/$name/pom.xml"
+    local stamp; stamp="$(sums "$pom" "$@")-$JAVA_VERSION"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (Maven Central + javac)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    if ! (mvn -B -q -f "$pom" -Dmaven.repo.local="$OUT/m2" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
+    fi
+    if ! javac -nowarn -encoding UTF-8 -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
+    fi
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+status=0
+if have java && have javac && have mvn; then
+    JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
+    PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")
+    build_java jedis "${PROTO[@]}" "$SRC/jedis/src/lockchaos/JedisDriver.java" || status=1
+    build_java redisson "${PROTO[@]}" "$SRC/redisson/src/lockchaos/RedissonDriver.java" || status=1
+else
+    missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
+fi
+
+if have go; then
+    dir="$OUT/redsync"
+    stamp="$(sums "$SRC/redsync/go.mod" "$SRC/redsync/go.sum" "$SRC/redsync/main.go")-$(go version)"
+    if ! fresh "$dir" "$stamp"; then
+        say "building redsync (Go module proxy + go build)"
+        mkdir -p "$dir"
+        if (cd "$SRC/redsync" && GOMODCACHE="$OUT/go/mod" GOFLAGS=-modcacherw \
+                go build -trimpath -o "$dir/redsync-driver" . >"$dir/build.log" 2>&1); then
+            echo "$stamp" >"$dir/.stamp"
+        else
+            tail -n 20 "$dir/build.log" >&2; say "redsync: go build failed (see above)"; status=1
+        fi
+    fi
+else
+    missing "go not found: no redsync driver (install Go)"
+fi
+
+if have node && have npm; then
+    dir="$OUT/node-redlock"
+    stamp="$(sums "$SRC/node-redlock/package.json" "$SRC/node-redlock/package-lock.json" "$SRC/node-redlock/driver.js")-$(node --version)"
+    if ! fresh "$dir" "$stamp"; then
+        say "building node-redlock (npm)"
+        mkdir -p "$dir"
+        cp "$SRC/node-redlock/package.json" "$SRC/node-redlock/driver.js" "$dir/"
+        [ -f "$SRC/node-redlock/package-lock.json" ] && cp "$SRC/node-redlock/package-lock.json" "$dir/"
+        if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >"$dir/build.log" 2>&1 \
+                || npm install --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >>"$dir/build.log" 2>&1); then
+            echo "$stamp" >"$dir/.stamp"
+        else
+            tail -n 20 "$dir/build.log" >&2; say "node-redlock: npm failed (see above)"; status=1
+        fi
+    fi
+else
+    missing "node or npm not found: no node-redlock driver (install Node.js 18+ and npm)"
+fi
+
+if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi
+echo "[drivers] some drivers could not be built (see above)" >&2
+exit 1

@@ -1,0 +1,71 @@
+"""The whole product from a wheel: ``pip install`` into a fresh venv outside the checkout,
+``lockchaos setup --drivers`` builds the bundled drivers from the sources the wheel carries
+into the per-user cache, and a driver's run and a docker provider's run each get their verdict
+from a directory that is not the checkout (issue 21). Real toolchains, processes and Docker.
+
+The per-user cache is shared with tests/redis/test_install.py (tests/installed.py): the first
+run on a machine downloads and builds the drivers (minutes); later ones find them built from
+the same sources (their stamps are the sources' checksums) and take about half a minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import installed
+import pytest
+from installed import REPO, USER_CACHE, Argv, ok, run
+from prerequisites import need, toolchain_gap
+
+from chaos.drivers import catalog
+
+SOURCES = Path("chaos", "drivers", "sources")
+REDSYNC = ("go.mod", "go.sum", "main.go")  # what its build stamp is the checksum of
+
+
+@pytest.mark.slow
+@pytest.mark.images("redis-7.0", "toxiproxy")
+@pytest.mark.timeout(4 * installed.STEP_TIMEOUT_S)
+def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_path: Path) -> None:
+    need(toolchain_gap())
+    wheel = installed.build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        carried = set(archive.namelist())
+    shipped = {str(p.relative_to(REPO)) for p in (REPO / SOURCES).rglob("*") if p.is_file()}
+    assert shipped and shipped <= carried, shipped - carried  # every driver's sources
+    for data in ("chaos/drivers/build.sh", "chaos/topology/compose/docker-compose.yml"):
+        assert data in carried, data
+    venv = tmp_path / "venv"
+    installed.install(wheel, venv)
+    lockchaos = venv / "bin" / "lockchaos"
+    elsewhere = tmp_path / "elsewhere"  # the user's project, not a lockchaos checkout
+    elsewhere.mkdir()
+    env = installed.user_env()
+    drivers = USER_CACHE / "lockchaos" / "drivers"
+
+    setup = ok(run([lockchaos, "setup", "--drivers"], cwd=elsewhere, env=env))
+    assert f"[drivers] ready: {drivers}" in setup.stdout
+    # Built from the wheel's own copy of the sources: the build's stamp is their checksum.
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    assert not (site / SOURCES).is_relative_to(REPO)
+    digest = hashlib.sha256(b"".join((site / SOURCES / "redsync" / f).read_bytes()
+                                     for f in REDSYNC)).hexdigest()  # fmt: skip
+    assert (drivers / "redsync" / ".stamp").read_text().startswith(f"{digest}-")
+
+    doctor = json.loads(ok(run([lockchaos, "doctor", "--json"], cwd=elsewhere, env=env)).stdout)
+    assert doctor["in_checkout"] is False
+    for build in {entry.build for entry in catalog.BUNDLED_DRIVERS.values()}:
+        assert doctor["drivers"][build]["path"] == str(drivers / build), build
+    assert doctor["docker"]["problem"] is None, doctor["docker"]
+    assert "docker" in doctor["faults"]["latency"]["providers"]
+
+    for provider, lock in (("local", "redsync"), ("docker", "lua")):
+        argv: Argv = [lockchaos, "run", "--provider", provider, "--lock", lock, "--duration", "3"]
+        done = run(argv, cwd=elsewhere, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        verdict, run_dir = installed.verdict_of(done, elsewhere)
+        assert verdict == "ok" and run_dir.parent == elsewhere / "reports", done.stdout
+        assert json.loads((run_dir / "verdict.json").read_text())["lock"] == lock
