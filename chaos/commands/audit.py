@@ -1,7 +1,9 @@
 """``lockchaos audit``: the command for a lock nobody has told lockchaos anything about.
 
-Campaigns of every fault a lock must survive (alone, extending, in pairs), then ``explore``,
-within ``--budget`` seconds; one verdict, one page linking every run, one junit.xml. Exit
+A warm-up that learns the lock's commands and capabilities, campaigns of every fault a lock
+must survive (alone — before each command learned —, extending, nested, in pairs), then
+``explore``, within ``--budget`` seconds; one verdict, one page linking every run, one
+junit.xml. Exit
 status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input, 3
 inconclusive (the audit did not exercise the lock).
 """
@@ -26,7 +28,13 @@ from chaos.experiments.audit import (
     run_audit,
 )
 from chaos.explore.explorer import EXPLORE_TTL_MS
-from chaos.report.audit_page import AUDIT, load_audit
+from chaos.report.audit_page import (
+    AUDIT,
+    declared_line,
+    exercised_line,
+    load_audit,
+    surface_line,
+)
 from chaos.report.matrix import INDEX
 from chaos.report.style import marked
 from chaos.report.summary import coverage_line
@@ -77,6 +85,10 @@ def audit(
                       f"{record.wall_s:.0f} s; {result.directory}")
         console.print(f"  tested: {', '.join(record.tested)}")
         console.print(f"  assumed away: {', '.join(record.assumed_away) or 'nothing'}")
+        console.print(f"  surface: {surface_line(record.surface)}")
+        if record.declared is not None:
+            console.print(f"  has: {declared_line(record.declared)}")
+        console.print(f"  exercised: {exercised_line(record.exercised)}")
         console.print("  coverage: " + "; ".join(
             coverage_line(name, entry) for name, entry in record.coverage.items()))
         for reason in record.inconclusive_reasons:

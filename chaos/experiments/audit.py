@@ -8,13 +8,20 @@ server pauses);
 algorithm claims to survive (``+crash-restart-delayed`` for Redlock). Every catalog fault left
 out is *assumed away*, and the audit says so.
 
-The budget is spent in two phases. First short seeded campaigns, each on a fresh topology and
-stopping at its first hard violation: every fault alone, then — when the lock can extend —
-every fault with holders extending while they work, then pairs of faults in a seeded order,
-as many as fit in ``CAMPAIGN_SHARE`` of the budget. Then ``explore`` (Hypothesis step
-programs, shrunk) in small batches, each a new seed, until the budget is spent. Unless
-``--full`` is given, the audit ends at the first hard violation: nothing can make the verdict
-worse, and a CI gate wants the answer fast.
+It first learns the lock (``chaos.experiments.surface``): a warm-up run with no fault, holders
+extending and acquiring again while they hold, whose history says which commands each
+operation sends and what the lock has (extend, renewals, reentrancy, fences, nodes).
+audit.json lists both. Then the budget is spent in two phases. First short seeded campaigns,
+each on a fresh topology and stopping at its first hard violation: every fault alone — a
+pause point and a crash once before *each* command of each operation learned (an extend's
+with holders extending) —, then the capabilities under every fault: holders extending, their
+work alternately long and short against the TTL, and a reentrant lock's holders nesting;
+then pairs of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE`` of the budget
+(every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). Then
+``explore`` (Hypothesis step programs, shrunk) on one topology until the budget is spent, as
+``lockchaos explore`` does. Unless ``--full`` is given, the audit ends at the first hard
+violation: nothing can make the verdict worse, and a CI gate wants the answer fast. It
+reports per capability what its campaigns exercised (``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
 every phase; left unset, the campaigns run the campaign's defaults and explore its own (two
@@ -28,14 +35,14 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, zip_longest
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from chaos import locks
-from chaos.campaign import DEFAULTS, Campaign, choose_layout, stamped_path
+from chaos.campaign import DEFAULTS, HISTORY, Campaign, choose_layout, stamped_path
+from chaos.campaign.spec import fault_spec
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
 from chaos.checker.exercised import MIN_LOCK_CYCLES
@@ -49,12 +56,28 @@ from chaos.checker.verdict import (
 )
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
+from chaos.experiments.surface import (
+    WARM_UP_NEST_DEPTH,
+    WARM_UP_S,
+    Learned,
+    Tally,
+    learn,
+    point_name,
+    tally,
+)
 from chaos.explore import ExploreResult, explore
-from chaos.explore.explorer import EXPLORE_TTL_MS
+from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.nemesis import FAULTS, parse_faults
+from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt
 from chaos.report import REPORT
-from chaos.report.audit_page import AuditFile, AuditRun, save_audit, write_audit_reports
+from chaos.report.audit_page import (
+    AuditFile,
+    AuditRun,
+    Exercised,
+    save_audit,
+    write_audit_reports,
+)
 
 MUST_SURVIVE = (
     "client-pause",
@@ -71,8 +94,21 @@ CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lo
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
-EXPLORE_BATCH = 4  # programs per explore call: a new seed (and topology) per batch
-EXPLORE_CLIENTS = 2  # in the explore batches, unless told
+EXPLORE_CLIENTS = 2  # in the explore phase, unless told
+# Extending holders' work, in TTLs, alternately: long (extends keep the lease alive through
+# work longer than the TTL, every TTL/3) and short (one extend, halfway). In a long one a
+# fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend left of the
+# lease, so another client takes the lock meanwhile, and short enough that the holder goes
+# on to extend after it — an extend that does not check whose key it extends then claims
+# the other's lock.
+EXTEND_WORK_TTLS = (4.0, 0.25)
+OUTLAST_TTLS = 1.25
+MIN_CAPABILITY_STEPS = 3  # capability campaigns that run whatever the budget
+# The faults that aim at a command (``command=``, ``op=``): once before each command learned.
+AIMED = (ClientPauseAt.name, ClientCrash.name)
+# Of those, the one whose default does something no point does (kill a holder mid-work):
+# its default campaign runs too.
+KEEPS_DEFAULT = (ClientCrash.name,)
 MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
 RUNS = "runs"
 
@@ -133,29 +169,48 @@ class AuditPlan:
         return self.told | moved
 
     def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
-                 **chosen: Any) -> Campaign:
+                 nest_depth: int = 1, **chosen: Any) -> Campaign:
         """One campaign of the audit: the base's, with ``faults``, and ``chosen`` — the
         audit's own choice of fields of ``DEPLOYMENT`` for this phase — where not ``kept``."""
         unknown = sorted(set(chosen) - set(DEPLOYMENT))
         if unknown:
             raise TypeError(f"the audit chooses no {unknown[0]!r}")
         kept = self.kept
-        own = {name: value for name, value in chosen.items() if name not in kept}
+        own = {name: value for name, value in chosen.items()
+               if name not in kept and value is not None}
         return msgspec.structs.replace(
             self.base, faults=faults, seed=seed, duration_s=duration_s, stop_on_first=True,
-            extend_during_work=extend, **own,
+            extend_during_work=extend, nest_depth=nest_depth, **own,
         )
 
-    def step_campaign(self, index: int, step: Step) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_seconds`` long."""
-        return self.campaign(step.faults, seed=self.base.seed + index, extend=step.extend,
-                             duration_s=cell_seconds(self))
+    def warm_up_campaign(self) -> Campaign:
+        """The warm-up (``chaos.experiments.surface``): no fault, ``WARM_UP_S`` long, holders
+        extending and acquiring again while they hold; it stops only at a hard violation (a
+        lock that refuses its own holder is not reentrant: that is what it asks)."""
+        warm = self.campaign([], seed=self.base.seed, extend=True, duration_s=WARM_UP_S,
+                             nest_depth=WARM_UP_NEST_DEPTH)
+        return msgspec.structs.replace(warm, fail_on="hard")
 
-    def explore_campaign(self, batch: int) -> Campaign:
-        """The campaign explore batch ``batch`` starts from: its own seed, and unless kept
+    def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
+        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long."""
+        return self.campaign(step.faults, seed=self.base.seed + index, extend=step.extend,
+                             duration_s=cell_s, nest_depth=step.nest_depth, work_ms=step.work_ms)
+
+    def explore_campaigns(self) -> list[Campaign]:
+        """The explorations of the explore phase, one after the other: first with the
+        client's own faults only (a crash; pauses always), as ``lockchaos explore`` runs by
+        default, then with every fault it can step. A program under a partition or a paused
+        server waits out socket timeouts: about four times slower (0.8 programs/s against
+        3.3 for ``lua``), and its many more kinds of step make a lock's own logic (an
+        extend, a release) rarer in each program. Each has its own seed and, unless kept,
         ``EXPLORE_CLIENTS`` and a short TTL (steps are TTL multiples: more programs)."""
-        return self.campaign(self.stepped(), seed=self.base.seed + 1000 + batch, extend=False,
-                             duration_s=CELL_S, clients=EXPLORE_CLIENTS, ttl_ms=EXPLORE_TTL_MS)
+        stepped = self.stepped()
+        own = [fault for fault in stepped if fault[0] == CLIENT_CRASH]
+        phases = [own, stepped] if own != stepped else [stepped]
+        return [self.campaign(faults, seed=self.base.seed + 1000 + i, extend=False,
+                              duration_s=CELL_S, clients=EXPLORE_CLIENTS,
+                              ttl_ms=EXPLORE_TTL_MS)
+                for i, faults in enumerate(phases)]
 
     def validate(self) -> None:
         if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
@@ -171,34 +226,108 @@ class AuditPlan:
 
 @dataclass(frozen=True)
 class Step:
-    """One seeded campaign of the audit: some faults, extending or not."""
+    """One seeded campaign of the audit: some faults, holders extending or not (working
+    ``work_ms``, None: the campaign's), acquiring ``nest_depth`` deep."""
 
     faults: Faults
     extend: bool = False
+    work_ms: float | None = None
+    nest_depth: int = 1
 
     @property
     def name(self) -> str:
-        label = " + ".join(name for name, _ in self.faults)
-        return f"{label} (extending)" if self.extend else label
+        label = " + ".join(fault_spec(name, overrides) for name, overrides in self.faults)
+        work = f", work {self.work_ms:g} ms" if self.work_ms is not None else ""
+        if self.extend:
+            label += f" (extending{work})"
+        return f"{label} (nested)" if self.nest_depth > 1 else label
+
+    def point(self) -> str | None:
+        """The ``point_name`` this step aims its fault at, if it is one of ``AIMED``."""
+        (name, overrides), *others = self.faults
+        if others or name not in AIMED or "command" not in overrides:
+            return None
+        return point_name(str(overrides.get("op")), str(overrides["command"]))
 
 
-def cell_seconds(plan: AuditPlan) -> float:
+def cell_seconds(plan: AuditPlan, steps: int) -> float:
     """How long each campaign may run: ``CELL_S``, or less when the campaigns' share of the
-    budget could not otherwise try every fault alone (never under ``MIN_CELL_S``)."""
-    share = plan.budget_s * CAMPAIGN_SHARE / max(len(plan.tested()), 1) - CELL_OVERHEAD_S
+    budget could not otherwise run the ``steps`` that always run (never under
+    ``MIN_CELL_S``)."""
+    share = plan.budget_s * CAMPAIGN_SHARE / max(steps, 1) - CELL_OVERHEAD_S
     return max(MIN_CELL_S, min(CELL_S, share))
 
 
-def plan_steps(plan: AuditPlan, extendable: bool) -> list[Step]:
-    """Singles, singles extending (if the lock can extend), then pairs in a seeded order,
-    cut to what fits in the campaigns' share of the budget (at least every single)."""
+def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str) -> tuple[str, dict[str, Any]]:
+    """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
+    round trip a crash's default aims at)."""
+    name, overrides = fault
+    return name, {**overrides, "command": command, "op": op, "nth": 1}
+
+
+def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
+    """Every tested fault alone; one of ``AIMED`` the user did not aim (no ``command=``)
+    once before each command of each operation learned instead — before an extend's with
+    holders extending — and a crash also as its default."""
+    steps = []
+    for fault in plan.tested():
+        name, overrides = fault
+        if name not in AIMED or "command" in overrides or not learned.points():
+            steps.append(Step([fault]))
+            continue
+        if name in KEEPS_DEFAULT:
+            steps.append(Step([fault]))
+        steps += [Step([_aimed(fault, op, command)], extend=op == "extend")
+                  for op, command in learned.points()]
+    return steps
+
+
+def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
+    """Every tested fault with holders extending (a lock that has extend), their work
+    alternately long and short against the TTL (``EXTEND_WORK_TTLS``), those of ``AIMED``
+    first, interleaved with every tested fault with holders nesting (a reentrant lock). One
+    of ``AIMED`` aims at the last command of the operation exercised: the extend's, the
+    release's."""
+    declared, tested = learned.declared, plan.tested()
+
+    def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
+        commands = learned.surface.get(op, [])
+        if fault[0] not in AIMED or "command" in fault[1] or not commands:
+            return fault
+        return _aimed(fault, op, commands[-1])
+
+    def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
+        work_ms = EXTEND_WORK_TTLS[index % len(EXTEND_WORK_TTLS)] * plan.base.ttl_ms
+        name, overrides = aim(fault, "extend")
+        if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
+                and FAULTS[name].parameters.get("duration_ms") is DURATION):
+            overrides = {**overrides, "duration_ms": round(OUTLAST_TTLS * plan.base.ttl_ms)}
+        return Step([(name, overrides)], extend=True, work_ms=work_ms)
+
+    # The faults aimed at a command first: stopped right before an extend's command (always
+    # mid-work), with long work, a holder outlives its lease and then extends again.
+    aimed_first = sorted(tested, key=lambda fault: fault[0] not in AIMED)
+    extend_steps = [extending(i, fault) for i, fault in enumerate(aimed_first)] \
+        if declared.extend else []
+    nesting = [Step([aim(fault, "release")], nest_depth=WARM_UP_NEST_DEPTH)
+               for fault in tested] if declared.reentrant else []
+    mixed = [step for pair in zip_longest(extend_steps, nesting) for step in pair if step]
+    return mixed
+
+
+def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
+    """Singles, the capability campaigns, then pairs in a seeded order, cut to what fits in
+    the campaigns' share of the budget (at least every single and ``MIN_CAPABILITY_STEPS``
+    capability campaigns); and how long each may run."""
+    singles = single_steps(plan, learned)
+    capabilities = capability_steps(plan, learned)
     tested = plan.tested()
-    singles = [Step([fault]) for fault in tested]
-    extending = [Step([fault], extend=True) for fault in tested] if extendable else []
     pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
     random.Random(plan.base.seed).shuffle(pairs)
-    fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_seconds(plan) + CELL_OVERHEAD_S))
-    return [*singles, *extending, *pairs][: max(fit, len(singles))]
+    always = len(singles) + min(len(capabilities), MIN_CAPABILITY_STEPS)
+    cell_s = cell_seconds(plan, always)
+    fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
+    return [*singles, *capabilities, *pairs][: max(fit, always)], cell_s
 
 
 @dataclass
@@ -207,20 +336,34 @@ class StepResult:
     outcome: Outcome
     started_s: float  # since the audit began
 
+    def tally(self) -> Tally:
+        """What its history shows the lock did (``chaos.experiments.surface.tally``)."""
+        return tally(self.outcome.run_dir / HISTORY)
+
+
+WARM_UP = "warm-up"  # the warm-up's name among the runs
+
 
 @dataclass
 class AuditResult:
     plan: AuditPlan
     directory: Path
+    learned: Learned | None = None
+    warm_up: Outcome | None = None
     steps: list[StepResult] = field(default_factory=list)
     explored: list[ExploreResult] = field(default_factory=list)
     skipped: list[Step] = field(default_factory=list)  # planned, not run: a hard one was found
+    explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
     wall_s: float = 0.0
 
     @property
     def verdicts(self) -> list[tuple[str, Verdict, Path]]:
-        """(what ran, its verdict, its run directory), the worst first."""
+        """(what ran, its verdict, its run directory), the worst first. The warm-up counts
+        only when it broke the lock with no fault at all (a hard violation): what else it
+        finds is what it asked (a lock refusing its own holder is not reentrant)."""
         found = [(s.step.name, s.outcome.verdict, s.outcome.run_dir) for s in self.steps]
+        if self.warm_up is not None and self.warm_up.verdict.hard_violations:
+            found.append((WARM_UP, self.warm_up.verdict, self.warm_up.run_dir))
         for result in self.explored:
             if result.failure is not None and result.run_dir is not None:
                 found.append(("explore", result.failure.verdict, result.run_dir))
@@ -240,15 +383,39 @@ class AuditResult:
     @property
     def inconclusive_reasons(self) -> list[str]:
         """Why the audit tested nothing: no campaign exercised the lock (the first one's
-        reason), or a tested fault had no effect on the lock in any run."""
+        reason), a tested fault had no effect on the lock in any run, a command the audit
+        aimed at was never reached, or a capability the lock has was never exercised."""
         verdicts = [s.outcome.verdict for s in self.steps]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
             first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive_reasons),
                          "no campaign completed two lock cycles")
             return [f"no campaign exercised the lock: {first}"]
         covered = self.coverage
-        return [f"{name} had no effect on the lock in any run" for name, _ in self.plan.tested()
-                if name in covered and not covered[name].effective]
+        reasons = [f"{name} had no effect on the lock in any run" for name, _ in self.plan.tested()
+                   if name in covered and not covered[name].effective]
+        exercised = self.exercised
+        reached = {**exercised.pause_points, **exercised.crashes}
+        aimed = dict.fromkeys(point for s in self.steps if (point := s.step.point()))
+        reasons += [f"no client ever stopped or crashed before {point}: this lock sends it, but "
+                    "never while a point was armed" for point in aimed if not reached.get(point)]
+        return reasons + self._capabilities_unused(exercised)
+
+    def _capabilities_unused(self, exercised: Exercised) -> list[str]:
+        """A capability the warm-up found that the campaigns asking for it never exercised."""
+        if self.learned is None:
+            return []
+        declared, asked = self.learned.declared, [s.step for s in self.steps]
+        unused = [
+            (declared.extend and any(step.extend for step in asked) and not exercised.extends_ok,
+             "the lock can extend, but no extend returned a lease in any campaign"),
+            (declared.renews and not exercised.renewals,
+             "the lock renews in the background, but no renewal was recorded in any campaign"),
+            (declared.reentrant and any(step.nest_depth > 1 for step in asked)
+             and not exercised.nested_grants,
+             "the lock let its holder in during the warm-up, but no nested acquire was granted "
+             "in any campaign"),
+        ]
+        return [reason for missed, reason in unused if missed]
 
     @property
     def coverage(self) -> dict[str, FaultCoverage]:
@@ -261,6 +428,18 @@ class AuditResult:
                 into.effective += entry.effective
                 into.active_s = round(into.active_s + entry.active_s, 3)
         return total
+
+    @property
+    def exercised(self) -> Exercised:
+        """Per capability, what the campaigns made the lock do (the warm-up not counted)."""
+        seen = Tally()
+        extends = renewals = 0
+        for s in self.steps:
+            seen.add(s.tally())
+            extends += s.outcome.verdict.counts.get("extend_ok", 0)
+            renewals += s.outcome.verdict.counts.get("renew_ok", 0)
+        return Exercised(extends_ok=extends, renewals=renewals, nested_grants=seen.nested_grants,
+                         pause_points=seen.pauses, crashes=seen.crashes)
 
     @property
     def failed(self) -> bool:
@@ -278,10 +457,15 @@ class AuditResult:
     @property
     def first_hard_s(self) -> float | None:
         """Seconds from the audit's start to the end of the first run that found a hard one."""
+        if self.warm_up is not None and self.warm_up.verdict.hard_violations:
+            return self.warm_up.verdict.first_hard_violation_s
         for s in self.steps:
             if s.outcome.verdict.hard_violations:
                 first = s.outcome.verdict.first_hard_violation_s or 0.0
                 return s.started_s + first
+        for at, result in zip(self.explored_at_s, self.explored, strict=True):
+            if result.failure is not None and result.failure.verdict.hard_violations:
+                return at + (result.time_to_find_s or 0.0)
         return None
 
     @property
@@ -296,14 +480,17 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     """Run the audit of ``plan`` into a new directory under ``out``."""
     plan.validate()
     say = on_event or (lambda _: None)
-    info = locks.info(plan.base.lock)
-    extendable = info.extend if info is not None else True  # a user's lock: try it
-    steps = plan_steps(plan, extendable)
     directory = stamped_path(out, f"audit-{plan.base.lock}".replace(":", "_").replace("/", "_"))
     directory.mkdir(parents=True)
     result = AuditResult(plan, directory)
     started = time.monotonic()
     deadline = started + plan.budget_s
+
+    say("warm-up: learning the lock's commands and capabilities")
+    warm = plan.warm_up_campaign()
+    result.warm_up = run_campaign(warm, directory / RUNS)
+    result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
+    steps, cell_s = plan_steps(plan, result.learned)
 
     def broke() -> bool:
         return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
@@ -313,16 +500,23 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             result.skipped = steps[index:]
             break
         say(f"campaign {index + 1}/{len(steps)}: {step.name}")
-        campaign = plan.step_campaign(index, step)
+        campaign = plan.step_campaign(index, step, cell_s)
         at = time.monotonic() - started
         result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
-    batch = 0
-    while not broke() and time.monotonic() + 2 * CELL_OVERHEAD_S < deadline:
-        batch += 1
-        say(f"explore batch {batch} ({result.examples} programs so far)")
-        explored = explore(plan.explore_campaign(batch), max_examples=EXPLORE_BATCH,
-                           out=directory / RUNS)
-        result.explored.append(explored)
+    if not broke():
+        # Each exploration on one topology until its share of the budget is spent, as
+        # `lockchaos explore` runs (not a topology and a new seed, Hypothesis starting over
+        # from its smallest programs, every 4 programs).
+        campaigns = plan.explore_campaigns()
+        for index, campaign in enumerate(campaigns):
+            left = deadline - CELL_OVERHEAD_S - time.monotonic()
+            if broke() or left < CELL_OVERHEAD_S:
+                break
+            say(f"exploring with {', '.join(campaign.fault_names) or 'client pauses'}")
+            until = time.monotonic() + left / (len(campaigns) - index)
+            result.explored_at_s.append(time.monotonic() - started)
+            result.explored.append(explore(campaign, max_examples=MAX_EXAMPLES,
+                                           out=directory / RUNS, until=until))
     result.wall_s = time.monotonic() - started
     audit = record(result)
     save_audit(directory, audit)
@@ -346,6 +540,7 @@ def record(result: AuditResult) -> AuditFile:
         )
         for name, verdict, run_dir in result.verdicts
     ]
+    learned = result.learned
     return AuditFile(
         lock=plan.base.lock, budget_s=plan.budget_s, seed=plan.base.seed, fail_on=plan.base.fail_on,
         verdict=result.verdict, failed=result.failed, exit_status=result.exit_status,
@@ -355,6 +550,9 @@ def record(result: AuditResult) -> AuditFile:
         skipped=[step.name for step in result.skipped], examples=result.examples,
         first_hard_s=None if result.first_hard_s is None else round(result.first_hard_s, 3),
         wall_s=round(result.wall_s, 3), replay=replay_command(plan),
+        surface=learned.surface if learned else {},
+        declared=learned.declared if learned else None, exercised=result.exercised,
+        explore_s=round(sum(explored.elapsed_s for explored in result.explored), 3),
     )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from chaos.campaign import Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.fault_steps import check_explorable
-from chaos.explore.machine import Exploration, Failure, ViolationFound, machine_for
+from chaos.explore.machine import Exploration, Failure, TimeUp, ViolationFound, machine_for
 from chaos.explore.profiles import select_profile
 from chaos.explore.program import Program
 from chaos.explore.rundir import write_run_dir
@@ -91,10 +91,13 @@ def _rounded(value: float | None) -> float | None:
 
 
 def explore(
-    campaign: Campaign, *, max_examples: int = 100, steps: int = 20, out: Path | None = None
+    campaign: Campaign, *, max_examples: int = 100, steps: int = 20, out: Path | None = None,
+    until: float | None = None,
 ) -> ExploreResult:
     """Explore ``campaign.lock`` with ``campaign.faults`` as steps; on a failure at or above
-    ``campaign.fail_on``, shrink it and (when ``out`` is given) write its run directory."""
+    ``campaign.fail_on``, shrink it and (when ``out`` is given) write its run directory.
+    ``until`` (``time.monotonic()``) ends the exploration early: no example starts after it
+    (the audit's explore phase, a time budget rather than a number of programs)."""
     if not 1 <= max_examples <= MAX_EXAMPLES:
         raise UsageError(
             f"--max-examples must be between 1 and {MAX_EXAMPLES} (got {max_examples})"
@@ -133,15 +136,18 @@ def explore(
             Path(workdir),
             fail_on=campaign.fail_on,
             faults=campaign.faults,
+            until=until,
         )
         machine = seed(campaign.seed)(machine_for(exploration))
         found, flaky = None, False
         try:
             with _seeded(campaign.seed), sigterm_interrupts():
                 run_state_machine_as_test(machine, settings=hypothesis_settings)
-        except (ViolationFound, Flaky):
+        except (ViolationFound, Flaky, TimeUp) as stopped:
+            # Time up: the examples run so far are the exploration (one of them may have
+            # failed, with time running out as Hypothesis played it again).
             found = exploration.failure
-            if found is None:
+            if found is None and not isinstance(stopped, TimeUp):
                 raise
         failure = found
         if found is not None:

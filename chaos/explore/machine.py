@@ -42,6 +42,13 @@ class Failure:
     history: bytes
 
 
+class TimeUp(KeyboardInterrupt):
+    """The exploration's time is up (``Exploration.until``): raised before an example starts
+    (never while Hypothesis plays a failing one again). A ``KeyboardInterrupt`` because that
+    is what Hypothesis lets through untouched: any other exception it takes for a failure
+    and plays again. The exploration ends with the examples run so far."""
+
+
 class ViolationFound(AssertionError):
     """The checker found a violation at or above ``fail_on`` in the history so far."""
 
@@ -52,7 +59,8 @@ class ViolationFound(AssertionError):
 
 @dataclass
 class Exploration:
-    """What the examples of one exploration share: where histories go, what was found."""
+    """What the examples of one exploration share: where histories go, what was found;
+    ``until`` (``time.monotonic()``), when no further example may start."""
 
     session: Session
     workdir: Path
@@ -63,6 +71,7 @@ class Exploration:
     found_s: float | None = None
     failure: Failure | None = None  # the first program that broke the lock
     programs: list[Program] = field(default_factory=list)  # every example's, in order
+    until: float | None = None
 
     @property
     def history_path(self) -> Path:
@@ -96,6 +105,9 @@ class LockProgram(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         ex = self.exploration
+        # Not once a program failed: Hypothesis is playing it again, and must draw the same.
+        if ex.until is not None and ex.failure is None and time.monotonic() >= ex.until:
+            raise TimeUp
         self.session = ex.session
         self.steps: list[Step] = []
         self.outcomes: list[str] = []

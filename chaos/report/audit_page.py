@@ -33,6 +33,28 @@ class AuditRun(msgspec.Struct, kw_only=True):
     report: str  # its report.html, relative to the audit's directory
 
 
+class Declared(msgspec.Struct, kw_only=True):
+    """What the audit's warm-up found the lock to have (``chaos.experiments.surface``)."""
+
+    extend: bool  # its clients' locks started with an extend
+    renews: bool  # it declares background renewals
+    reentrant: bool  # a nested acquire by the holder was granted
+    fencing: bool  # its leases carry fences
+    nodes: int | None  # the masters it ran on
+
+
+class Exercised(msgspec.Struct, kw_only=True):
+    """Per capability, what the audit's runs made the lock do: extends that returned a new
+    lease, background renewals, nested acquires granted, and per ``op COMMAND`` how often a
+    client stopped (``pause_points``) or crashed (``crashes``) right before it."""
+
+    extends_ok: int = 0
+    renewals: int = 0
+    nested_grants: int = 0
+    pause_points: dict[str, int] = {}
+    crashes: dict[str, int] = {}
+
+
 class AuditFile(msgspec.Struct, kw_only=True):
     """``audit.json``: what was tested, what was assumed away, and what came of it."""
 
@@ -54,6 +76,40 @@ class AuditFile(msgspec.Struct, kw_only=True):
     first_hard_s: float | None  # from the audit's start
     wall_s: float
     replay: str  # the command that runs this audit again
+    # Learned by the warm-up: per operation the commands the lock sends, and what it has
+    # (None: an audit.json written before the warm-up was).
+    surface: dict[str, list[str]] = {}
+    declared: Declared | None = None
+    exercised: Exercised = msgspec.field(default_factory=Exercised)
+    explore_s: float = 0.0  # the explore phase's time (examples / explore_s: programs per s)
+
+
+def surface_line(surface: dict[str, list[str]]) -> str:
+    """"acquire SET; release GET, DEL": per operation, the commands the lock sends."""
+    return "; ".join(f"{op} {', '.join(commands)}" for op, commands in surface.items()) or \
+        "nothing learned"
+
+
+def declared_line(declared: Declared) -> str:
+    """"extend, reentrant, no renewals, no fencing, 1 node": what the warm-up found."""
+    words = [name if getattr(declared, name) else f"no {label}" for name, label in
+             (("extend", "extend"), ("renews", "renewals"), ("reentrant", "reentrancy"),
+              ("fencing", "fencing"))]
+    if declared.nodes is not None:
+        words.append(f"{declared.nodes} node{'s' if declared.nodes != 1 else ''}")
+    return ", ".join(words)
+
+
+def exercised_line(exercised: Exercised) -> str:
+    """"12 extends ok, 0 renewals, 3 nested grants; stopped before release EVAL 3×; crashed
+    before acquire SET 1×": what the campaigns made each capability do."""
+    parts = [f"{exercised.extends_ok} extends ok, {exercised.renewals} renewals, "
+             f"{exercised.nested_grants} nested grants"]
+    for verb, points in (("stopped", exercised.pause_points), ("crashed", exercised.crashes)):
+        if points:
+            parts.append(f"{verb} before " + ", ".join(f"{name} {count}×"
+                                                       for name, count in points.items()))
+    return "; ".join(parts)
 
 
 def save_audit(directory: Path, audit: AuditFile) -> None:
@@ -68,7 +124,9 @@ def load_audit(path: Path) -> AuditFile:
 def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
     """``index.html`` and ``junit.xml`` of the audit in ``directory``; returns the index."""
     index = directory / INDEX
-    render("audit.html.j2", index, audit=audit)
+    render("audit.html.j2", index, audit=audit, surface=surface_line(audit.surface),
+           declared=declared_line(audit.declared) if audit.declared else None,
+           exercised=exercised_line(audit.exercised))
     cases = []
     for run in audit.runs:
         failure = None

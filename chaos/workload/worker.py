@@ -72,7 +72,8 @@ class WorkloadConfig:
     # client-clock fault can move its wall clock (chaos/workload/clocks.py); None: real clocks.
     client_clocks: str | None = None
     # Acquires per critical section: 2 or more re-acquire while holding (seed 003's
-    # reentrancy), each nested invoke marked value {"depth": d}; releases unwind innermost first.
+    # reentrancy), each nested invoke marked value {"depth": d}; releases unwind innermost
+    # first, each outer level working before and after its inner hold (``Worker.hold``).
     nest_depth: int = 1
 
 
@@ -273,7 +274,7 @@ class Worker:
         # Size and last id, not the list: a whole list per read would grow the file as n².
         summary = {"size": len(items), "last": items[-1] if items else None}
         self.history.log(h.OK, self.cid, h.READ, value=summary, **fence)
-        lease = self.work(lease)
+        lease = self.work(lease, self._section_ms())
         _, written = self._call(
             h.WRITE, lambda: self.resource.write([*items, op_id], lease.fence), value=op_id, **fence
         )
@@ -281,15 +282,20 @@ class Worker:
             self.history.log(h.OK, self.cid, h.WRITE, value=op_id, **fence)
         return lease
 
-    def work(self, lease: Lease) -> Lease:
-        """Hold for the work time; locks that can extend are extended every TTL/3, and at
-        least once, halfway, in a shorter critical section: a run asked to extend that made
-        no extend did not test it (``chaos.checker.exercised``)."""
-        work_ms = self.config.work_ms
-        if self._slow_work:
-            work_ms, fault = self._slow_work.pop(0)
-            self.history.log(h.INFO, self.cid, h.EFFECT, value={
-                "id": fault, "what": f"{self.cid} worked {work_ms:g} ms holding the lock"})
+    def _section_ms(self) -> float:
+        """How long this critical section works: the next slow section a fault asked for
+        (its effect event says so), else the work time."""
+        if not self._slow_work:
+            return self.config.work_ms
+        work_ms, fault = self._slow_work.pop(0)
+        self.history.log(h.INFO, self.cid, h.EFFECT, value={
+            "id": fault, "what": f"{self.cid} worked {work_ms:g} ms holding the lock"})
+        return work_ms
+
+    def work(self, lease: Lease, work_ms: float) -> Lease:
+        """Hold for ``work_ms``; locks that can extend are extended every TTL/3, and at
+        least once, halfway, in a shorter stretch: a run asked to extend that made no extend
+        did not test it (``chaos.checker.exercised``)."""
         end = time.monotonic() + work_ms / 1000
         extending = self.config.extend_during_work and can_extend(self.lock)
         step = min(self.config.ttl_ms / 3, work_ms / 2) / 1000 if extending else work_ms / 1000
@@ -299,17 +305,25 @@ class Worker:
                 lease = self.extend(lease)
         return lease
 
-    def nest(self) -> list[Lease]:
-        """Acquire again while holding, down to ``nest_depth`` (seed 003: a reentrant lock
-        lets its holder in; ThreadLocal counts, Redisson counts in the hash). Stops at the
-        first refusal: a lock that is not reentrant refuses its own holder."""
-        inner: list[Lease] = []
-        for depth in range(2, self.config.nest_depth + 1):
-            lease = self.acquire(depth)
-            if lease is None:
-                break
-            inner.append(lease)
-        return inner
+    def hold(self, lease: Lease, op_id: str, depth: int = 1) -> None:
+        """Hold ``lease``, acquired at nesting ``depth``, then release it. Innermost (at
+        ``nest_depth``) the holder runs the critical section. Above it, it works a quarter of
+        the work time, acquires again while holding (seed 003: a reentrant lock lets its
+        holder in; ThreadLocal counts, Redisson counts in the hash), holds that, and works
+        another quarter after the inner release: so each level holds (and extends) alone,
+        around its inner hold, and its release is not just the tail of the inner one's. A
+        refused nested acquire (a lock that is not reentrant refuses its own holder) leaves
+        the critical section out."""
+        if depth < self.config.nest_depth:
+            outer_ms = self.config.work_ms / 4
+            lease = self.work(lease, outer_ms)
+            inner = self.acquire(depth + 1)
+            if inner is not None:
+                self.hold(inner, op_id, depth + 1)
+            lease = self.work(lease, outer_ms)
+        else:
+            lease = self.critical_section(lease, op_id)
+        self.release(lease)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -325,12 +339,7 @@ class Worker:
                 retry = self.rng.uniform(self.config.retry_min_ms, self.config.retry_max_ms)
                 time.sleep(retry / 1000)
                 continue
-            op_id = f"{self.cid}:{self.spec.incarnation}:{i}"
-            leases = [lease, *self.nest()]
-            if len(leases) == self.config.nest_depth:  # the work runs innermost
-                leases[-1] = self.critical_section(leases[-1], op_id)
-            for held in reversed(leases):
-                self.release(held)
+            self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}")
             completed += 1
         self.stopping.set()
         listener.join(timeout=1)

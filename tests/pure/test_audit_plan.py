@@ -13,13 +13,29 @@ from chaos.cli import main
 from chaos.experiments.audit import (
     CAMPAIGN_SHARE,
     EXPLORE_CLIENTS,
+    EXTEND_WORK_TTLS,
+    MIN_CAPABILITY_STEPS,
     MUST_SURVIVE,
     AuditPlan,
+    capability_steps,
     cell_seconds,
     plan_steps,
     replay_command,
+    single_steps,
 )
+from chaos.experiments.surface import Learned
 from chaos.explore.explorer import EXPLORE_TTL_MS
+from chaos.report.audit_page import Declared
+
+LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
+
+
+def learned(*, extend: bool = False, reentrant: bool = False,
+            surface: dict[str, list[str]] | None = None) -> Learned:
+    """What a warm-up could have taught (lua's commands unless told)."""
+    return Learned(surface if surface is not None else LUA_SURFACE,
+                   Declared(extend=extend, renews=False, reentrant=reentrant, fencing=False,
+                            nodes=1))
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
@@ -31,14 +47,61 @@ def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
 
 
 def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
-    short = plan_steps(AuditPlan(Campaign("lua"), budget_s=10), extendable=False)
+    short, _ = plan_steps(AuditPlan(Campaign("lua"), budget_s=10), learned(surface={}))
     assert [step.name for step in short] == list(MUST_SURVIVE)
-    long = plan_steps(AuditPlan(Campaign("lua-extend"), budget_s=300), extendable=True)
+    long, cell_s = plan_steps(AuditPlan(Campaign("lua-extend"), budget_s=300),
+                              learned(extend=True))
     assert any(step.extend for step in long)
     assert any(len(step.faults) == 2 for step in long)
-    assert len(long) * 3.0 <= 300 * CAMPAIGN_SHARE + 1e-9
+    assert len(long) * (cell_s + 0.8) <= 300 * CAMPAIGN_SHARE + 1e-9
     lua = Campaign("lua")
-    assert cell_seconds(AuditPlan(lua, budget_s=20)) < cell_seconds(AuditPlan(lua))
+    assert cell_seconds(AuditPlan(lua, budget_s=20), 8) < cell_seconds(AuditPlan(lua), 8)
+
+
+def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
+    """Once before each command of each operation (an extend's with holders extending); a
+    crash also as its default, which kills a holder mid-work; an aimed one as the user said."""
+    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,client-crash,latency")
+    surface = {"acquire": ["SET"], "release": ["GET", "DEL"], "extend": ["PEXPIRE"],
+               "background": ["PEXPIRE"]}
+    names = [(step.name, step.extend) for step in single_steps(plan, learned(surface=surface))]
+    assert names == [
+        ("client-pause-at:command=SET:op=acquire:nth=1", False),
+        ("client-pause-at:command=GET:op=release:nth=1", False),
+        ("client-pause-at:command=DEL:op=release:nth=1", False),
+        ("client-pause-at:command=PEXPIRE:op=extend:nth=1 (extending)", True),
+        ("client-crash", False),
+        ("client-crash:command=SET:op=acquire:nth=1", False),
+        ("client-crash:command=GET:op=release:nth=1", False),
+        ("client-crash:command=DEL:op=release:nth=1", False),
+        ("client-crash:command=PEXPIRE:op=extend:nth=1 (extending)", True),
+        ("latency", False),
+    ]
+    told = AuditPlan(Campaign("lua"), faults="client-pause-at:command=EVAL")
+    assert [s.name for s in single_steps(told, learned())] == ["client-pause-at:command=EVAL"]
+
+
+def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lock() -> None:
+    plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=60)
+    steps, _ = plan_steps(plan, learned(extend=True, reentrant=True))
+    singles = len(single_steps(plan, learned(extend=True, reentrant=True)))
+    capabilities = steps[singles:singles + MIN_CAPABILITY_STEPS]
+    assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
+        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, None, 2),
+        (True, EXTEND_WORK_TTLS[1] * 200, 1),
+    ]
+    # First a pause right before the extend's command, in long work: a fault that stays on
+    # outlasts the lease, then the holder extends again; nested next.
+    assert capabilities[0].name == \
+        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 800 ms)"
+    assert capabilities[1].name == "client-pause (nested)"
+    assert capabilities[2].name == "client-crash:command=EVAL:op=extend:nth=1 (extending, " \
+        "work 50 ms)"
+    every = capability_steps(plan, learned(extend=True, reentrant=True))
+    aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
+    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested)"
+    nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
+    assert not any(step.extend or step.nest_depth > 1 for step in nothing)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +128,7 @@ def test_nodes_reaches_every_campaign_and_the_replay() -> None:
     """``--nodes`` (a Redlock written as a driver needs it: nothing tells lockchaos its
     lock wants independent masters) sets the masters of every campaign of the audit."""
     plan = AuditPlan(Campaign.from_options("lua", nodes=3, seed=4), budget_s=30)
-    for step in plan_steps(plan, extendable=True):
+    for step in plan_steps(plan, learned(extend=True))[0]:
         campaign = plan.campaign(step.faults, seed=plan.base.seed, extend=step.extend, duration_s=1)
         assert choose_layout(campaign).nodes == 3
     words = shlex.split(replay_command(plan))
@@ -74,8 +137,9 @@ def test_nodes_reaches_every_campaign_and_the_replay() -> None:
 
 def _deployments(plan: AuditPlan) -> set[tuple[int, int, float | None]]:
     """(clients, TTL, work) of every campaign the plan runs: each step's and explore's."""
-    campaigns = [plan.step_campaign(i, step) for i, step in enumerate(plan_steps(plan, True))]
-    campaigns += [plan.explore_campaign(batch) for batch in (1, 2)]
+    steps, cell_s = plan_steps(plan, learned())
+    campaigns = [plan.step_campaign(i, step, cell_s) for i, step in enumerate(steps)]
+    campaigns += [*plan.explore_campaigns(), plan.warm_up_campaign()]
     return {(c.clients, c.ttl_ms, c.work_ms) for c in campaigns}
 
 
@@ -111,3 +175,13 @@ def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyP
     api = AuditPlan(Campaign("lua", clients=3, work_ms=80.0))
     assert _deployments(api) == {(3, 200, 80.0), (3, EXPLORE_TTL_MS, 80.0)}
     assert parse_audit(shlex.split(replay_command(api))[2:], monkeypatch).kept == api.kept
+
+
+def test_explore_first_with_the_clients_own_faults_then_with_every_fault_it_can_step() -> None:
+    """As `lockchaos explore` runs by default first (programs under partitions and paused
+    servers are four times slower), then with every tested fault explore can step."""
+    default = [c.fault_names for c in AuditPlan(Campaign("lua")).explore_campaigns()]
+    assert default[0] == ["client-crash"]
+    assert set(default[1]) > {"client-crash", "partition", "server-pause"}
+    only_pauses = AuditPlan(Campaign("lua"), faults="client-pause,client-pause-at")
+    assert [c.fault_names for c in only_pauses.explore_campaigns()] == [[]]

@@ -7,14 +7,20 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``release_raises`` — a working SET NX PX lock whose release() always raises ``ValueError``:
   every lease runs out by its TTL instead of being released;
 * ``watchdog_dies`` — the bundled ``watchdog`` whose renewal thread dies after its first
-  renewal (an exception it does not catch): a renewing lock that stops renewing.
+  renewal (an exception it does not catch): a renewing lock that stops renewing;
+* ``extend_ignores_owner`` — ``lua-extend`` whose extend is a plain ``PEXPIRE`` that never
+  checks the token (sbertrang/redis-distlock#2, "shouldn't extend also check the value of the
+  key?"; redlock-rb#36): a holder whose lease ran out extends the next holder's key and
+  believes it holds the lock again (issue 20: the audit must find it).
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.lua_extend import LuaExtendLock
 from chaos.locks.watchdog import Watchdog, WatchdogLock
 
 
@@ -72,3 +78,14 @@ class _WatchdogDies(WatchdogLock):
 
 def watchdog_dies(ctx: LockContext) -> _WatchdogDies:
     return _WatchdogDies(ctx)
+
+
+class _ExtendIgnoresOwner(LuaExtendLock):
+    def extend(self, lease: Lease) -> Lease | None:
+        if self.redis.pexpire(self.key, self.ttl_ms):  # whoever's key it is now
+            return replace(lease, validity_ms=self.ttl_ms)
+        return None
+
+
+def extend_ignores_owner(ctx: LockContext) -> _ExtendIgnoresOwner:
+    return _ExtendIgnoresOwner(ctx)

@@ -12,6 +12,7 @@ from junitparser import JUnitXml
 from chaos.cli import main
 from chaos.experiments.audit import MUST_SURVIVE
 from chaos.report.audit_page import AUDIT, load_audit
+from chaos.report.run import load_run
 
 
 def _audit_dir(out: Path) -> Path:
@@ -49,6 +50,8 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     assert record["tested"] == list(MUST_SURVIVE)
     assert "failover" in record["assumed_away"] and "crash-restart" in record["assumed_away"]
     assert len(record["runs"]) >= len(MUST_SURVIVE)  # every fault at least once
+    assert record["surface"] == {"acquire": ["SET"], "release": ["EVAL"]}
+    assert record["exercised"]["pause_points"]["release EVAL"] > 0
     assert set(record["coverage"]) == set(MUST_SURVIVE)
     assert all(entry["effective"] for entry in record["coverage"].values()), record["coverage"]
     directory = Path(record["audit_dir"])
@@ -59,3 +62,45 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     assert (directory / "index.html").read_text() == page
 
 
+
+
+@pytest.mark.parametrize(("lock", "release"), [("lua", ["EVAL"]), ("get-then-del", ["GET", "DEL"])])
+def test_the_audit_learns_the_surface_and_pauses_before_each_release_command(
+    lock: str, release: list[str], tmp_path: Path
+) -> None:
+    """The warm-up learns which commands the release sends (lua: one script; get-then-del: a
+    GET, then a DEL) and audit.json lists them; then a pause point before each of them was
+    reached (its campaign's coverage says the pause had an effect)."""
+    code = main(["audit", "--lock", lock, "--faults", "client-pause-at", "--budget", "15",
+                 "--full", "--allow-inconclusive", "--out", str(tmp_path)])
+    directory = _audit_dir(tmp_path)
+    audit = load_audit(directory / AUDIT)
+    assert code in (0, 1), audit
+    assert audit.surface["release"] == release and audit.surface["acquire"]
+    assert audit.declared is not None and audit.declared.nodes == 1
+    assert not audit.declared.reentrant and not audit.declared.renews
+    for command in release:
+        name = f"client-pause-at:command={command}:op=release:nth=1"
+        (run,) = [run for run in audit.runs if run.name == name]
+        verdict = load_run((directory / run.report).parent).verdict
+        assert verdict.coverage["client-pause-at"].effective > 0, (name, verdict.coverage)
+        assert audit.exercised.pause_points[f"release {command}"] > 0
+    page = (directory / "index.html").read_text()
+    assert f"release {', '.join(release)}" in page
+
+
+def test_an_extend_that_ignores_the_owner_fails_the_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An extend that sets a new TTL on whatever key is there (tests/redis/broken_locks.py,
+    modelled on sbertrang/redis-distlock#2): a holder whose lease ran out extends the next
+    holder's key and holds again. The audit learns that the lock extends, runs holders
+    extending under pauses, and explores; it finds the two holders."""
+    code = main(["audit", "--lock", "broken_locks:extend_ignores_owner", "--faults",
+                 "client-pause,client-pause-at", "--budget", "40", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    audit = load_audit(_audit_dir(tmp_path) / AUDIT)
+    assert code == 1 and audit.verdict == "hard", out
+    assert audit.declared is not None and audit.declared.extend
+    assert audit.surface["extend"] == ["PEXPIRE"]
+    assert audit.exercised.extends_ok > 0

@@ -210,3 +210,26 @@ def test_indeterminate_outcomes_are_recorded_not_fatal(
     assert not any(e.bug or e.traceback for e in infos)  # a cut link is a fault, not a lock bug
     assert pool.workers["c1"].spec.incarnation == 0  # the same process carried on
     assert _by(events, f=h.ACQUIRE, type=h.OK)[-1].t > infos[-1].t  # and locked again after
+
+
+def test_a_nested_hold_works_in_the_outer_level_before_and_after_the_inner_one(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """With ``nest_depth`` 2 the outer level holds alone (a quarter of the work) before the
+    nested acquire and after the inner release: its release is not the inner one's tail."""
+    path = tmp_path / "history.jsonl"
+    config = WorkloadConfig(lock="reentrant", ttl_ms=500, work_ms=80, duration_s=1.0,
+                            nest_depth=2)
+    run_workload(single, config, path, clients=1, seed=3)
+    events = _by(h.read_history(path), process="c1")
+    granted, alone_before, alone_after = 0, [], []
+    for before, event, after in zip(events, events[1:], events[2:], strict=False):
+        nested = isinstance(event.value, dict) and event.value.get("depth") == 2
+        if event.f == h.ACQUIRE and event.type == h.INVOKE and nested:
+            alone_before.append(event.t - before.t)  # since the outer grant
+            granted += after.f == h.ACQUIRE and after.type == h.OK
+        if (before.f, before.type, event.f, event.type) == (h.RELEASE, h.OK, h.RELEASE, h.INVOKE):
+            alone_after.append(event.t - before.t)  # the outer release, since the inner one
+    quarter_ns = 80 / 4 * 1e6 * 0.9
+    assert granted >= 3 and len(alone_after) >= 3
+    assert all(gap >= quarter_ns for gap in alone_before + alone_after)

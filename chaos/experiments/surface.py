@@ -1,0 +1,102 @@
+"""A lock's surface, learned by trying: which Redis commands each of its operations sends,
+and what it can do — read from a history, never from the lock's code or its name.
+
+The audit starts with a warm-up run (no faults, a couple of seconds, holders extending and
+acquiring again while they hold) and reads from its history what the lock is: per operation
+the commands its clients announced (``command`` events: the checker's ``Timeline.surface``),
+whether it has ``extend`` (``lock-ready``), whether it renews in the background (the run's
+start event), whether it lets its own holder in (a nested acquire granted), whether its
+leases carry fences. Its fault phases then aim at each command it learned; the same reading
+of every campaign's history says what the faults and capabilities really exercised
+(``Tally``): nested grants, and the pause points reached per operation and command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.checker import read_timeline
+from chaos.checker.reader import HistoryReader, value_of
+from chaos.history import ACQUIRE, INVOKE, OK, PAUSE_POINT
+from chaos.report.audit_page import Declared
+
+# The operations a pause point can name (a ``background`` command — a watchdog's — has none).
+POINT_OPS = ("acquire", "release", "extend")
+WARM_UP_S = 2.0  # long enough for a few lock cycles with extends and nested acquires
+WARM_UP_NEST_DEPTH = 2  # an acquire while holding: a reentrant lock lets its holder in
+CRASH = "crash"  # a pause point's action that killed its client
+
+
+def point_name(op: str, command: str) -> str:
+    """How a pause point is named in the audit's tallies: ``release EVAL``."""
+    return f"{op} {command}"
+
+
+@dataclass
+class Tally:
+    """What one history shows the lock did under the audit: nested acquires granted, and per
+    ``point_name`` how often a client stopped (``pauses``) or crashed (``crashes``) there."""
+
+    nested_grants: int = 0
+    fenced_grants: int = 0
+    pauses: dict[str, int] = field(default_factory=dict)
+    crashes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Tally) -> None:
+        self.nested_grants += other.nested_grants
+        self.fenced_grants += other.fenced_grants
+        for mine, theirs in ((self.pauses, other.pauses), (self.crashes, other.crashes)):
+            for name, count in theirs.items():
+                mine[name] = mine.get(name, 0) + count
+
+
+def tally(history: Path) -> Tally:
+    """One pass over ``history``: the acquire ``ok`` that answers an invoke marked nested
+    (``value: {"depth": d}``) is a nested grant; each ``pause-point`` event one stop or crash
+    at its operation and command."""
+    result = Tally()
+    nested: set[str] = set()  # processes whose outstanding acquire is a nested one
+    for event in HistoryReader(history).events():
+        if event.f == ACQUIRE and event.type == INVOKE:
+            value = value_of(event.value)
+            if isinstance(value, dict) and "depth" in value:
+                nested.add(event.process)
+        elif event.f == ACQUIRE:
+            granted = event.type == OK
+            result.nested_grants += granted and event.process in nested
+            result.fenced_grants += granted and event.fence is not None
+            nested.discard(event.process)
+        elif event.f == PAUSE_POINT:
+            point = value_of(event.value) or {}
+            name = point_name(str(point.get("op")), str(point.get("command")))
+            into = result.crashes if point.get("action") == CRASH else result.pauses
+            into[name] = into.get(name, 0) + 1
+    return result
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What the warm-up taught: per operation the commands sent, in first-seen order
+    (``background`` for a watchdog's), and what the lock declared or was found to do."""
+
+    surface: dict[str, list[str]]
+    declared: Declared
+
+    def points(self) -> list[tuple[str, str]]:
+        """Every (operation, command) a pause point can name, acquire's first."""
+        return [(op, command) for op in POINT_OPS for command in self.surface.get(op, [])]
+
+
+def learn(history: Path, nodes: int | None) -> Learned:
+    """What the warm-up's ``history`` says the lock is (``nodes``: the masters it ran on)."""
+    timeline = read_timeline(HistoryReader(history))
+    seen = tally(history)
+    declared = Declared(
+        extend=timeline.can_extend,
+        renews=timeline.params.get("renews") is True,
+        reentrant=seen.nested_grants > 0,
+        fencing=seen.fenced_grants > 0,
+        nodes=nodes,
+    )
+    return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared)
