@@ -127,10 +127,11 @@ def build(
     """Build the images of ``names`` (default: all) that are missing or out of date.
 
     Idempotent: an image whose ``org.lockchaos.recipe`` label matches is skipped (``force``
-    rebuilds it). So is one whose build failed before with the same recipe hash (``failures``:
-    remembered in the cache) unless ``retry`` or ``force``. A failed image does not stop the
-    others: each is tried, and then a ``RuntimeError`` (one line) names every image not built
-    and why. ``source``: the lockchaos source tree the demo image is wheeled from
+    rebuilds it; the images it is made from, ``recipes.needs``, are built only when missing).
+    So is one whose build failed before with the same recipe hash (``failures``: remembered
+    in the cache) unless ``retry`` or ``force``. A failed image does not stop the others:
+    each is tried, and then a ``RuntimeError`` (one line) names every image not built and
+    why. ``source``: the lockchaos source tree the demo and lockchaos images are wheeled from
     (``source_tree``). Returns the names built; ``progress`` gets one line per step.
     ``UsageError`` (one line) when a prerequisite is missing.
     """
@@ -138,11 +139,13 @@ def build(
     for name in wanted:
         image_for(name)  # UsageError for an unknown name
     client = _engine()
+    forced = set(wanted) if force else set()  # not the images they are made from
     for name in list(wanted):  # the images one is made from are built before it
         for needed in needs(RECIPES[name]):
             if needed not in wanted:
                 wanted.insert(wanted.index(name), needed)
-    todo = wanted if force else missing(wanted, client=client, source=source)
+    absent = set(missing(wanted, client=client, source=source))
+    todo = [name for name in wanted if name in forced or name in absent]
     if not todo:
         return []
     _check_prerequisites(todo, source)

@@ -112,9 +112,8 @@ def test_a_sharded_compare_as_two_containers_merges_into_the_truth_tables_matrix
     assert main(["merge", *map(str, directories), "--out", str(tmp_path / "merged")]) == 0
     (merged,) = (tmp_path / "merged").iterdir()
     matrix = load_matrix(merged / "matrix.json")
-    assert [(c.lock, c.faults) for c in matrix.cells] == [
-        ("lua", "slow-work"), ("del-release", "slow-work")
-    ]
+    plan = [("lua", "slow-work"), ("del-release", "slow-work")]
+    assert [(c.lock, c.faults) for c in matrix.cells] == plan
     claims = {(cell.lock, cell.faults): cell for cell in CELLS if not cell.options}
     for entry in matrix.cells:
         (run,) = entry.runs
