@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,17 @@ from chaos.images import failures, sources
 from chaos.images.debian import debian_mirror
 from chaos.images.recipes import (
     ENTRYPOINT_SCRIPT,
+    IMAGE_CACHE,
+    LOCKCHAOS_SCRIPT,
     RECIPES,
-    DemoRecipe,
+    FromSource,
+    LockchaosRecipe,
     PythonRecipe,
     Recipe,
     ServerRecipe,
     ToxiproxyRecipe,
     image_id,
+    needs,
     recipe_hash,
     requirements,
     source_tree,
@@ -88,15 +93,16 @@ def missing(
 
 
 def chosen(names: Iterable[str] | None, source: Path | None) -> list[str]:
-    """``names``, or by default every image, except the demo when there is no lockchaos
-    source tree to wheel it from (an installed wheel, no ``source`` given): the demo is a
-    checkout's Compose demo, and a run never needs it."""
+    """``names``, or by default every image, except the demo and lockchaos images when there
+    is no lockchaos source tree to wheel them from (an installed wheel, no ``source`` given):
+    the demo is a checkout's Compose demo, the lockchaos image is for CI, a run needs
+    neither."""
     if names or source is not None:
         return list(names or RECIPES)
     try:
         source_tree(None)
     except UsageError:
-        return [name for name, recipe in RECIPES.items() if not isinstance(recipe, DemoRecipe)]
+        return [name for name, recipe in RECIPES.items() if not isinstance(recipe, FromSource)]
     return list(RECIPES)
 
 
@@ -121,10 +127,11 @@ def build(
     """Build the images of ``names`` (default: all) that are missing or out of date.
 
     Idempotent: an image whose ``org.lockchaos.recipe`` label matches is skipped (``force``
-    rebuilds it). So is one whose build failed before with the same recipe hash (``failures``:
-    remembered in the cache) unless ``retry`` or ``force``. A failed image does not stop the
-    others: each is tried, and then a ``RuntimeError`` (one line) names every image not built
-    and why. ``source``: the lockchaos source tree the demo image is wheeled from
+    rebuilds it; the images it is made from, ``recipes.needs``, are built only when missing).
+    So is one whose build failed before with the same recipe hash (``failures``: remembered
+    in the cache) unless ``retry`` or ``force``. A failed image does not stop the others:
+    each is tried, and then a ``RuntimeError`` (one line) names every image not built and
+    why. ``source``: the lockchaos source tree the demo and lockchaos images are wheeled from
     (``source_tree``). Returns the names built; ``progress`` gets one line per step.
     ``UsageError`` (one line) when a prerequisite is missing.
     """
@@ -132,11 +139,13 @@ def build(
     for name in wanted:
         image_for(name)  # UsageError for an unknown name
     client = _engine()
-    for name in list(wanted):  # a demo needs its base image
-        recipe = RECIPES[name]
-        if isinstance(recipe, DemoRecipe) and recipe.base not in wanted:
-            wanted.insert(wanted.index(name), recipe.base)
-    todo = wanted if force else missing(wanted, client=client, source=source)
+    forced = set(wanted) if force else set()  # not the images they are made from
+    for name in list(wanted):  # the images one is made from are built before it
+        for needed in needs(RECIPES[name]):
+            if needed not in wanted:
+                wanted.insert(wanted.index(name), needed)
+    absent = set(missing(wanted, client=client, source=source))
+    todo = [name for name in wanted if name in forced or name in absent]
     if not todo:
         return []
     _check_prerequisites(todo, source)
@@ -175,9 +184,9 @@ def _build_image(
 ) -> None:
     work = WORK / recipe.name
     try:
-        if isinstance(recipe, DemoRecipe):
+        if isinstance(recipe, FromSource):
             progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
-            _build_demo(recipe, source_tree(source), work, progress)
+            _build_from_source(recipe, source_tree(source), work, progress)
         else:
             progress(f"{recipe.name}: building {recipe.image} from {recipe.suite} ({mirror})")
             _build_one(recipe, mirror, work, progress)
@@ -186,10 +195,12 @@ def _build_image(
 
 
 def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
-    demo = [n for n in names if isinstance(RECIPES[n], DemoRecipe)]
-    if demo:
+    from_source = [n for n in names if isinstance(RECIPES[n], FromSource)]
+    if from_source:
         source_tree(source)  # UsageError when there is none
-    if len(demo) == len(names):
+    if "toxiproxy" in names or "lockchaos" in names:
+        binaries.find("toxiproxy-server")  # UsageError naming `lockchaos setup`
+    if len(from_source) == len(names):
         return  # docker create/cp/commit and pip: no root needed
     if os.geteuid() != 0:
         raise UsageError("building lockchaos images needs root (debootstrap and chroot)")
@@ -199,8 +210,6 @@ def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
     absent = [tool for tool in tools if shutil.which(tool) is None]
     if absent:
         raise UsageError(f"building lockchaos images needs {', '.join(absent)} (apt-get install)")
-    if "toxiproxy" in names:
-        binaries.find("toxiproxy-server")  # UsageError naming `lockchaos setup`
 
 
 def _build_one(
@@ -386,16 +395,17 @@ def _wheelhouse_run(pip_args: list[str], needs: list[str], log: Path) -> None:
     _run(offline, log, PIP_TIMEOUT_S)
 
 
-def _build_demo(
-    recipe: DemoRecipe, tree: Path, work: Path, progress: Callable[[str], None]
+def _build_from_source(
+    recipe: FromSource, tree: Path, work: Path, progress: Callable[[str], None]
 ) -> None:
     """A wheel of the source ``tree``, installed (no dependencies: the base has them) into a
-    container of the base image with ``docker cp``, committed as ``recipe.image``."""
+    container of the base image with ``docker cp`` (the lockchaos image: with the local
+    provider's programs, ``_local_programs``), committed as ``recipe.image``."""
     _remove_tree(work)
     work.mkdir(parents=True)
     log = work / "build.log"
-    base = RECIPES[recipe.base].image
-    src, dist, site = work / "src", work / "dist", work / "site"
+    src, dist, layer = work / "src", work / "dist", work / "layer"
+    site = layer / SITE_PACKAGES.lstrip("/")
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(tree / name, src / name)
@@ -408,30 +418,74 @@ def _build_demo(
     (wheel,) = dist.glob("lockchaos-*.whl")
     _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
           "--target", str(site), str(wheel)], log, PIP_TIMEOUT_S)  # fmt: skip
-    shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: `python -m chaos.cli`
+    shutil.rmtree(site / "bin", ignore_errors=True)  # this venv's console scripts
+    changes = ['CMD ["python", "-m", "chaos.cli"]']
+    if isinstance(recipe, LockchaosRecipe):
+        progress(f"{recipe.name}: redis-server and libfaketime of {image_for(recipe.server)}, "
+                 "toxiproxy-server")  # fmt: skip
+        changes = _local_programs(recipe, layer, log)
     progress(f"{recipe.name}: docker commit {recipe.image}")
+    replaced = image_id(recipe.image)
+    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree)}
+    with _container(RECIPES[recipe.base].image) as container:
+        _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
+        commit = ["docker", "commit"]
+        for change in [*(f"LABEL {key}={value}" for key, value in labels.items()),
+                       f"LABEL {VERSION_LABEL}={wheel.name.split('-')[1]}", *changes]:  # fmt: skip
+            commit += ["--change", change]
+        _run([*commit, container, recipe.image], log, STEP_TIMEOUT_S)
+    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
+        subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
+
+
+def _local_programs(recipe: LockchaosRecipe, layer: Path, log: Path) -> list[str]:
+    """Into ``layer``: what the local provider runs, where ``chaos.topology.binaries`` finds
+    it (``IMAGE_CACHE``'s ``redis/bin``, ``bin``; libfaketime where Debian puts it) and the
+    ``lockchaos`` command; returns the image's ``ENTRYPOINT`` and the rest."""
+    cache = layer / IMAGE_CACHE.lstrip("/")
+    redis_bin, tool_bin = cache / "redis" / "bin", cache / "bin"
+    redis_bin.mkdir(parents=True)
+    tool_bin.mkdir(parents=True)
+    lib = layer / "usr" / "lib" / "x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    with _container(image_for(recipe.server)) as server:
+        for program in ("redis-server", "redis-cli"):
+            _run(["docker", "cp", f"{server}:/usr/bin/{program}", str(redis_bin / program)],
+                 log, STEP_TIMEOUT_S)  # fmt: skip
+        _run(["docker", "cp", f"{server}:/usr/lib/x86_64-linux-gnu/faketime", str(lib)], log,
+             STEP_TIMEOUT_S)  # fmt: skip
+    _symlink(redis_bin / "redis-sentinel", "redis-server")
+    for program in ("toxiproxy-server", "toxiproxy-cli"):
+        shutil.copy2(os.path.realpath(binaries.find(program)), tool_bin / program)
+    script = layer / "usr" / "local" / "bin" / "lockchaos"
+    script.parent.mkdir(parents=True)
+    script.write_text(LOCKCHAOS_SCRIPT)
+    script.chmod(0o755)
+    (layer / "project").mkdir()
+    return [
+        f"ENV LOCKCHAOS_CACHE={IMAGE_CACHE}",
+        "ENV PYTHONUNBUFFERED=1",
+        "WORKDIR /project",
+        'ENTRYPOINT ["lockchaos"]',
+        'CMD ["--help"]',
+    ]
+
+
+@contextmanager
+def _container(image: str) -> Iterator[str]:
+    """A created (never started) container of ``image``, removed afterwards."""
     created = subprocess.run(
-        ["docker", "create", "--label", f"{LABEL}-build=1", base, "true"],
+        ["docker", "create", "--label", f"{LABEL}-build=1", image, "true"],
         capture_output=True, text=True, timeout=STEP_TIMEOUT_S,
     )  # fmt: skip
     if created.returncode != 0:
-        raise RuntimeError(f"docker create {base} failed: {created.stderr.strip()[-300:]}")
+        raise RuntimeError(f"docker create {image} failed: {created.stderr.strip()[-300:]}")
     container = created.stdout.strip()
-    replaced = image_id(recipe.image)
-    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree)}
     try:
-        _run(["docker", "cp", f"{site}/.", f"{container}:{SITE_PACKAGES}/"], log, STEP_TIMEOUT_S)
-        commit = ["docker", "commit"]
-        for change in [*(f"LABEL {key}={value}" for key, value in labels.items()),
-                       f"LABEL {VERSION_LABEL}={wheel.name.split('-')[1]}",
-                       'CMD ["python", "-m", "chaos.cli"]']:  # fmt: skip
-            commit += ["--change", change]
-        _run([*commit, container, recipe.image], log, STEP_TIMEOUT_S)
+        yield container
     finally:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True,
                        timeout=STEP_TIMEOUT_S)  # fmt: skip
-    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
-        subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
 
 
 def _faketime_library(rootfs: Path) -> str:

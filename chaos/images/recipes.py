@@ -18,6 +18,9 @@
   otherwise built by compose/Dockerfile FROM ``python:3.11-slim``): ``lockchaos/python:3.11``
   plus lockchaos itself, from a wheel of a lockchaos source tree (``source_tree``). Its recipe
   hash covers the tree's package sources, so a changed tree makes it out of date.
+* ``lockchaos`` → ``lockchaos/lockchaos`` (for CI and Kubernetes: entrypoint ``lockchaos``):
+  the demo's making plus what the local provider runs, so a run inside needs no set-up: the
+  MALLOC=libc ``redis-server`` and libfaketime of ``server``'s image, and Toxiproxy.
 """
 
 from __future__ import annotations
@@ -116,7 +119,28 @@ class DemoRecipe(_Named):
     kind = "demo"
 
 
-Recipe = ServerRecipe | ToxiproxyRecipe | PythonRecipe | DemoRecipe
+@dataclass(frozen=True)
+class LockchaosRecipe(_Named):
+    """The CI/Kubernetes image (``docker run … lockchaos/lockchaos audit --lock …``): the
+    ``base`` recipe's image plus lockchaos from a source tree, as the demo, and the local
+    provider's programs in its cache (``LOCKCHAOS_CACHE``): ``server``'s MALLOC=libc
+    redis-server and libfaketime (the same suite as ``base``), Toxiproxy. Slim: no JDK, Go or
+    Node, so not the bundled drivers (docs/images.md)."""
+
+    name: str
+    base: str
+    server: str
+
+    kind = "lockchaos"
+
+
+Recipe = ServerRecipe | ToxiproxyRecipe | PythonRecipe | DemoRecipe | LockchaosRecipe
+FromSource = DemoRecipe | LockchaosRecipe  # committed on built images, from a source tree
+
+# The lockchaos image's cache (``LOCKCHAOS_CACHE``; chaos.topology.binaries's layout) and its
+# ``lockchaos`` command: the package is in Debian's python3's dist-packages.
+IMAGE_CACHE = "/opt/lockchaos"
+LOCKCHAOS_SCRIPT = '#!/bin/sh\nexec python3 -m chaos.cli "$@"\n'
 
 _REDIS_PACKAGES = ("redis-server", "redis-sentinel", "redis-tools", "procps", "libfaketime")
 _VALKEY_PACKAGES = ("valkey-server", "valkey-sentinel", "valkey-tools", "procps", "libfaketime")
@@ -134,6 +158,7 @@ RECIPES: dict[str, Recipe] = {
         ToxiproxyRecipe("toxiproxy", "bookworm", TOXIPROXY_VERSION),
         PythonRecipe("python", "bookworm"),
         DemoRecipe("demo", "python"),
+        LockchaosRecipe("lockchaos", "python", "redis-7.0"),
     )
 }  # fmt: skip
 assert RECIPES.keys() == IMAGES.keys(), "an image the runtime names has no recipe, or back"
@@ -152,11 +177,21 @@ def recipe_hash(recipe: Recipe, mirror: str, source: Path | None = None) -> str:
         parts["toxiproxy"] = file_sha256(Path(binaries.find("toxiproxy-server")))
     elif isinstance(recipe, PythonRecipe):
         parts["requirements"] = requirements()
-    else:  # the demo: its base image as built, and lockchaos's sources
+    else:  # the images it is made of as built, and lockchaos's sources
         parts.pop("mirror")
-        parts["base"] = image_id(RECIPES[recipe.base].image)
+        parts["needs"] = {name: image_id(RECIPES[name].image) for name in needs(recipe)}
         parts["sources"] = _sources_hash(source_tree(source))
+        if isinstance(recipe, LockchaosRecipe):
+            parts["toxiproxy"] = file_sha256(Path(binaries.find("toxiproxy-server")))
+            parts["layout"] = [IMAGE_CACHE, LOCKCHAOS_SCRIPT]
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def needs(recipe: Recipe) -> tuple[str, ...]:
+    """The recipes whose images ``recipe``'s is made from (built before it)."""
+    if isinstance(recipe, LockchaosRecipe):
+        return (recipe.base, recipe.server)
+    return (recipe.base,) if isinstance(recipe, DemoRecipe) else ()
 
 
 def requirements() -> list[str]:
@@ -172,14 +207,15 @@ def requirements() -> list[str]:
 
 
 def source_tree(given: Path | None = None) -> Path:
-    """The lockchaos source tree (pyproject.toml + chaos/) the demo image is wheeled from:
+    """The lockchaos source tree (pyproject.toml + chaos/) the demo and lockchaos images are
+    wheeled from:
     ``given`` (``--source``), else the one the running package was imported from, when it is
     one (a checkout, an editable install; not an installed wheel). ``UsageError`` if not."""
     tree = given or Path(str(importlib.resources.files("chaos"))).parent
     if not (tree / "pyproject.toml").is_file() or not (tree / "chaos").is_dir():
         raise UsageError(
-            f"the demo image is built from a lockchaos source tree, and {tree} is none "
-            "(no pyproject.toml and chaos/): pass --source DIR"
+            f"the demo and lockchaos images are built from a lockchaos source tree, and {tree} "
+            "is none (no pyproject.toml and chaos/): pass --source DIR"
         )
     return tree
 
@@ -194,7 +230,8 @@ def image_id(image: str) -> str:
 
 
 def _sources_hash(tree: Path) -> str:
-    """Of every file of the package (what the demo image installs) and pyproject.toml."""
+    """Of every file of the package (what the demo and lockchaos images install) and
+    pyproject.toml."""
     digest = hashlib.sha256()
     package = tree / "chaos"
     files = [tree / "pyproject.toml", *sorted(
