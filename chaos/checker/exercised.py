@@ -123,8 +123,12 @@ def _no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
     if isinstance(command, str) and command != "*":  # it armed a pause point
         return _point_not_reached(fault.name, command, params.get("op"), timeline)
     if fault.reported:
+        sends = "; ".join(f"{op} {', '.join(commands)}"
+                          for op, commands in timeline.surface.items())
         return (f"{fault.name} fired {times} and did nothing to the lock: no firing met a "
-                "client at the lock (a longer --duration or more --clients give it the chance)")
+                "client at the lock (a longer --duration or more --clients give it the chance"
+                + (f"; or it needs what this lock does not do — it sends {sends}" if sends else "")
+                + ")")
     target = "its target" if fault.aims_at_clients else "any client"
     return (f"{fault.name} never met the lock: it fired {times}, never while {target} held it "
             "or was acquiring it (a longer --duration or --work-ms widens the window)")

@@ -131,3 +131,15 @@ def test_a_point_on_a_command_the_lock_sends_but_never_while_armed_says_so() -> 
     (reason,) = _cycles(h).final_read(300, []).check().inconclusive_reasons
     assert reason.startswith("client-pause-at:command=DEL never reached while armed: this "
                              "lock's release sends it")
+
+
+def test_a_reported_fault_without_effect_says_what_the_lock_sends() -> None:
+    """A fault that needs something the lock does not do (script-flush needs EVALSHA) is
+    told apart by the lock's surface, named in the reason."""
+    h = History()
+    h.events[0].value["faults"] = ["script-flush"]
+    h.command("c1", 1, "acquire", "SET").command("c1", 2, "release", "EVAL")
+    h.fault("f1", "script-flush", 5, 200, target={"nodes": ["n0"]})
+    (reason,) = _cycles(h).final_read(300, []).check().inconclusive_reasons
+    assert reason.startswith("script-flush fired once and did nothing to the lock")
+    assert reason.endswith("it sends acquire SET; release EVAL)")
