@@ -447,14 +447,11 @@ def _build_from_source(
         changes = _local_programs(recipe, layer, log)
     progress(f"{recipe.name}: docker commit {recipe.image}")
     replaced = image_id(recipe.image)
-    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree)}
+    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree),
+              VERSION_LABEL: wheel.name.split("-")[1]}  # fmt: skip
     with _container(RECIPES[recipe.base].image) as container:
         _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
-        commit = ["docker", "commit"]
-        for change in [*(f"LABEL {key}={value}" for key, value in labels.items()),
-                       f"LABEL {VERSION_LABEL}={wheel.name.split('-')[1]}", *changes]:  # fmt: skip
-            commit += ["--change", change]
-        _run([*commit, container, recipe.image], log, STEP_TIMEOUT_S)
+        _commit(container, recipe.image, labels, changes, log)
     if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
         subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
 
@@ -526,13 +523,22 @@ def _build_full(
         _run(["docker", "start", "-a", container], log, APT_TIMEOUT_S)
         _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
         labels = {NAME_LABEL: recipe.name, RECIPE_LABEL: inputs}
-        commit = ["docker", "commit"]
-        for change in [*(f"LABEL {key}={value}" for key, value in labels.items()),
-                       'ENTRYPOINT ["lockchaos"]', 'CMD ["--help"]']:  # fmt: skip
-            commit += ["--change", change]
-        _run([*commit, container, recipe.image], log, STEP_TIMEOUT_S)
+        # the base's entrypoint, not the install script's
+        _commit(container, recipe.image, labels, ['ENTRYPOINT ["lockchaos"]', 'CMD ["--help"]'],
+                log)  # fmt: skip
     if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
         subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
+
+
+def _commit(
+    container: str, image: str, labels: dict[str, str], changes: list[str], log: Path
+) -> None:
+    """``docker commit`` of ``container`` as ``image``, with ``labels`` and the Dockerfile
+    instructions ``changes``."""
+    commit = ["docker", "commit"]
+    for change in [*(f"LABEL {key}={value}" for key, value in labels.items()), *changes]:
+        commit += ["--change", change]
+    _run([*commit, container, image], log, STEP_TIMEOUT_S)
 
 
 @contextmanager
