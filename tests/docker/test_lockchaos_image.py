@@ -4,7 +4,7 @@ comparison as one container per shard, joined by ``lockchaos merge`` on the host
 full image ``lockchaos/lockchaos:full`` running the bundled Java, Node and Go drivers. Every
 run inside uses the local provider: processes on the container's own loopback, no Docker in
 Docker. The image is rebuilt from this checkout first when it is out of date (seconds; the
-full one: its apt-get install, a minute or two)."""
+full one: its apt-get install, about 25 s)."""
 
 from __future__ import annotations
 
