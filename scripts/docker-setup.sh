@@ -7,8 +7,8 @@
 #     linked as the CLI plugin (~/.docker/cli-plugins, and /usr/local/lib/docker/cli-plugins)
 #   * lockchaos's own images (lockchaos/redis:7.0, :8.0, lockchaos/valkey:8.1, :9.1,
 #     lockchaos/toxiproxy:2.12.0, for seed 001's Compose demo lockchaos/python:3.11 and
-#     lockchaos-demo, and lockchaos/lockchaos for CI and Kubernetes), built offline with
-#     debootstrap (`python -m chaos.images`, chaos/images/)
+#     lockchaos-demo, and lockchaos/lockchaos and :full (with the built drivers) for CI and
+#     Kubernetes), built offline with debootstrap (`python -m chaos.images`, chaos/images/)
 #
 # Where a step cannot be done (not root, not Debian, no Go, a failed build) it prints one line
 # saying what is missing and exits 0: setup goes on and the docker tests skip. Under CI (CI

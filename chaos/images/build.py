@@ -25,11 +25,15 @@ from chaos.images.recipes import (
     LOCKCHAOS_SCRIPT,
     RECIPES,
     FromSource,
+    FullRecipe,
     LockchaosRecipe,
+    OnLockchaos,
     PythonRecipe,
     Recipe,
     ServerRecipe,
     ToxiproxyRecipe,
+    driver_builds,
+    driver_files,
     image_id,
     needs,
     recipe_hash,
@@ -57,6 +61,7 @@ DEBOOTSTRAP_TIMEOUT_S = 900
 BUILD_TIMEOUT_S = 1800
 STEP_TIMEOUT_S = 300
 PIP_TIMEOUT_S = 600
+APT_TIMEOUT_S = 900  # apt-get update and install of the full image's runtimes
 CHECK_TIMEOUT_S = 30  # a jemalloc binary under libfaketime hangs: do not wait for it long
 
 
@@ -93,23 +98,23 @@ def missing(
 
 
 def chosen(names: Iterable[str] | None, source: Path | None) -> list[str]:
-    """``names``, or by default every image, except the demo and lockchaos images when there
-    is no lockchaos source tree to wheel them from (an installed wheel, no ``source`` given):
-    the demo is a checkout's Compose demo, the lockchaos image is for CI, a run needs
-    neither."""
+    """``names``, or by default every image, except the demo and lockchaos images (slim and
+    full) when there is no lockchaos source tree to wheel them from (an installed wheel, no
+    ``source`` given): the demo is a checkout's Compose demo, the lockchaos images are for
+    CI, a run needs none of them."""
     if names or source is not None:
         return list(names or RECIPES)
     try:
         source_tree(None)
     except UsageError:
-        return [name for name, recipe in RECIPES.items() if not isinstance(recipe, FromSource)]
+        return [name for name, recipe in RECIPES.items() if not isinstance(recipe, OnLockchaos)]
     return list(RECIPES)
 
 
 def _hash_or_none(recipe: Recipe, mirror: str, source: Path | None) -> str | None:
     try:
         return recipe_hash(recipe, mirror, source)
-    except UsageError:  # no toxiproxy-server or source tree to hash: cannot be up to date
+    except UsageError:  # no toxiproxy-server, source tree or driver to hash: not up to date
         return None
 
 
@@ -140,10 +145,7 @@ def build(
         image_for(name)  # UsageError for an unknown name
     client = _engine()
     forced = set(wanted) if force else set()  # not the images they are made from
-    for name in list(wanted):  # the images one is made from are built before it
-        for needed in needs(RECIPES[name]):
-            if needed not in wanted:
-                wanted.insert(wanted.index(name), needed)
+    wanted = _with_needs(wanted)
     absent = set(missing(wanted, client=client, source=source))
     todo = [name for name in wanted if name in forced or name in absent]
     if not todo:
@@ -179,6 +181,22 @@ def build(
     return built
 
 
+def _with_needs(names: list[str]) -> list[str]:
+    """``names`` and, before each, the images it is made from (theirs too: the full image
+    is made from the lockchaos image, made from the python and redis-7.0 images)."""
+    ordered: list[str] = []
+
+    def add(name: str) -> None:
+        for needed in needs(RECIPES[name]):
+            add(needed)
+        if name not in ordered:
+            ordered.append(name)
+
+    for name in names:
+        add(name)
+    return ordered
+
+
 def _build_image(
     recipe: Recipe, mirror: str, source: Path | None, progress: Callable[[str], None]
 ) -> None:
@@ -187,6 +205,9 @@ def _build_image(
         if isinstance(recipe, FromSource):
             progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
             _build_from_source(recipe, source_tree(source), work, progress)
+        elif isinstance(recipe, FullRecipe):
+            progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
+            _build_full(recipe, mirror, work, progress)
         else:
             progress(f"{recipe.name}: building {recipe.image} from {recipe.suite} ({mirror})")
             _build_one(recipe, mirror, work, progress)
@@ -195,13 +216,13 @@ def _build_image(
 
 
 def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
-    from_source = [n for n in names if isinstance(RECIPES[n], FromSource)]
+    from_source = [n for n in names if isinstance(RECIPES[n], OnLockchaos)]
     if from_source:
         source_tree(source)  # UsageError when there is none
     if "toxiproxy" in names or "lockchaos" in names:
         binaries.find("toxiproxy-server")  # UsageError naming `lockchaos setup`
     if len(from_source) == len(names):
-        return  # docker create/cp/commit and pip: no root needed
+        return  # docker create/cp/commit, apt-get in a container and pip: no root needed
     if os.geteuid() != 0:
         raise UsageError("building lockchaos images needs root (debootstrap and chroot)")
     tools = ["debootstrap", "tar", "docker"]
@@ -426,14 +447,11 @@ def _build_from_source(
         changes = _local_programs(recipe, layer, log)
     progress(f"{recipe.name}: docker commit {recipe.image}")
     replaced = image_id(recipe.image)
-    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree)}
+    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree),
+              VERSION_LABEL: wheel.name.split("-")[1]}  # fmt: skip
     with _container(RECIPES[recipe.base].image) as container:
         _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
-        commit = ["docker", "commit"]
-        for change in [*(f"LABEL {key}={value}" for key, value in labels.items()),
-                       f"LABEL {VERSION_LABEL}={wheel.name.split('-')[1]}", *changes]:  # fmt: skip
-            commit += ["--change", change]
-        _run([*commit, container, recipe.image], log, STEP_TIMEOUT_S)
+        _commit(container, recipe.image, labels, changes, log)
     if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
         subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
 
@@ -471,11 +489,66 @@ def _local_programs(recipe: LockchaosRecipe, layer: Path, log: Path) -> list[str
     ]
 
 
+def _build_full(
+    recipe: FullRecipe, mirror: str, work: Path, progress: Callable[[str], None]
+) -> None:
+    """``apt-get install`` of the runtimes in a container of the base image (its apt sources
+    are the mirror it was debootstrapped from), the drivers' builds copied into its cache
+    (``docker cp``), committed as ``recipe.image`` with the base's entrypoint."""
+    _remove_tree(work)
+    work.mkdir(parents=True)
+    log = work / "build.log"
+    layer = work / "layer"
+    try:
+        builds = driver_builds()
+        inputs = recipe_hash(recipe, mirror)
+    except UsageError as exc:  # a driver not built: this image fails, the others go on
+        raise RuntimeError(str(exc)) from None
+    drivers = layer / IMAGE_CACHE.lstrip("/") / "drivers"
+    for build, built in builds.items():
+        for path in driver_files(built):
+            copy = drivers / build / path.relative_to(built)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
+    packages = " ".join(recipe.packages)
+    # the JRE's postinst links its man pages: the base's /usr/share/man was slimmed away
+    script = (
+        f"mkdir -p /usr/share/man/man1 && apt-get update -q && DEBIAN_FRONTEND=noninteractive"
+        f" apt-get install -y -q --no-install-recommends {packages} && apt-get clean && "
+        "rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /var/log/*.log"
+    )
+    progress(f"{recipe.name}: apt-get install {packages}, the drivers {', '.join(builds)}")
+    replaced = image_id(recipe.image)
+    with _container(RECIPES[recipe.base].image, "sh", "-c", script) as container:
+        _run(["docker", "start", "-a", container], log, APT_TIMEOUT_S)
+        _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
+        labels = {NAME_LABEL: recipe.name, RECIPE_LABEL: inputs}
+        # the base's entrypoint, not the install script's
+        _commit(container, recipe.image, labels, ['ENTRYPOINT ["lockchaos"]', 'CMD ["--help"]'],
+                log)  # fmt: skip
+    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
+        subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
+
+
+def _commit(
+    container: str, image: str, labels: dict[str, str], changes: list[str], log: Path
+) -> None:
+    """``docker commit`` of ``container`` as ``image``, with ``labels`` and the Dockerfile
+    instructions ``changes``."""
+    commit = ["docker", "commit"]
+    for change in [*(f"LABEL {key}={value}" for key, value in labels.items()), *changes]:
+        commit += ["--change", change]
+    _run([*commit, container, image], log, STEP_TIMEOUT_S)
+
+
 @contextmanager
-def _container(image: str) -> Iterator[str]:
-    """A created (never started) container of ``image``, removed afterwards."""
+def _container(image: str, *entrypoint: str) -> Iterator[str]:
+    """A created container of ``image`` (never started unless ``entrypoint``: what it runs
+    then), removed afterwards."""
     created = subprocess.run(
-        ["docker", "create", "--label", f"{LABEL}-build=1", image, "true"],
+        ["docker", "create", "--label", f"{LABEL}-build=1",
+         *(["--entrypoint", entrypoint[0], image, *entrypoint[1:]] if entrypoint
+           else [image, "true"])],
         capture_output=True, text=True, timeout=STEP_TIMEOUT_S,
     )  # fmt: skip
     if created.returncode != 0:

@@ -21,6 +21,9 @@
 * ``lockchaos`` → ``lockchaos/lockchaos`` (for CI and Kubernetes: entrypoint ``lockchaos``):
   the demo's making plus what the local provider runs, so a run inside needs no set-up: the
   MALLOC=libc ``redis-server`` and libfaketime of ``server``'s image, and Toxiproxy.
+* ``lockchaos-full`` → ``lockchaos/lockchaos:full``: the lockchaos image plus the bundled
+  drivers' builds (``driver_builds``) and the runtimes they need, Debian's JRE and Node.js
+  (the Go driver is a binary), so a run of a driver lock inside needs no set-up either.
 """
 
 from __future__ import annotations
@@ -134,8 +137,22 @@ class LockchaosRecipe(_Named):
     kind = "lockchaos"
 
 
-Recipe = ServerRecipe | ToxiproxyRecipe | PythonRecipe | DemoRecipe | LockchaosRecipe
+@dataclass(frozen=True)
+class FullRecipe(_Named):
+    """The lockchaos image with the bundled drivers: the ``base`` (lockchaos) recipe's image
+    plus ``packages`` from its suite's mirror (``apt-get install`` in a container of it) and
+    the drivers built here (``driver_builds``) in its cache's ``drivers/``."""
+
+    name: str
+    base: str
+    packages: tuple[str, ...] = ("openjdk-17-jre-headless", "nodejs")
+
+    kind = "lockchaos-full"
+
+
+Recipe = ServerRecipe | ToxiproxyRecipe | PythonRecipe | DemoRecipe | LockchaosRecipe | FullRecipe
 FromSource = DemoRecipe | LockchaosRecipe  # committed on built images, from a source tree
+OnLockchaos = FromSource | FullRecipe  # a lockchaos source tree's image, or one built on it
 
 # The lockchaos image's cache (``LOCKCHAOS_CACHE``; chaos.topology.binaries's layout) and its
 # ``lockchaos`` command: the package is in Debian's python3's dist-packages.
@@ -159,6 +176,7 @@ RECIPES: dict[str, Recipe] = {
         PythonRecipe("python", "bookworm"),
         DemoRecipe("demo", "python"),
         LockchaosRecipe("lockchaos", "python", "redis-7.0"),
+        FullRecipe("lockchaos-full", "lockchaos"),
     )
 }  # fmt: skip
 assert RECIPES.keys() == IMAGES.keys(), "an image the runtime names has no recipe, or back"
@@ -177,6 +195,11 @@ def recipe_hash(recipe: Recipe, mirror: str, source: Path | None = None) -> str:
         parts["toxiproxy"] = file_sha256(Path(binaries.find("toxiproxy-server")))
     elif isinstance(recipe, PythonRecipe):
         parts["requirements"] = requirements()
+    elif isinstance(recipe, FullRecipe):  # the base as built, the drivers' builds
+        parts["needs"] = {recipe.base: image_id(RECIPES[recipe.base].image)}
+        parts["drivers"] = {build: _tree_hash(path, driver_files(path))
+                            for build, path in driver_builds().items()}  # fmt: skip
+        parts["layout"] = [IMAGE_CACHE]
     else:  # the images it is made of as built, and lockchaos's sources
         parts.pop("mirror")
         parts["needs"] = {name: image_id(RECIPES[name].image) for name in needs(recipe)}
@@ -191,7 +214,33 @@ def needs(recipe: Recipe) -> tuple[str, ...]:
     """The recipes whose images ``recipe``'s is made from (built before it)."""
     if isinstance(recipe, LockchaosRecipe):
         return (recipe.base, recipe.server)
-    return (recipe.base,) if isinstance(recipe, DemoRecipe) else ()
+    return (recipe.base,) if isinstance(recipe, DemoRecipe | FullRecipe) else ()
+
+
+def driver_builds() -> dict[str, Path]:
+    """The bundled drivers' builds the full image carries: each build directory's name
+    (``jedis``, ``redisson``, ``redsync``, ``node-redlock``) → where it is built here
+    (``chaos.drivers.catalog``'s search). ``UsageError`` naming the set-up when one is not."""
+    from chaos.drivers.catalog import BUNDLED_DRIVERS  # it imports the locks: only when asked
+
+    builds: dict[str, Path] = {}
+    for driver in BUNDLED_DRIVERS.values():
+        if driver.build not in builds:
+            built = driver.built()
+            if built is None:
+                driver.argv()  # its one-line UsageError: not built, and how to build it
+            assert built is not None
+            builds[driver.build] = built
+    return builds
+
+
+def driver_files(build: Path) -> list[Path]:
+    """What of a driver's build the image carries: all but its build log."""
+    return sorted(
+        path
+        for path in build.rglob("*")
+        if path.is_file() and path.relative_to(build).parts != ("build.log",)
+    )
 
 
 def requirements() -> list[str]:
@@ -232,12 +281,17 @@ def image_id(image: str) -> str:
 def _sources_hash(tree: Path) -> str:
     """Of every file of the package (what the demo and lockchaos images install) and
     pyproject.toml."""
-    digest = hashlib.sha256()
     package = tree / "chaos"
     files = [tree / "pyproject.toml", *sorted(
         path for path in package.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     )]  # fmt: skip
+    return _tree_hash(tree, files)
+
+
+def _tree_hash(tree: Path, files: list[Path]) -> str:
+    """Of ``files`` (under ``tree``): each one's path in it and its bytes."""
+    digest = hashlib.sha256()
     for path in files:
         if path.is_file():
             digest.update(str(path.relative_to(tree)).encode() + b"\0")

@@ -29,7 +29,7 @@ TOXIPROXY_VERSION = "2.12.0"
 class OwnImage:
     name: str  # "redis-7.0": what --server and the builder call it
     image: str  # "lockchaos/redis:7.0"
-    kind: str  # "server", "toxiproxy", "python", "demo" or "lockchaos"
+    kind: str  # "server", "toxiproxy", "python", "demo", "lockchaos" or "lockchaos-full"
 
 
 IMAGES: dict[str, OwnImage] = {
@@ -43,6 +43,8 @@ IMAGES: dict[str, OwnImage] = {
         OwnImage("python", "lockchaos/python:3.11", "python"),
         OwnImage("demo", "lockchaos-demo", "demo"),  # seed 001's Compose demo (compose/)
         OwnImage("lockchaos", "lockchaos/lockchaos", "lockchaos"),  # for CI and Kubernetes
+        # the same with the bundled drivers and their runtimes (JRE, Node.js)
+        OwnImage("lockchaos-full", "lockchaos/lockchaos:full", "lockchaos-full"),
     )
 }
 SERVERS = tuple(name for name, own in IMAGES.items() if own.kind == "server")
@@ -50,8 +52,8 @@ DEFAULT_SERVER = "redis-7.0"  # also what the local provider runs (its own Redis
 
 
 def image_for(name: str) -> str:
-    """The image of a server (``redis-7.0``…), of ``toxiproxy``, ``python``, ``demo`` or
-    ``lockchaos``."""
+    """The image of a server (``redis-7.0``…), of ``toxiproxy``, ``python``, ``demo``,
+    ``lockchaos`` or ``lockchaos-full``."""
     try:
         return IMAGES[name].image
     except KeyError:

@@ -1,8 +1,10 @@
 """The ``lockchaos/lockchaos`` image as CI and Kubernetes run it (docs/images.md,
 docs/scaling.md): ``docker run`` on a project directory with no other set-up, and a sharded
-comparison as one container per shard, joined by ``lockchaos merge`` on the host. Every run
-inside uses the local provider: processes on the container's own loopback, no Docker in
-Docker. The image is rebuilt from this checkout first when it is out of date (seconds)."""
+comparison as one container per shard, joined by ``lockchaos merge`` on the host; and the
+full image ``lockchaos/lockchaos:full`` running the bundled Java, Node and Go drivers. Every
+run inside uses the local provider: processes on the container's own loopback, no Docker in
+Docker. The image is rebuilt from this checkout first when it is out of date (seconds; the
+full one: its apt-get install, about 25 s)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from prerequisites import driver_gap, need
 
 from chaos.checker import Verdict
 from chaos.cli import main
@@ -25,6 +28,9 @@ IMAGE = image_for("lockchaos")
 # the image, and the two it is made from (rebuilt from this checkout when out of date)
 IMAGES = pytest.mark.images("lockchaos", "python", "redis-7.0")
 RUN_TIMEOUT_S = 120  # one container's run, its start included (about 6 s alone)
+FULL_IMAGE = image_for("lockchaos-full")
+FULL_IMAGES = pytest.mark.images("lockchaos-full", "lockchaos", "python", "redis-7.0")
+DRIVER_LOCKS = ("jedis-lua", "node-redlock", "redsync")  # one per runtime: Java, Node, Go
 
 LOCK_MODULE = '''
 """SET NX PX to take the lock, a compare-and-delete script to release it."""
@@ -58,11 +64,11 @@ def _image_of_this_checkout() -> None:
     build_images(["lockchaos"], progress=lambda line: None, source=ROOT)
 
 
-def _docker_run(project: Path, *args: str) -> list[str]:
+def _docker_run(project: Path, *args: str, image: str = IMAGE) -> list[str]:
     """``docker run`` of the image on ``project`` (mounted at /project, the working
     directory), as this user so the files it writes are ours."""
     return ["docker", "run", "--rm", "--user", f"{os.getuid()}:{os.getgid()}",
-            "-v", f"{project}:/project", "-w", "/project", IMAGE, *args]  # fmt: skip
+            "-v", f"{project}:/project", "-w", "/project", image, *args]  # fmt: skip
 
 
 @IMAGES
@@ -123,3 +129,27 @@ def test_a_sharded_compare_as_two_containers_merges_into_the_truth_tables_matrix
         assert claim.check(verdict) is None, (claim.name, claim.check(verdict),
                                               verdict.explanations)  # fmt: skip
         assert entry.claim_held, (entry.name, entry.verdict, entry.why)
+
+
+@FULL_IMAGES
+@pytest.mark.timeout(1200)
+def test_the_full_image_runs_a_java_a_node_and_a_go_driver_with_no_set_up(tmp_path: Path) -> None:
+    """`docker run … lockchaos/lockchaos:full run --lock jedis-lua` (and node-redlock,
+    redsync): the image's JRE and Node.js start the drivers built into its cache, and each
+    of these correct locks, with no fault, is judged ok. The full image is rebuilt from this
+    checkout's drivers first when it is out of date."""
+    for lock in DRIVER_LOCKS:
+        need(driver_gap(lock))  # the image carries the drivers built here
+    build_images(["lockchaos-full"], progress=lambda line: None, source=ROOT)
+    for lock in DRIVER_LOCKS:
+        project = tmp_path / lock
+        project.mkdir()
+        argv = _docker_run(project, "run", "--lock", lock, "--duration", "5", "--ttl-ms",
+                           "1000", "--clients", "3", image=FULL_IMAGE)  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, (lock, output[-2000:])
+        assert "verdict: ok" in output, (lock, output[-2000:])
+        (run_dir,) = (project / "reports").iterdir()
+        verdict = msgspec.json.decode((run_dir / "verdict.json").read_bytes(), type=Verdict)
+        assert verdict.verdict == "ok" and verdict.counts["acquire_ok"] > 0, (lock, verdict)
