@@ -4,8 +4,11 @@ tests/drivers/test_installed_wheel.py).
 
 Two caches make a second run fast: the dependency wheels (``.cache/wheelhouse``, filled from
 PyPI only when an offline install fails) and the per-user cache ``lockchaos setup`` fills
-(``.cache/user-cache``, as ``XDG_CACHE_HOME``): its Redis and driver builds happen once per
-machine, not once per test run.
+(``.cache/user-cache``, as ``XDG_CACHE_HOME``). ``seed_user_cache`` starts that cache from the
+builds ``make setup`` made in this checkout with the same script the wheel carries
+(``chaos/commands/setup.sh``, ``chaos/drivers/build.sh``), which builds them from nothing on
+every fresh clone: building them again into the user cache would cost CI four minutes to prove
+the same script twice (``scripts/fresh-machine.sh`` proves set-up from nothing end to end).
 """
 
 from __future__ import annotations
@@ -85,6 +88,21 @@ def install(wheel: Path, venv: Path) -> None:
     for own in WHEELHOUSE.glob("lockchaos-*.whl"):
         own.unlink()  # the wheel under test is always the one just built
     ok(run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel]))
+
+
+def seed_user_cache(*builds: str) -> Path:
+    """The user's lockchaos cache, holding a copy of each of this checkout's ``builds`` that
+    exists (paths under ``.cache/``: ``redis``, ``bin/toxiproxy-server``, ``drivers``…);
+    ``lockchaos setup`` then finds them present, as after a first set-up. Returns the cache."""
+    cache = USER_CACHE / "lockchaos"
+    for build in builds:
+        source, target = REPO / ".cache" / build, cache / build
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return cache
 
 
 def user_env() -> dict[str, str]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import zipfile
 from pathlib import Path
 
 import installed
 import pytest
-from installed import REPO, USER_CACHE, Argv, ok, run
+from installed import REPO, Argv, ok, run
 from prerequisites import need, toolchain_gap
 
 from chaos.drivers import catalog
@@ -45,14 +44,9 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
     elsewhere = tmp_path / "elsewhere"  # the user's project, not a lockchaos checkout
     elsewhere.mkdir()
     env = installed.user_env()
-    drivers = USER_CACHE / "lockchaos" / "drivers"
     # The builds `make setup` made from this checkout's copy of the sources: setup keeps each
-    # one whose stamp is the checksum of the wheel's copy (asserted below) and builds the
-    # rest — the same chaos/drivers/build.sh as `make setup`, which builds them from nothing
-    # on every fresh clone; a cold build here would cost CI minutes to prove it again.
-    checkout_builds = REPO / ".cache" / "drivers"
-    if checkout_builds.is_dir():
-        shutil.copytree(checkout_builds, drivers, symlinks=True, dirs_exist_ok=True)
+    # one whose stamp is the checksum of the wheel's copy (asserted below) and builds the rest.
+    drivers = installed.seed_user_cache("drivers") / "drivers"
 
     setup = ok(run([lockchaos, "setup", "--drivers"], cwd=elsewhere, env=env))
     assert f"[drivers] ready: {drivers}" in setup.stdout
