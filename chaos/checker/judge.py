@@ -9,6 +9,7 @@ from chaos.checker.explain import Clock
 from chaos.checker.holds import NEVER, REACQUIRE
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
+from chaos.checker.permits import Excess, find_excesses
 from chaos.checker.renewals import Lapse, find_lapses
 from chaos.checker.timeline import Timeline
 from chaos.checker.verdict import INCONCLUSIVE, RANK, VIOLATION_KINDS, Verdict, Violation
@@ -33,6 +34,10 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     clock = Clock(timeline)
     overlaps = find_overlaps(timeline.holds)
     violations = [_overlap(ov, timeline, clock) for ov in overlaps]
+    capacity = timeline.capacity
+    if not timeline.mutex and capacity is not None:  # a mutex's are all overlaps
+        violations += [_excess(ex, timeline, clock)
+                       for ex in find_excesses(timeline.holds, capacity)]
     violations += _lapsed(find_lapses(timeline), timeline, clock)
 
     ttl_ns = timeline.ttl_ns
@@ -112,6 +117,24 @@ def _overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> Violation:
         both_valid_from_s=clock.seconds(valid[0]) if valid else None,
         both_valid_until_s=clock.seconds(valid[1]) if valid else None,
         faults=[fault.id for fault in timeline.faults_during(a.start, ov.end)],
+    )
+
+
+def _excess(ex: Excess, timeline: Timeline, clock: Clock) -> Violation:
+    cause, text = explain.excess(ex, timeline, clock)
+    valid = ex.valid
+    return Violation(
+        kind="hard" if valid else "soft",
+        processes=sorted({hold.process for hold in ex.holds}),
+        start_s=clock.seconds(ex.start),
+        end_s=clock.seconds(ex.end),
+        explanation=text,
+        cause=cause,
+        expires_s={hold.process: _deadline(hold.deadline_at(max(hold.start, ex.start)), clock)
+                   for hold in ex.holds},
+        both_valid_from_s=clock.seconds(valid[0]) if valid else None,
+        both_valid_until_s=clock.seconds(valid[1]) if valid else None,
+        faults=[fault.id for fault in timeline.faults_during(ex.holds[0].start, ex.end)],
     )
 
 

@@ -95,6 +95,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
     open_faults: dict[str, FaultSpan] = {}
     stale = 0
+    shaped = False  # the run's lock is not a mutex: holds carry a mode and permits
     p_last = ""
     st = _Process("", 0)
 
@@ -127,6 +128,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     st.hold = None
             elif f == EXTEND:
                 st.op_token = ev.token
+            elif f == ACQUIRE:
+                st.op_value = ev.value  # its mode and permits, decoded if it is granted
             continue
 
         if typ == OK:
@@ -146,6 +149,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 holds.append(hold)
                 if valid_until is None:
                     lease_from_ttl.append((hold, 0, hold.invoked))
+                if shaped and st.op == ACQUIRE:
+                    _shape(hold, st.op_value)
             elif f == WRITE:
                 op_id = st.op_value if st.op == WRITE else value_of(ev.value)
                 if isinstance(op_id, str):
@@ -197,6 +202,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
         elif typ == INFO:
             infos[f] = infos.get(f, 0) + 1
             _info(timeline, st, open_faults, ev)
+            if f == START and p == HARNESS:
+                shaped = not timeline.mutex
         else:  # not in the vocabulary: counted, otherwise ignored
             other = outcomes.setdefault(typ, {})
             other[f] = other.get(f, 0) + 1
@@ -284,6 +291,19 @@ def _nested(ev: AnyEvent) -> bool:
     """Whether an acquire event is marked nested (``value: {"depth": d}``)."""
     value = value_of(ev.value)
     return isinstance(value, dict) and "depth" in value
+
+
+def _shape(hold: Hold, value: Any) -> None:
+    """A granted hold's mode and permits, from its acquire invoke's ``value`` (absent: one
+    exclusive permit, a mutex's)."""
+    asked = value_of(value)
+    if isinstance(asked, dict):
+        mode = asked.get("mode")
+        permits = asked.get("permits")
+        if isinstance(mode, str):
+            hold.mode = mode
+        if isinstance(permits, int) and permits >= 1:
+            hold.permits = permits
 
 
 def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from chaos.checker.holds import NEVER, Hold
-from chaos.history import LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
+from chaos.history import EXCLUSIVE, LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
 
 
 class FaultSpan(msgspec.Struct, gc=False):
@@ -186,6 +186,30 @@ class Timeline:
     def ttl_ns(self) -> int | None:
         ttl_ms = self.params.get("ttl_ms")
         return int(ttl_ms * 1_000_000) if isinstance(ttl_ms, int | float) else None
+
+    @property
+    def capacity(self) -> int | None:
+        """The permits held at once at most (the start event's ``capacity``; absent: 1, a
+        mutex's; null: unbounded, a read-write lock's readers)."""
+        capacity = self.params.get("capacity", 1)
+        return capacity if isinstance(capacity, int) else None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes the lock grants (the start event's ``modes``; absent: a mutex's)."""
+        modes = self.params.get("modes")
+        return tuple(map(str, modes)) if isinstance(modes, list) else (EXCLUSIVE,)
+
+    @property
+    def fair(self) -> bool:
+        """Whether the lock claims to grant waiters in the order they asked."""
+        return self.params.get("fair") is True
+
+    @property
+    def mutex(self) -> bool:
+        """Whether the run's lock is a plain mutex (capacity 1, exclusive holds only): every
+        history written before semaphores and read-write locks existed."""
+        return self.capacity == 1 and self.modes == (EXCLUSIVE,)
 
     def seal(self) -> None:
         """Sort what the lookups search by time and index it (once, after the scan)."""

@@ -11,16 +11,22 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``extend_ignores_owner`` — ``lua-extend`` whose extend is a plain ``PEXPIRE`` that never
   checks the token (sbertrang/redis-distlock#2, "shouldn't extend also check the value of the
   key?"; redlock-rb#36): a holder whose lease ran out extends the next holder's key and
-  believes it holds the lock again (issue 20: the audit must find it).
+  believes it holds the lock again (issue 20: the audit must find it);
+* ``racy_semaphore`` — ``lua-semaphore`` whose acquire counts the permits in one round trip
+  (prune, ``ZCARD``) and adds its own in another (``ZADD``): two clients that both counted
+  room for themselves both add, and the semaphore grants more permits than it has (the
+  checker's capacity rule must call it hard).
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import replace
+from typing import cast
 
-from chaos.locks.contract import Lease, LockContext
+from chaos.locks.contract import SHARED, Lease, LockContext
 from chaos.locks.lua_extend import LuaExtendLock
+from chaos.locks.lua_semaphore import LuaSemaphore
 from chaos.locks.watchdog import Watchdog, WatchdogLock
 
 
@@ -89,3 +95,21 @@ class _ExtendIgnoresOwner(LuaExtendLock):
 
 def extend_ignores_owner(ctx: LockContext) -> _ExtendIgnoresOwner:
     return _ExtendIgnoresOwner(ctx)
+
+
+class _RacySemaphore(LuaSemaphore):
+    def acquire(self, *, mode: str = SHARED, permits: int = 1) -> Lease | None:
+        seconds, micros = cast(tuple[int, int], self.redis.time())
+        now_ms = seconds * 1000 + micros // 1000
+        self.redis.zremrangebyscore(self.key, "-inf", now_ms)
+        if cast(int, self.redis.zcard(self.key)) + permits > self.capacity:  # the check …
+            return None
+        token = self.new_token()
+        expires = now_ms + self.ttl_ms
+        self.redis.zadd(self.key, {f"{token}#{i}": expires for i in range(1, permits + 1)})
+        self.redis.pexpire(self.key, self.ttl_ms)  # … and the add, a round trip later
+        return Lease(token=token, validity_ms=self.ttl_ms, state=permits)
+
+
+def racy_semaphore(ctx: LockContext) -> _RacySemaphore:
+    return _RacySemaphore(ctx)
