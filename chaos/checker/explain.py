@@ -31,6 +31,7 @@ from collections import defaultdict
 
 from chaos.checker.data import LostWrite
 from chaos.checker.holds import NEVER, REACQUIRE, Hold
+from chaos.checker.leaks import Leak
 from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
 from chaos.checker.permits import Excess
@@ -334,6 +335,31 @@ def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
                 f"indeterminate ({attempt.error}): it may hold a key nobody will release."
             )
     return " ".join(parts + _faults(timeline, out.gap[0], out.end, clock))
+
+
+def leak(found: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
+    """Why a semaphore stayed short of its permits: who took them and never came back."""
+    at = clock.at
+    length = found.end - found.start
+    parts = [
+        f"liveness: from {at(found.start)} to {at(found.end)} ({length / 1e9:.3f} s, "
+        f"{length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) the live holders took at most "
+        f"{found.most} of the {found.capacity} permits, yet {found.failures} acquires that "
+        f"fitted in the rest failed: permits leaked, held by no live client."
+    ]
+    for hold in found.lost[-MAX_LISTED:]:
+        parts.append(
+            f"{hold.process} crashed at {at(hold.end)} holding {_permits(hold.permits)}"
+            f"{_last_pause(hold.process, hold.start, hold.end, timeline)}: "
+            f"{'they' if hold.permits > 1 else 'it'} never came back."
+        )
+    for attempt in timeline.unsure_between(timeline.start, found.end)[-MAX_LISTED:]:
+        if attempt.error is not None:
+            parts.append(
+                f"{attempt.process}'s acquire invoked at {at(attempt.invoked)} was "
+                f"indeterminate ({attempt.error}): it may hold permits nobody will release."
+            )
+    return " ".join(parts + _faults(timeline, found.start, found.end, clock))
 
 
 def gave_up(gave_up: GaveUp, timeline: Timeline, clock: Clock) -> str:

@@ -7,6 +7,7 @@ from chaos.checker.coverage import coverage
 from chaos.checker.data import LostWrite, lost_writes
 from chaos.checker.explain import Clock
 from chaos.checker.holds import NEVER, REACQUIRE
+from chaos.checker.leaks import Leak, find_leaks
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
 from chaos.checker.permits import Excess, find_excesses
@@ -47,6 +48,9 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         threshold = liveness_factor * ttl_ns
         violations += [_outage(o, timeline, clock, ttl_ns)
                        for o in find_outages(timeline, threshold)]
+        if not timeline.mutex and capacity is not None:
+            violations += [_leak(leak, timeline, clock, ttl_ns)
+                           for leak in find_leaks(timeline, capacity, threshold)]
 
     if timeline.refused_own:
         violations.append(_self_deadlock(timeline, clock))
@@ -173,6 +177,23 @@ def _outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> Viola
         faults=[fault.id for fault in timeline.faults_during(out.gap[0], out.end)],
         failed_acquires=out.failures,
     )
+
+
+def _leak(leak: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> Violation:
+    return Violation(
+        kind="liveness",
+        processes=sorted({hold.process for hold in leak.lost[-MAX_LOST:]}),
+        start_s=clock.seconds(leak.start),
+        end_s=clock.seconds(leak.end),
+        explanation=explain.leak(leak, timeline, clock, ttl_ns),
+        cause=LEAKED,
+        faults=[fault.id for fault in timeline.faults_during(leak.start, leak.end)],
+        failed_acquires=leak.failures,
+    )
+
+
+LEAKED = "leaked-permits"  # the cause of a semaphore short of permits (chaos.checker.leaks)
+MAX_LOST = explain.MAX_LISTED
 
 
 def _self_deadlock(timeline: Timeline, clock: Clock) -> Violation:

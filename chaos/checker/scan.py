@@ -186,6 +186,9 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 failed_at.append(t)
                 failed_invoked.append(st.op_t if st.op == ACQUIRE else t)
                 failed_by.append(st.name)
+                if shaped:
+                    timeline.failed_permits.append(
+                        _permits(st.op_value) if st.op == ACQUIRE else 1)
                 if ev.error == GAVE_UP:
                     timeline.gave_up.append((st.name, failed_invoked[-1], t))
                 hold = st.hold  # a nested acquire, refused while its own lease was valid
@@ -291,6 +294,13 @@ def _nested(ev: AnyEvent) -> bool:
     """Whether an acquire event is marked nested (``value: {"depth": d}``)."""
     value = value_of(ev.value)
     return isinstance(value, dict) and "depth" in value
+
+
+def _permits(value: Any) -> int:
+    """The permits an acquire invoke's ``value`` asked (absent: 1)."""
+    asked = value_of(value)
+    permits = asked.get("permits") if isinstance(asked, dict) else None
+    return permits if isinstance(permits, int) and permits >= 1 else 1
 
 
 def _shape(hold: Hold, value: Any) -> None:

@@ -140,6 +140,8 @@ class Timeline:
     failed_at: array[int] = field(default_factory=lambda: array("q"))
     failed_invoked: array[int] = field(default_factory=lambda: array("q"))
     failed_by: list[str] = field(default_factory=list)  # the process of each (shared names)
+    # The permits each asked, for a lock that is not a mutex (a mutex's: empty, 1 each).
+    failed_permits: array[int] = field(default_factory=lambda: array("q"))
     # Nested acquires (marked ``depth``) refused while their own process held the lock, its
     # lease still valid:
     # (process, invoked, refused at, the hold's start). A lock refusing its own holder.

@@ -146,24 +146,33 @@ FENCED_ACQUIRE = Lua(
 
 # Beyond the seeds: a counting semaphore in one sorted set, each permit a member ``token#i``
 # scored by its expiry in server milliseconds (``TIME``: never a client's clock). Every script
-# first prunes the expired permits, so a crashed holder's permits come back by themselves.
-# The now-in-ms line every one of them starts with:
-_SERVER_NOW = """
+# first prunes the expired permits, so a crashed holder's permits come back by themselves. The
+# lines every one of them starts with: ``now`` rounded down and ``expires`` (ARGV[ttl_arg] ms
+# from now) rounded up, so that no entry ends before the lease its holder was promised, not
+# even by the millisecond that rounding ``TIME`` would cost. (Whole milliseconds: a Lua number
+# reaches Redis with 14 significant digits, too few for microseconds.)
+def _server_now(ttl_arg: int | None = None) -> str:
+    expires = "" if ttl_arg is None else (
+        "local expires = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)"
+        f" + tonumber(ARGV[{ttl_arg}])"
+    )
+    return f"""
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    {expires}
 """
+
 
 # ARGV[1] = token, ARGV[2] = permits, ARGV[3] = capacity, ARGV[4] = ttl ms.
 # 1 = granted (all the permits at once), 0 = not enough free.
 SEMAPHORE_ACQUIRE = Lua(
     "semaphore-acquire",
-    _SERVER_NOW + """
+    _server_now(4) + """
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
     local permits = tonumber(ARGV[2])
     if redis.call('ZCARD', KEYS[1]) + permits > tonumber(ARGV[3]) then
         return 0
     end
-    local expires = now + tonumber(ARGV[4])
     for i = 1, permits do
         redis.call('ZADD', KEYS[1], expires, ARGV[1] .. '#' .. i)
     end
@@ -175,7 +184,7 @@ SEMAPHORE_ACQUIRE = Lua(
 # ARGV[1] = token, ARGV[2] = permits. 1 = our permits were still there (and are removed).
 SEMAPHORE_RELEASE = Lua(
     "semaphore-release",
-    _SERVER_NOW + """
+    _server_now() + """
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
     local removed = 0
     for i = 1, tonumber(ARGV[2]) do
@@ -190,13 +199,12 @@ SEMAPHORE_RELEASE = Lua(
 # only if every one of them is still there: 1 = extended, 0 = lapsed (gone).
 SEMAPHORE_EXTEND = Lua(
     "semaphore-extend",
-    _SERVER_NOW + """
+    _server_now(3) + """
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
     local permits = tonumber(ARGV[2])
     for i = 1, permits do
         if not redis.call('ZSCORE', KEYS[1], ARGV[1] .. '#' .. i) then return 0 end
     end
-    local expires = now + tonumber(ARGV[3])
     for i = 1, permits do
         redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[1] .. '#' .. i)
     end
@@ -215,7 +223,7 @@ SEMAPHORE_EXTEND = Lua(
 # ARGV[3] = this client's waiting mark. 1 = granted, 0 = not.
 RW_ACQUIRE = Lua(
     "rw-acquire",
-    _SERVER_NOW + """
+    _server_now(2) + """
     local held = redis.call('HGETALL', KEYS[1])
     local readers, writers, waiting = 0, 0, 0
     for i = 1, #held, 2 do
@@ -233,7 +241,7 @@ RW_ACQUIRE = Lua(
     local ttl = tonumber(ARGV[2])
     if string.sub(ARGV[1], 1, 2) == 'w:' then
         if writers + readers > 0 then
-            redis.call('HSET', KEYS[1], ARGV[3], now + ttl)
+            redis.call('HSET', KEYS[1], ARGV[3], expires)
             if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
             return 0
         end
@@ -241,7 +249,7 @@ RW_ACQUIRE = Lua(
     elseif writers + waiting > 0 then
         return 0
     end
-    redis.call('HSET', KEYS[1], ARGV[1], now + ttl)
+    redis.call('HSET', KEYS[1], ARGV[1], expires)
     if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
     return 1
     """,
@@ -250,11 +258,11 @@ RW_ACQUIRE = Lua(
 # ARGV[1] = field. 1 = it was ours and still valid (now removed); 0 = gone or lapsed.
 RW_RELEASE = Lua(
     "rw-release",
-    _SERVER_NOW + """
-    local expires = redis.call('HGET', KEYS[1], ARGV[1])
-    if not expires then return 0 end
+    _server_now() + """
+    local held_until = redis.call('HGET', KEYS[1], ARGV[1])
+    if not held_until then return 0 end
     redis.call('HDEL', KEYS[1], ARGV[1])
-    if tonumber(expires) > now then return 1 end
+    if tonumber(held_until) > now then return 1 end
     return 0
     """,
 )
@@ -262,10 +270,10 @@ RW_RELEASE = Lua(
 # ARGV[1] = field, ARGV[2] = ttl ms. Only our own, still valid entry: 1 = extended, 0 = not.
 RW_EXTEND = Lua(
     "rw-extend",
-    _SERVER_NOW + """
-    local expires = redis.call('HGET', KEYS[1], ARGV[1])
-    if not expires or tonumber(expires) <= now then return 0 end
-    redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[2]))
+    _server_now(2) + """
+    local held_until = redis.call('HGET', KEYS[1], ARGV[1])
+    if not held_until or tonumber(held_until) <= now then return 0 end
+    redis.call('HSET', KEYS[1], ARGV[1], expires)
     if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
         redis.call('PEXPIRE', KEYS[1], ARGV[2])
     end

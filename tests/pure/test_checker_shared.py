@@ -190,3 +190,43 @@ def test_a_read_write_lock_is_flagged_hard_iff_a_valid_writer_meets_another_vali
     over = any(clash(t, False) for t in _instants(plans))
     assert (verdict.hard_violations > 0) is hard, verdict.explanations
     assert (verdict.hard_violations + verdict.soft_violations > 0) is over, verdict.explanations
+
+
+# -- leaked permits --------------------------------------------------------------------------
+
+
+def _leaky(crash: bool) -> Verdict:
+    """c1 takes a permit of 3 at 10 ms and (if ``crash``) dies holding it; from then on c2 and
+    c3 hold one permit each, turn about, and c4's 1-permit acquires keep failing for 2 s."""
+    h = SharedHistory(3, [SHARED], ttl_ms=200)
+    h.take("c1", 10)
+    if crash:
+        h.crash("c1", 20)
+    else:
+        h.release("c1", 20)
+    for ms in range(30, 2100, 100):
+        h.take("c2", ms).take("c3", ms + 1)
+        h.add(ms + 10, "invoke", "c4", "acquire", value={"mode": SHARED, "permits": 1})
+        h.add(ms + 11, "fail", "c4", "acquire")
+        h.release("c2", ms + 50).release("c3", ms + 51)
+    return h.check()
+
+
+def test_a_crashed_holders_permit_that_never_returns_is_a_leak() -> None:
+    verdict = _leaky(crash=True)
+    (leak,) = [v for v in verdict.violations if v.cause == "leaked-permits"]
+    assert leak.kind == "liveness" and leak.processes == ["c1"], verdict.explanations
+    assert leak.explanation.startswith("liveness: from 0.040 s to 2.041 s (2.001 s, 10× the "
+                                       "200 ms TTL) the live holders took at most 2 of the 3 "
+                                       "permits, yet 21 acquires that fitted in the rest failed")
+    assert "c1 crashed at 0.020 s holding 1 permit: it never came back." in leak.explanation
+
+
+def test_acquires_that_do_not_fit_are_no_leak() -> None:
+    h = SharedHistory(2, [SHARED], ttl_ms=200)
+    for ms in range(30, 2100, 100):
+        h.take("c2", ms)
+        h.add(ms + 10, "invoke", "c4", "acquire", value={"mode": SHARED, "permits": 2})
+        h.add(ms + 11, "fail", "c4", "acquire")
+        h.release("c2", ms + 50)
+    assert h.check().violations == []

@@ -105,7 +105,7 @@ class _RacySemaphore(LuaSemaphore):
         if cast(int, self.redis.zcard(self.key)) + permits > self.capacity:  # the check …
             return None
         token = self.new_token()
-        expires = now_ms + self.ttl_ms
+        expires = seconds * 1000 - (-micros // 1000) + self.ttl_ms  # rounded up, as the script
         self.redis.zadd(self.key, {f"{token}#{i}": expires for i in range(1, permits + 1)})
         self.redis.pexpire(self.key, self.ttl_ms)  # … and the add, a round trip later
         return Lease(token=token, validity_ms=self.ttl_ms, state=permits)
