@@ -145,7 +145,7 @@ class Campaign(msgspec.Struct, frozen=True):
         "--stop-on-first", "end the run at its first violation at or above --fail-on"
     )] = False
     fail_on: Annotated[str, Knob(
-        "--fail-on", "hard, data, liveness or soft", choices=VIOLATION_KINDS
+        "--fail-on", "hard, data, liveness, fairness or soft", choices=VIOLATION_KINDS
     )] = "hard"
     allow_inconclusive: Annotated[bool, Knob(
         "--allow-inconclusive",

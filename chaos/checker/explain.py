@@ -30,6 +30,7 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from chaos.checker.data import LostWrite
+from chaos.checker.fairness import Overtaken
 from chaos.checker.holds import NEVER, REACQUIRE, Hold
 from chaos.checker.leaks import Leak
 from chaos.checker.liveness import GaveUp, Outage
@@ -360,6 +361,23 @@ def leak(found: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
                 f"indeterminate ({attempt.error}): it may hold permits nobody will release."
             )
     return " ".join(parts + _faults(timeline, found.start, found.end, clock))
+
+
+def overtaken(found: Overtaken, clock: Clock) -> str:
+    """Why a fair lock was not: a waiter granted ahead of one that had asked earlier."""
+    at = clock.at
+    waiter, by = found.waiter, found.by
+    after = (f"was granted only at {at(waiter.granted)}" if waiter.granted is not None
+             else "was never granted")
+    more = (f" ({found.count} grants overtook an earlier waiter in all)"
+            if found.count > 1 else "")
+    return (
+        f"fairness: {by.process} was granted the lock at {at(by.granted or by.until)}, ahead of "
+        f"{waiter.process}, which had been waiting since {at(waiter.first_invoked)} (its "
+        f"first attempt failed at {at(waiter.asked)}, before {by.process} first asked at "
+        f"{at(by.first_invoked)}) and {after}: a lock that claims to be fair grants waiters "
+        f"in the order they asked{more}."
+    )
 
 
 def gave_up(gave_up: GaveUp, timeline: Timeline, clock: Clock) -> str:

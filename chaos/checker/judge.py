@@ -6,6 +6,7 @@ from chaos.checker import exercised, explain
 from chaos.checker.coverage import coverage
 from chaos.checker.data import LostWrite, lost_writes
 from chaos.checker.explain import Clock
+from chaos.checker.fairness import Overtaken, find_overtaken
 from chaos.checker.holds import NEVER, REACQUIRE
 from chaos.checker.leaks import Leak, find_leaks
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
@@ -54,6 +55,10 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
 
     if timeline.refused_own:
         violations.append(_self_deadlock(timeline, clock))
+    if timeline.fair:
+        overtaken = find_overtaken(timeline)
+        if overtaken is not None:
+            violations.append(_overtaken(overtaken, timeline, clock))
     gave_up = gave_up_unheld(timeline)
     if gave_up is not None:
         violations.append(_gave_up(gave_up, timeline, clock))
@@ -210,6 +215,22 @@ def _self_deadlock(timeline: Timeline, clock: Clock) -> Violation:
         cause="self-deadlock",
         faults=[fault.id for fault in timeline.faults_during(first[3], first[2])],
         failed_acquires=len(refused),
+    )
+
+
+def _overtaken(found: Overtaken, timeline: Timeline, clock: Clock) -> Violation:
+    """Grants out of the order of waiting, in a lock that claims to be fair: one violation
+    for all of them, from the first overtaken waiter's request to the grant that passed it."""
+    waiter, by = found.waiter, found.by
+    granted = by.granted if by.granted is not None else by.until
+    return Violation(
+        kind="fairness",
+        processes=[waiter.process, by.process],
+        start_s=clock.seconds(waiter.first_invoked),
+        end_s=clock.seconds(granted),
+        explanation=explain.overtaken(found, clock),
+        cause="overtaken",
+        faults=[f.id for f in timeline.faults_during(waiter.first_invoked, granted)],
     )
 
 

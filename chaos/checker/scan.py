@@ -241,6 +241,7 @@ def _info(
         if st.op == RELEASE and st.released is not None:
             st.released.released = INFO
     elif f == CRASH:
+        timeline.crashes.append((p, t))
         if st.hold is not None:
             st.hold.end = t
             st.hold.ended_by = CRASH

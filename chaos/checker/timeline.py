@@ -158,6 +158,7 @@ class Timeline:
     fault_effects: dict[str, list[str]] = field(default_factory=dict)
     # Clients a fault killed: (fault id, process, when); whether it hit is the coverage's call.
     kills: list[tuple[str, str, int]] = field(default_factory=list)
+    crashes: list[tuple[str, int]] = field(default_factory=list)  # (process, when), every one
     # The lock's surface: per operation, the commands its clients sent, in first-seen order.
     surface: dict[str, list[str]] = field(default_factory=dict)
     can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)

@@ -230,3 +230,42 @@ def test_acquires_that_do_not_fit_are_no_leak() -> None:
         h.add(ms + 11, "fail", "c4", "acquire")
         h.release("c2", ms + 50)
     assert h.check().violations == []
+
+
+# -- fairness ------------------------------------------------------------------------------
+
+
+def _waiting(fair: bool, c3_asks_at: float) -> Verdict:
+    """c1 holds 10-100 ms; c2 starts waiting at 20 ms, c3 at ``c3_asks_at``; c3 is granted at
+    100 ms (until 140), c2 only at 150 ms."""
+    h = History(ttl_ms=1000, start=False)
+    h.add(0, "info", "harness", "start", value={
+        "lock": "test-fair", "ttl_ms": 1000, "clients": PROCESSES, "seed": 1, "fair": fair})
+    h.acquire("c1", 10)
+    h.attempt("c2", 20, 21)
+    h.attempt("c3", c3_asks_at, c3_asks_at + 1)
+    h.attempt("c2", 60, 61)
+    h.release("c1", 100)
+    h.acquire("c3", 100, invoked=99)
+    h.release("c3", 140)
+    h.acquire("c2", 150, invoked=149)
+    h.release("c2", 210)
+    return h.check()
+
+
+def test_a_fair_lock_that_grants_a_later_waiter_first_is_unfair() -> None:
+    verdict = _waiting(fair=True, c3_asks_at=40)
+    assert verdict.verdict == "fairness", verdict.explanations
+    (v,) = verdict.violations
+    assert v.kind == "fairness" and v.processes == ["c2", "c3"]
+    assert v.explanation == (
+        "fairness: c3 was granted the lock at 0.100 s, ahead of c2, which had been waiting "
+        "since 0.020 s (its first attempt failed at 0.021 s, before c3 first asked at "
+        "0.040 s) and was granted only at 0.150 s: a lock that claims to be fair grants "
+        "waiters in the order they asked.")
+
+
+def test_no_fairness_is_judged_without_the_claim_or_within_a_race() -> None:
+    assert _waiting(fair=False, c3_asks_at=40).violations == []
+    # c3 asked before c2's first attempt had failed: which asked first is not certain.
+    assert _waiting(fair=True, c3_asks_at=20.5).violations == []
