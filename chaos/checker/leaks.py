@@ -9,9 +9,9 @@ missing; if that lasts longer than ``liveness_factor`` × TTL, something keeps p
 live client holds: typically a crashed holder's entries that never expire.
 
 A stretch of room ends when the live holds take every permit: that shows none is missing.
-One in which nobody held anything from the first such failure to the last is an outage
-(``chaos.checker.liveness``), not a leak. Only definite failures count, as there. An
-exclusive hold leaves no room at all.
+Failures while nobody held anything for longer than the threshold are an outage's
+(``chaos.checker.liveness``), not a leak's, and such an outage splits a stretch of room. Only
+definite failures count, as there. An exclusive hold leaves no room at all.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from chaos.checker.holds import NEVER, Hold
+from chaos.checker.liveness import long_gaps
 from chaos.checker.timeline import Timeline
 from chaos.history import CRASH, EXCLUSIVE
 
@@ -45,17 +46,24 @@ def find_leaks(timeline: Timeline, capacity: int, threshold_ns: float) -> list[L
     if len(asks) != len(timeline.failed_at):  # not recorded (no start event first): 1 each
         asks = array("q", [1]) * len(timeline.failed_at)
     stretch_of = _stretches(held, capacity)
-    # Per stretch of room (its first step): failures, first invoke, last failure.
-    found: dict[int, list[int]] = {}
+    outages = [span for span, _ in long_gaps(timeline, threshold_ns)]  # the outage rule's
+    outage_starts = [span[0] for span in outages]
+    # Per stretch of room (its first step, and the outages before it, which split it):
+    # failures, first invoke, last failure.
+    found: dict[tuple[int, int], list[int]] = {}
     for n, (failed, invoked) in enumerate(zip(timeline.failed_at, timeline.failed_invoked,
                                              strict=True)):
         i = bisect_right(times, failed) - 1
         if i < 0 or held[i] + asks[n] > capacity:
             continue
-        stretch = stretch_of[i]
+        gap = bisect_right(outage_starts, failed)
+        if gap and failed < outages[gap - 1][1]:
+            continue  # nobody held anything for long: an outage's failure
+        stretch = (stretch_of[i], gap)
         entry = found.setdefault(stretch, [0, NEVER, 0])
         entry[0] += 1
-        entry[1] = min(entry[1], max(invoked, times[stretch]))
+        entry[1] = min(entry[1], max(invoked, times[stretch[0]],
+                                     outages[gap - 1][1] if gap else 0))
         entry[2] = max(entry[2], failed)
     leaks = []
     for _, (failures, first, last) in sorted(found.items()):

@@ -128,8 +128,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     st.hold = None
             elif f == EXTEND:
                 st.op_token = ev.token
-            elif f == ACQUIRE:
-                st.op_value = ev.value  # its mode and permits, decoded if it is granted
+            elif shaped and f == ACQUIRE:
+                st.op_value = ev.value  # its mode and permits, decoded when it is needed
             continue
 
         if typ == OK:

@@ -269,3 +269,14 @@ def test_no_fairness_is_judged_without_the_claim_or_within_a_race() -> None:
     assert _waiting(fair=False, c3_asks_at=40).violations == []
     # c3 asked before c2's first attempt had failed: which asked first is not certain.
     assert _waiting(fair=True, c3_asks_at=20.5).violations == []
+
+
+def test_failures_while_nobody_holds_anything_are_an_outage_not_a_leak() -> None:
+    h = SharedHistory(3, [SHARED], ttl_ms=200)
+    h.take("c1", 10).crash("c1", 20)
+    for ms in range(30, 2100, 50):
+        h.add(ms, "invoke", "c4", "acquire", value={"mode": SHARED, "permits": 1})
+        h.add(ms + 1, "fail", "c4", "acquire")
+    h.take("c2", 2200).release("c2", 2250)
+    causes = [(v.kind, v.cause) for v in h.check().violations]
+    assert causes == [("liveness", None)], causes  # the outage, explained as ever

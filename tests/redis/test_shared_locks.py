@@ -1,5 +1,6 @@
 """Locks beyond the mutex, live: a semaphore whose count and add are two round trips grants
-more permits than it has, and the checker calls it hard in its own words; the reference
+more permits than it has, and the checker calls it hard in its own words; one whose permits
+never expire leaks a crashed holder's, and the checker calls it leaked permits; the reference
 semaphore counts permits, the read-write lock shares reads and lets a writer in alone. (Their
 truth-table cells run in tests/redis/test_truth_table.py.)
 """
@@ -13,9 +14,14 @@ from chaos.checker import check_file
 from chaos.history import EXCLUSIVE, SHARED
 from chaos.locks import build_context, lua_semaphore, rwlock
 from chaos.locks.contract import LockContext
+from chaos.nemesis import ScheduledNemesis, generate
+from chaos.nemesis.schedule import Schedule
 from chaos.topology import LocalTopology
 from chaos.workload import WorkloadConfig, run_workload
 
+LEAK = re.compile(r"^liveness: from .* the live holders took at most [4-7] of the 8 permits, "
+                  r"yet \d+ acquires that fitted in the rest failed: permits leaked, held by no "
+                  r"live client\. c\d+ crashed at [\d.]+ s holding [12] permits?")
 EXCESS = re.compile(r"^hard: (c\d+, )*c\d+ and c\d+ held (\d+) permits of a 2-permit semaphore "
                     r"from ")
 
@@ -34,6 +40,25 @@ def test_a_semaphore_that_counts_then_adds_grants_too_many_permits(
     match = EXCESS.match(excesses[0].explanation)
     assert match and int(match.group(2)) > 2, excesses[0].explanation
     assert verdict.first_hard_violation_s is not None
+
+
+def test_a_semaphore_whose_permits_never_expire_leaks_them_when_holders_crash(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """Two holders killed (SIGKILL) leak at most 4 of the 8 permits: the others go on with
+    fewer, and the checker names what leaked."""
+    path = tmp_path / "history.jsonl"
+    config = WorkloadConfig(lock="broken_locks:leaky_semaphore", ttl_ms=200, work_ms=50,
+                            duration_s=5, capacity=8, modes=(SHARED,))
+    drawn = generate([("client-crash", {})], seed=1, duration_s=5, ttl_ms=200)
+    kills = tuple(event for event in drawn.events if "command" not in event.params)[:2]
+    run_workload(single, config, path, clients=5, seed=1,
+                 nemesis=ScheduledNemesis(Schedule(drawn.seed, kills)))
+    verdict = check_file(path)
+    assert verdict.hard_violations == 0, verdict.explanations[:3]
+    leaks = [v for v in verdict.violations if v.cause == "leaked-permits"]
+    assert leaks and leaks[0].kind == "liveness", verdict.explanations[:3]
+    assert LEAK.match(leaks[0].explanation), leaks[0].explanation
 
 
 def _ctx(topo: LocalTopology, cid: str, capacity: int | None) -> LockContext:
