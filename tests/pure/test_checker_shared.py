@@ -280,3 +280,60 @@ def test_failures_while_nobody_holds_anything_are_an_outage_not_a_leak() -> None
     h.take("c2", 2200).release("c2", 2250)
     causes = [(v.kind, v.cause) for v in h.check().violations]
     assert causes == [("liveness", None)], causes  # the outage, explained as ever
+
+
+@dataclass
+class Waited:
+    process: str
+    failures: list[tuple[int, int]]  # (invoked, failed), in order
+    granted: tuple[int, int]  # (invoked, ok)
+    released: int
+
+
+@st.composite
+def waits(draw: Any) -> list[Waited]:
+    """Each process's rounds one after the other: some failed attempts, then a grant."""
+    found = []
+    for process in PROCESSES[: draw(st.integers(2, 4))]:
+        t = draw(st.integers(0, 30))
+        for _ in range(draw(st.integers(1, 3))):
+            failures = []
+            for _ in range(draw(st.integers(0, 3))):
+                failures.append((t, t + draw(st.integers(0, 5))))
+                t = failures[-1][1] + draw(st.integers(1, 10))
+            granted = (t, t + draw(st.integers(0, 5)))
+            released = granted[1] + draw(st.integers(1, 30))
+            found.append(Waited(process, failures, granted, released))
+            t = released + draw(st.integers(0, 20))
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(waits())
+def test_a_fair_lock_is_unfair_iff_some_grant_certainly_overtook_an_earlier_waiter(
+    rounds: list[Waited],
+) -> None:
+    h = History(ttl_ms=100_000, start=False)
+    h.add(0, "info", "harness", "start", value={
+        "lock": "test-fair", "ttl_ms": 100_000, "clients": PROCESSES, "seed": 1, "fair": True})
+    steps: list[tuple[int, int, str, Any]] = []
+    for r in rounds:
+        steps += [(failed, 0, r.process, ("fail", invoked, failed))
+                  for invoked, failed in r.failures]
+        steps.append((r.granted[1], 1, r.process, ("grant", *r.granted)))
+        steps.append((r.released, 2, r.process, ("release", r.released)))
+    for _, _, process, step in sorted(steps, key=lambda s: (s[0], s[1])):
+        if step[0] == "fail":
+            h.attempt(process, step[1], step[2])
+        elif step[0] == "grant":
+            h.acquire(process, step[2], invoked=step[1], lease=100_000)
+        else:
+            h.release(process, step[1])
+    verdict = h.check()
+    waited = [r for r in rounds if r.failures]
+    unfair = any(
+        a.process != b.process and a.failures[0][1] < b.failures[0][0]
+        and b.granted[1] < a.granted[0]
+        for a in waited for b in waited
+    )
+    assert any(v.kind == "fairness" for v in verdict.violations) is unfair, verdict.explanations
