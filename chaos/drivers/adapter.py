@@ -74,6 +74,8 @@ def hello(ctx: LockContext) -> Hello:
         socket_timeout_ms=round(float(timeout) * 1000),
         password=first.get("password"),
     )
+    if ctx.capacity != 1:
+        message.capacity = ctx.capacity
     if ctx.master is not None:
         pool = ctx.master.connection_pool
         manager = getattr(pool, "sentinel_manager", None)

@@ -57,6 +57,9 @@ class Hello(ToDriver, tag="hello", kw_only=True):
     sentinels: list[Address] = msgspec.field(default_factory=list)
     master_name: str | None = None
     route: dict[str, Address] = msgspec.field(default_factory=dict)
+    # The run's permits (``--capacity``) when they are not 1 (null: unbounded): sent only
+    # then, so a mutex's hello is what it always was.
+    capacity: int | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class Request(ToDriver, omit_defaults=True, kw_only=True):

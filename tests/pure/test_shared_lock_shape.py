@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 
 from chaos import locks
 from chaos.campaign import Campaign
+from chaos.drivers.adapter import hello
 from chaos.drivers.protocol import Acquire, Described, decode, encode
 from chaos.errors import UsageError
 from chaos.history import EXCLUSIVE, SHARED
+from chaos.locks.contract import LockContext
 
 
 def test_the_catalog_declares_the_reference_locks_and_every_mutex_stays_one() -> None:
@@ -59,3 +62,13 @@ def test_describe_may_declare_what_the_lock_grants() -> None:
                             "modes": ["exclusive", "shared"], "fair": True}))
     assert isinstance(rw, Described)
     assert (rw.capacity, rw.modes, rw.fair) == (None, ["exclusive", "shared"], True)
+
+
+def test_hello_carries_the_runs_permits_only_when_they_are_not_one() -> None:
+    def sent(capacity: int | None) -> dict[str, object]:
+        ctx = LockContext("c1", "k", 200, nodes=[redis.Redis(port=1)], capacity=capacity)
+        said: dict[str, object] = json.loads(encode(hello(ctx)))
+        return said
+
+    assert "capacity" not in sent(1)  # a mutex's hello, as it always was
+    assert sent(3)["capacity"] == 3 and sent(None)["capacity"] is None
