@@ -100,7 +100,8 @@ def excess(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, str]:
     has: "c1, c2, c4 and c5 held 4 permits of a 3-permit semaphore from …"."""
     at = clock.at
     shown = ex.valid_holds if ex.valid is not None else ex.holds
-    head = (f"{_names(sorted({hold.process for hold in shown}))} held {ex.most} permits of a "
+    most = ex.most if ex.valid is None else sum(hold.permits for hold in shown)
+    head = (f"{_names(sorted({hold.process for hold in shown}))} held {most} permits of a "
             f"{ex.capacity}-permit semaphore from {at(ex.start)} to {at(ex.end)}")
     if ex.valid is not None:
         valid_from, valid_until = ex.valid

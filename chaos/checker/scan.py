@@ -35,6 +35,7 @@ from chaos.history import (
     CRASH,
     EFFECT,
     END,
+    EXCLUSIVE,
     EXTEND,
     FAIL,
     FINAL_READ,
@@ -96,6 +97,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     open_faults: dict[str, FaultSpan] = {}
     stale = 0
     shaped = False  # the run's lock is not a mutex: holds carry a mode and permits
+    only_mode = EXCLUSIVE  # a hold's mode when its acquire said none (the lock's, if one)
     p_last = ""
     st = _Process("", 0)
 
@@ -149,8 +151,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 holds.append(hold)
                 if valid_until is None:
                     lease_from_ttl.append((hold, 0, hold.invoked))
-                if shaped and st.op == ACQUIRE:
-                    _shape(hold, st.op_value)
+                if shaped:
+                    _shape(hold, st.op_value if st.op == ACQUIRE else None, only_mode)
             elif f == WRITE:
                 op_id = st.op_value if st.op == WRITE else value_of(ev.value)
                 if isinstance(op_id, str):
@@ -207,6 +209,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             _info(timeline, st, open_faults, ev)
             if f == START and p == HARNESS:
                 shaped = not timeline.mutex
+                modes = timeline.modes
+                only_mode = modes[0] if len(modes) == 1 else EXCLUSIVE
         else:  # not in the vocabulary: counted, otherwise ignored
             other = outcomes.setdefault(typ, {})
             other[f] = other.get(f, 0) + 1
@@ -304,17 +308,15 @@ def _permits(value: Any) -> int:
     return permits if isinstance(permits, int) and permits >= 1 else 1
 
 
-def _shape(hold: Hold, value: Any) -> None:
-    """A granted hold's mode and permits, from its acquire invoke's ``value`` (absent: one
-    exclusive permit, a mutex's)."""
+def _shape(hold: Hold, value: Any, only_mode: str) -> None:
+    """A granted hold's mode and permits, from its acquire invoke's ``value``; absent, one
+    permit of the lock's only mode (exclusive when it has both)."""
     asked = value_of(value)
-    if isinstance(asked, dict):
-        mode = asked.get("mode")
-        permits = asked.get("permits")
-        if isinstance(mode, str):
-            hold.mode = mode
-        if isinstance(permits, int) and permits >= 1:
-            hold.permits = permits
+    mode = asked.get("mode") if isinstance(asked, dict) else None
+    permits = asked.get("permits") if isinstance(asked, dict) else None
+    hold.mode = mode if isinstance(mode, str) else only_mode
+    if isinstance(permits, int) and permits >= 1:
+        hold.permits = permits
 
 
 def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:

@@ -337,3 +337,15 @@ def test_a_fair_lock_is_unfair_iff_some_grant_certainly_overtook_an_earlier_wait
         for a in waited for b in waited
     )
     assert any(v.kind == "fairness" for v in verdict.violations) is unfair, verdict.explanations
+
+
+def test_a_semaphores_acquire_that_says_no_mode_takes_one_shared_permit() -> None:
+    h = SharedHistory(2, [SHARED])
+    h.acquire("c1", 10).acquire("c2", 20)  # no value: one permit of the lock's only mode
+    h.release("c1", 50).release("c2", 60)
+    assert h.check().violations == []
+    h.acquire("c3", 70).acquire("c4", 71).acquire("c5", 72)
+    h.release("c3", 90).release("c4", 91).release("c5", 92)
+    (v,) = h.check().violations
+    assert v.explanation.startswith("hard: c3, c4 and c5 held 3 permits of a 2-permit "
+                                    "semaphore from 0.072 s to 0.090 s"), v.explanation
