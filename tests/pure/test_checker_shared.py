@@ -349,3 +349,15 @@ def test_a_semaphores_acquire_that_says_no_mode_takes_one_shared_permit() -> Non
     (v,) = h.check().violations
     assert v.explanation.startswith("hard: c3, c4 and c5 held 3 permits of a 2-permit "
                                     "semaphore from 0.072 s to 0.090 s"), v.explanation
+
+
+def test_a_read_write_run_that_never_wrote_tested_no_exclusion() -> None:
+    h = SharedHistory(None, RW)
+    for ms in (10, 100, 200):
+        h.take("c1", ms).take("c2", ms + 5)
+        h.release("c1", ms + 50).release("c2", ms + 55)
+    h.add(300, "info", "harness", "end", value={"completed_ops": 6})
+    verdict = h.check()
+    assert verdict.verdict == "inconclusive", verdict.explanations
+    assert verdict.inconclusive_reasons == [
+        "the lock grants exclusive holds, but none was granted in 6 holds"]
