@@ -60,6 +60,12 @@ EFFECT = "effect"  # what a fault did to the lock, by whoever saw it: value {"id
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 END = "end"  # harness: the run is over
 
+# The modes of a hold (an acquire invoke's ``value.mode``; absent: exclusive, a mutex's): an
+# exclusive hold excludes every other; shared holds coexist, their ``permits`` counted
+# against the run's ``capacity`` (its start event's; absent: 1).
+EXCLUSIVE = "exclusive"
+SHARED = "shared"
+
 STALE_TOKEN = "stale-token"  # error of a resource access rejected by fencing
 GAVE_UP = "gave-up"  # error of a failed acquire whose lock waited out its own acquire timeout
 

@@ -145,12 +145,16 @@ class Campaign(msgspec.Struct, frozen=True):
         "--stop-on-first", "end the run at its first violation at or above --fail-on"
     )] = False
     fail_on: Annotated[str, Knob(
-        "--fail-on", "hard, data, liveness or soft", choices=VIOLATION_KINDS
+        "--fail-on", "hard, data, liveness, fairness or soft", choices=VIOLATION_KINDS
     )] = "hard"
     allow_inconclusive: Annotated[bool, Knob(
         "--allow-inconclusive",
         "exit 0, not 3, when the run did not exercise the lock (never acquired, …)",
     )] = False
+    capacity: Annotated[int | None, Knob(
+        "--capacity", "permits of a semaphore: how many holds (of one permit) it grants at "
+        "once (default: the lock's own; a mutex has 1)", low=1, high=1000,
+    )] = None
     extend_during_work: Annotated[bool | None, Knob(
         "--extend-during-work",
         "holders call extend() every TTL/3 of work (default: when the lock has one)",
@@ -191,6 +195,7 @@ class Campaign(msgspec.Struct, frozen=True):
         for name, overrides in self.faults:  # built without parse_faults (the API, compare)
             FAULTS[name].check_params(overrides)
         locks.load(self.lock)
+        self._check_capacity()
         locks.check_faults(self.lock, self.fault_objects)
         check_provider(
             self.provider,
@@ -198,6 +203,20 @@ class Campaign(msgspec.Struct, frozen=True):
             faults=self.fault_objects,
             server=self.server,
         )
+
+    def _check_capacity(self) -> None:
+        """``UsageError`` (one line) for ``--capacity`` on a lock that has no permits to count:
+        a mutex (1, always), or a lock whose shared holds are unbounded (a read-write lock)."""
+        if self.capacity is None:
+            return
+        info = locks.info(self.lock)
+        own = 1 if info is None else info.capacity
+        if own is None:
+            raise UsageError(f"lock {self.lock!r} grants shared holds without a limit: "
+                             f"--capacity does not apply (got {self.capacity})")
+        if (info is None or info.mutex) and self.capacity != 1:
+            raise UsageError(f"lock {self.lock!r} is a mutex: --capacity must be 1 "
+                             f"(got {self.capacity})")
 
     def options(self, names: Sequence[str] | None = None) -> list[str]:
         """The command-line words that give this campaign's ``names`` (default: every field),
@@ -216,7 +235,17 @@ class Campaign(msgspec.Struct, frozen=True):
             extend_during_work=self.extend_during_work is not False,
             client_clocks=client_clocks,
             nest_depth=self.nest_depth,
+            **self._shape(),
         )
+
+    def _shape(self) -> dict[str, Any]:
+        """What the lock grants, for the workload: its catalog entry's capacity (or the run's
+        ``--capacity``), modes and fairness; a user's ``module:attr`` lock is a mutex."""
+        info = locks.info(self.lock)
+        if info is None:
+            return {}
+        capacity = self.capacity if self.capacity is not None else info.capacity
+        return {"capacity": capacity, "modes": info.modes, "fair": info.fair}
 
     @property
     def provider_config_path(self) -> Path | None:

@@ -31,7 +31,7 @@ from chaos.checker.coverage import coverage
 from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan, Raised, Timeline
 from chaos.checker.verdict import LockErrors
-from chaos.history import ACQUIRE, CRASH, EXTEND, FAIL, INFO, OK, RELEASE, RENEW
+from chaos.history import ACQUIRE, CRASH, EXTEND, FAIL, INFO, OK, RELEASE, RENEW, SHARED
 
 MIN_LOCK_CYCLES = 2
 
@@ -77,7 +77,8 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
         return [f"the lock was never acquired: {_why_never_acquired(timeline, clock)}"]
     cycles = lock_cycles(timeline)
     if cycles >= MIN_LOCK_CYCLES:
-        return _faults_that_missed(timeline) + _capabilities_unused(timeline)
+        return (_faults_that_missed(timeline) + _capabilities_unused(timeline)
+                + _sharing_untested(timeline))
     if not _outcome(timeline, OK, RELEASE) and not _outcome(timeline, FAIL, RELEASE) and (
         first := timeline.raised.get(RELEASE)
     ):
@@ -164,6 +165,30 @@ def _capabilities_unused(timeline: Timeline) -> list[str]:
         reasons.append(f"the lock renews its lease in the background, but no renewal was "
                        f"recorded in {len(timeline.holds)} holds (work of {work_ms} ms, TTL "
                        f"{ttl_ms} ms): a --work-ms of at least the TTL lets its watchdog renew")
+    return reasons
+
+
+def _sharing_untested(timeline: Timeline) -> list[str]:
+    """What a lock that is not a mutex grants and the run never saw it grant: one of its modes,
+    or a semaphore's permits to more than one holder at once (its count was never tested)."""
+    if timeline.mutex:
+        return []
+    holds = timeline.holds
+    reasons = [
+        f"the lock grants {mode} holds, but none was granted in {len(holds)} holds"
+        for mode in timeline.modes if not any(hold.mode == mode for hold in holds)
+    ]
+    capacity = timeline.capacity
+    if capacity is not None and capacity > 1 and SHARED in timeline.modes:
+        edges = sorted([(hold.start, hold.permits) for hold in holds if hold.mode == SHARED]
+                       + [(hold.end, -hold.permits) for hold in holds if hold.mode == SHARED])
+        held = most = 0
+        for _, change in edges:
+            held += change
+            most = max(most, held)
+        if most <= 1:
+            reasons.append(f"the lock has {capacity} permits, but its holds never took more "
+                           f"than {most} at once: its count was not tested (more --clients)")
     return reasons
 
 

@@ -30,12 +30,15 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from chaos.checker.data import LostWrite
+from chaos.checker.fairness import Overtaken
 from chaos.checker.holds import NEVER, REACQUIRE, Hold
+from chaos.checker.leaks import Leak
 from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
+from chaos.checker.permits import Excess
 from chaos.checker.renewals import Lapse
 from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
-from chaos.history import MOVES_CLOCK
+from chaos.history import EXCLUSIVE, MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
 
@@ -61,10 +64,18 @@ class Clock:
 
 
 def overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str]:
-    """The cause (a short tag) and the explanation of one overlapping pair."""
+    """The cause (a short tag) and the explanation of one overlapping pair: two holders of a
+    mutex, or (a lock with shared holds) an exclusive hold and another."""
     a, b = ov.first, ov.second
     at = clock.at
-    head = f"{a.process} and {b.process} both held the lock from {at(ov.start)} to {at(ov.end)}"
+    if timeline.mutex:
+        held = f"{a.process} and {b.process} both held the lock"
+    elif a.mode == b.mode:
+        held = f"{a.process} and {b.process} both {_did(a)}"
+    else:
+        first, other = (a, b) if a.mode == EXCLUSIVE else (b, a)
+        held = f"{first.process} {_did(first)} while {other.process} {_did(other)}"
+    head = f"{held} from {at(ov.start)} to {at(ov.end)}"
     if ov.both_valid is not None:
         valid_from, valid_until = ov.both_valid
         head = f"hard: {head}, both leases valid from {at(valid_from)} to {at(valid_until)}."
@@ -79,10 +90,86 @@ def overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str]:
     return cause, " ".join([head, leases, f"{why}.", *_faults(timeline, a.start, ov.end, clock)])
 
 
-def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str]:
-    """How ``a``'s key went away before ``b`` acquired (see the module docstring)."""
+def _did(hold: Hold) -> str:
+    """What a hold of a lock with shared holds did, in a read-write lock's words."""
+    return "wrote (exclusive)" if hold.mode == EXCLUSIVE else "read (shared)"
+
+
+def excess(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, str]:
+    """The cause and the explanation of shared holds that took more permits than the lock
+    has: "c1, c2, c4 and c5 held 4 permits of a 3-permit semaphore from …"."""
     at = clock.at
-    found = timeline.foreign_release(a, b.start)
+    shown = ex.valid_holds if ex.valid is not None else ex.holds
+    most = ex.most if ex.valid is None else sum(hold.permits for hold in shown)
+    head = (f"{_names(sorted({hold.process for hold in shown}))} held {most} permits of a "
+            f"{ex.capacity}-permit semaphore from {at(ex.start)} to {at(ex.end)}")
+    if ex.valid is not None:
+        valid_from, valid_until = ex.valid
+        head = (f"hard: {head}, their leases valid from {at(valid_from)} to "
+                f"{at(valid_until)}, more permits than the lock has.")
+    else:
+        head = (f"soft: {head}, but never more than {ex.capacity} within their leases.")
+    listed = [
+        f"{hold.process} acquired {_permits(hold.permits)} at {at(hold.start)} (lease until "
+        f"{clock.deadline(hold.deadline_at(max(hold.start, ex.start)))})"
+        for hold in ex.holds[:MAX_LISTED]
+    ]
+    more = f" and {len(ex.holds) - MAX_LISTED} more" if len(ex.holds) > MAX_LISTED else ""
+    cause, why = _excess_cause(ex, timeline, clock)
+    return cause, " ".join([head, "; ".join(listed) + f"{more}.", f"{why}.",
+                            *_faults(timeline, ex.holds[0].start, ex.end, clock)])
+
+
+def _excess_cause(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, str]:
+    """Why the permits ran over: a lapsed lease (soft), else a fault that lost keys or split
+    the master, else the lock granted a permit it did not have."""
+    at = clock.at
+    last = max(ex.holds, key=lambda hold: hold.start)
+    if ex.valid is None:
+        lapsed = [hold for hold in ex.holds if hold.lapsed_before(last.start) is not None
+                  and hold is not last]
+        if lapsed:
+            hold = lapsed[0]
+            return "lease-expired", (
+                f"{hold.process}'s lease expired at {at(hold.deadline_at(last.start))} while "
+                f"{hold.process} still held its {_permits(hold.permits)} "
+                f"({_stalled(hold, last.start, timeline, clock)})"
+            )
+    loss = timeline.key_loss(ex.holds[0].start, last.start)
+    if loss is not None:
+        t, fault = loss
+        began = "began" if t == fault.start else "ended"
+        return fault.name, (
+            f"{fault.name} {fault.id} {began} at {at(t)}, while the permits were held: the "
+            f"holders' entries did not survive it"
+        )
+    split = timeline.split_at(last.start)
+    if split is not None:
+        return split.name, (
+            f"{split.name} {split.id} was under way when {last.process} acquired: two "
+            f"masters each counted their own holders (split brain)"
+        )
+    return "unexplained", (
+        f"the lock granted {last.process} while the others' permits should still have "
+        f"been counted"
+    )
+
+
+def _permits(n: int) -> str:
+    return "1 permit" if n == 1 else f"{n} permits"
+
+
+def _names(names: list[str]) -> str:
+    """``c1``, ``c1 and c2``, ``c1, c2 and c4``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str]:
+    """How ``a``'s key went away before ``b`` acquired (see the module docstring). With
+    shared holds, another holder's release removed its own entry, not ``a``'s: the releases
+    are not suspects."""
+    at = clock.at
+    found = timeline.foreign_release(a, b.start) if timeline.mutex else None
     if found is not None and timeline.split_at(found[0].acked) is not None:
         found = None  # with two masters, it may have removed the releaser's own key
     loss = timeline.key_loss(a.start, b.start)
@@ -250,6 +337,48 @@ def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
                 f"indeterminate ({attempt.error}): it may hold a key nobody will release."
             )
     return " ".join(parts + _faults(timeline, out.gap[0], out.end, clock))
+
+
+def leak(found: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
+    """Why a semaphore stayed short of its permits: who took them and never came back."""
+    at = clock.at
+    length = found.end - found.start
+    parts = [
+        f"liveness: from {at(found.start)} to {at(found.end)} ({length / 1e9:.3f} s, "
+        f"{length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) the live holders took at most "
+        f"{found.most} of the {found.capacity} permits, yet {found.failures} acquires that "
+        f"fitted in the rest failed: permits leaked, held by no live client."
+    ]
+    for hold in found.lost[-MAX_LISTED:]:
+        parts.append(
+            f"{hold.process} crashed at {at(hold.end)} holding {_permits(hold.permits)}"
+            f"{_last_pause(hold.process, hold.start, hold.end, timeline)}: "
+            f"{'they' if hold.permits > 1 else 'it'} never came back."
+        )
+    for attempt in timeline.unsure_between(timeline.start, found.end)[-MAX_LISTED:]:
+        if attempt.error is not None:
+            parts.append(
+                f"{attempt.process}'s acquire invoked at {at(attempt.invoked)} was "
+                f"indeterminate ({attempt.error}): it may hold permits nobody will release."
+            )
+    return " ".join(parts + _faults(timeline, found.start, found.end, clock))
+
+
+def overtaken(found: Overtaken, clock: Clock) -> str:
+    """Why a fair lock was not: a waiter granted ahead of one that had asked earlier."""
+    at = clock.at
+    waiter, by = found.waiter, found.by
+    after = (f"was granted only at {at(waiter.granted)}" if waiter.granted is not None
+             else "was never granted")
+    more = (f" ({found.count} grants overtook an earlier waiter in all)"
+            if found.count > 1 else "")
+    return (
+        f"fairness: {by.process} was granted the lock at {at(by.granted or by.until)}, ahead of "
+        f"{waiter.process}, which had been waiting since {at(waiter.first_invoked)} (its "
+        f"first attempt failed at {at(waiter.asked)}, before {by.process} first asked at "
+        f"{at(by.first_invoked)}) and {after}: a lock that claims to be fair grants waiters "
+        f"in the order they asked{more}."
+    )
 
 
 def gave_up(gave_up: GaveUp, timeline: Timeline, clock: Clock) -> str:

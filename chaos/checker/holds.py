@@ -19,6 +19,8 @@ from bisect import bisect_right
 
 import msgspec
 
+from chaos.history import EXCLUSIVE
+
 NEVER = 1 << 63  # later than any monotonic timestamp
 REACQUIRE = "reacquire"  # a hold's end: its client was granted the lock again while holding it
 
@@ -41,6 +43,10 @@ class Hold(msgspec.Struct, gc=False):
     ended_by: str | None = None  # "release", "crash", "reacquire"; None: still held
     released: str | None = None  # the release's outcome: "ok", "fail", "info"
     release_acked: int | None = None  # when the release returned true
+    # What it holds (its acquire invoke's ``value``): a mutex's holds are all exclusive, one
+    # permit; a semaphore's are shared, each taking ``permits`` of the run's capacity.
+    mode: str = EXCLUSIVE
+    permits: int = 1
 
     def deadline_at(self, t: int) -> int:
         """The lease deadline in effect at ``t`` (the acquire's one before any renewal)."""

@@ -6,9 +6,12 @@ from chaos.checker import exercised, explain
 from chaos.checker.coverage import coverage
 from chaos.checker.data import LostWrite, lost_writes
 from chaos.checker.explain import Clock
+from chaos.checker.fairness import Overtaken, find_overtaken
 from chaos.checker.holds import NEVER, REACQUIRE
+from chaos.checker.leaks import Leak, find_leaks
 from chaos.checker.liveness import GaveUp, Outage, find_outages, gave_up_unheld
 from chaos.checker.overlaps import Overlap, find_overlaps
+from chaos.checker.permits import Excess, find_excesses
 from chaos.checker.renewals import Lapse, find_lapses
 from chaos.checker.timeline import Timeline
 from chaos.checker.verdict import INCONCLUSIVE, RANK, VIOLATION_KINDS, Verdict, Violation
@@ -33,6 +36,10 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     clock = Clock(timeline)
     overlaps = find_overlaps(timeline.holds)
     violations = [_overlap(ov, timeline, clock) for ov in overlaps]
+    capacity = timeline.capacity
+    if not timeline.mutex and capacity is not None:  # a mutex's are all overlaps
+        violations += [_excess(ex, timeline, clock)
+                       for ex in find_excesses(timeline.holds, capacity)]
     violations += _lapsed(find_lapses(timeline), timeline, clock)
 
     ttl_ns = timeline.ttl_ns
@@ -42,9 +49,16 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         threshold = liveness_factor * ttl_ns
         violations += [_outage(o, timeline, clock, ttl_ns)
                        for o in find_outages(timeline, threshold)]
+        if not timeline.mutex and capacity is not None:
+            violations += [_leak(leak, timeline, clock, ttl_ns)
+                           for leak in find_leaks(timeline, capacity, threshold)]
 
     if timeline.refused_own:
         violations.append(_self_deadlock(timeline, clock))
+    if timeline.fair:
+        overtaken = find_overtaken(timeline)
+        if overtaken is not None:
+            violations.append(_overtaken(overtaken, timeline, clock))
     gave_up = gave_up_unheld(timeline)
     if gave_up is not None:
         violations.append(_gave_up(gave_up, timeline, clock))
@@ -115,6 +129,24 @@ def _overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> Violation:
     )
 
 
+def _excess(ex: Excess, timeline: Timeline, clock: Clock) -> Violation:
+    cause, text = explain.excess(ex, timeline, clock)
+    valid = ex.valid
+    return Violation(
+        kind="hard" if valid else "soft",
+        processes=sorted({hold.process for hold in ex.holds}),
+        start_s=clock.seconds(ex.start),
+        end_s=clock.seconds(ex.end),
+        explanation=text,
+        cause=cause,
+        expires_s={hold.process: _deadline(hold.deadline_at(max(hold.start, ex.start)), clock)
+                   for hold in ex.holds},
+        both_valid_from_s=clock.seconds(valid[0]) if valid else None,
+        both_valid_until_s=clock.seconds(valid[1]) if valid else None,
+        faults=[fault.id for fault in timeline.faults_during(ex.holds[0].start, ex.end)],
+    )
+
+
 NOT_RENEWED = "not-renewed"  # the cause of a renewing lock's lapse (chaos.checker.renewals)
 
 
@@ -152,6 +184,23 @@ def _outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> Viola
     )
 
 
+def _leak(leak: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> Violation:
+    return Violation(
+        kind="liveness",
+        processes=sorted({hold.process for hold in leak.lost[-MAX_LOST:]}),
+        start_s=clock.seconds(leak.start),
+        end_s=clock.seconds(leak.end),
+        explanation=explain.leak(leak, timeline, clock, ttl_ns),
+        cause=LEAKED,
+        faults=[fault.id for fault in timeline.faults_during(leak.start, leak.end)],
+        failed_acquires=leak.failures,
+    )
+
+
+LEAKED = "leaked-permits"  # the cause of a semaphore short of permits (chaos.checker.leaks)
+MAX_LOST = explain.MAX_LISTED
+
+
 def _self_deadlock(timeline: Timeline, clock: Clock) -> Violation:
     """Nested acquires refused by their own holder: one liveness violation for all of them
     (a thread that waited for it would wait on itself until its own lease ran out)."""
@@ -166,6 +215,22 @@ def _self_deadlock(timeline: Timeline, clock: Clock) -> Violation:
         cause="self-deadlock",
         faults=[fault.id for fault in timeline.faults_during(first[3], first[2])],
         failed_acquires=len(refused),
+    )
+
+
+def _overtaken(found: Overtaken, timeline: Timeline, clock: Clock) -> Violation:
+    """Grants out of the order of waiting, in a lock that claims to be fair: one violation
+    for all of them, from the first overtaken waiter's request to the grant that passed it."""
+    waiter, by = found.waiter, found.by
+    granted = by.granted if by.granted is not None else by.until
+    return Violation(
+        kind="fairness",
+        processes=[waiter.process, by.process],
+        start_s=clock.seconds(waiter.first_invoked),
+        end_s=clock.seconds(granted),
+        explanation=explain.overtaken(found, clock),
+        cause="overtaken",
+        faults=[f.id for f in timeline.faults_during(waiter.first_invoked, granted)],
     )
 
 

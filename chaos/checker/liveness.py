@@ -35,7 +35,7 @@ def find_outages(timeline: Timeline, threshold_ns: float) -> list[Outage]:
     An outage lies within a gap, so only gaps longer than the threshold are candidates; in
     most histories there are none and the failures (often millions) are never looked at.
     """
-    gaps = _gaps(timeline, threshold_ns)
+    gaps = long_gaps(timeline, threshold_ns)
     if not gaps:
         return []
     starts = [span[0] for span, _ in gaps]
@@ -55,7 +55,7 @@ def find_outages(timeline: Timeline, threshold_ns: float) -> list[Outage]:
     return outages
 
 
-def _gaps(timeline: Timeline, longer_than: float) -> list[tuple[Span, Hold | None]]:
+def long_gaps(timeline: Timeline, longer_than: float) -> list[tuple[Span, Hold | None]]:
     """The stretches with no hold longer than ``longer_than`` (an outage lies within one),
     each with the hold whose end began it."""
     gaps: list[tuple[Span, Hold | None]] = []

@@ -1,4 +1,6 @@
-"""Mutual exclusion: every pair of holds by different processes that share an instant.
+"""Mutual exclusion: every pair of holds by different processes that share an instant, at
+least one of them exclusive (a mutex's holds all are; shared holds may coexist, and only
+their permits count: ``chaos.checker.permits``).
 
 Holds are half-open ``[start, end)``, so a release invoked at the very instant another
 client's acquire returned is not an overlap. Each overlapping pair is reported once, by the
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chaos.checker.holds import Hold, Span, first_common
+from chaos.history import EXCLUSIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +35,8 @@ class Overlap:
 
 
 def find_overlaps(holds: list[Hold]) -> list[Overlap]:
-    """All overlapping pairs of ``holds`` (sorted by start), in order of overlap start."""
+    """All overlapping pairs of ``holds`` (sorted by start) that exclude each other (one is
+    exclusive), in order of overlap start."""
     overlaps: list[Overlap] = []
     open_holds: list[Hold] = []
     open_until = 0  # the latest end among open_holds
@@ -44,7 +48,8 @@ def find_overlaps(holds: list[Hold]) -> list[Overlap]:
         open_holds = [other for other in open_holds if other.end > hold.start]
         for other in open_holds:
             span = (hold.start, min(hold.end, other.end))
-            if other.process != hold.process and span[0] < span[1]:
+            if (other.process != hold.process and span[0] < span[1]
+                    and (hold.mode == EXCLUSIVE or other.mode == EXCLUSIVE)):
                 both = first_common(other.valid_spans(), hold.valid_spans(), span)
                 overlaps.append(Overlap(other, hold, span[0], span[1], both))
         open_holds.append(hold)

@@ -35,6 +35,7 @@ from chaos.history import (
     CRASH,
     EFFECT,
     END,
+    EXCLUSIVE,
     EXTEND,
     FAIL,
     FINAL_READ,
@@ -95,6 +96,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
     open_faults: dict[str, FaultSpan] = {}
     stale = 0
+    shaped = False  # the run's lock is not a mutex: holds carry a mode and permits
+    only_mode = EXCLUSIVE  # a hold's mode when its acquire said none (the lock's, if one)
     p_last = ""
     st = _Process("", 0)
 
@@ -127,6 +130,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     st.hold = None
             elif f == EXTEND:
                 st.op_token = ev.token
+            elif shaped and f == ACQUIRE:
+                st.op_value = ev.value  # its mode and permits, decoded when it is needed
             continue
 
         if typ == OK:
@@ -146,6 +151,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 holds.append(hold)
                 if valid_until is None:
                     lease_from_ttl.append((hold, 0, hold.invoked))
+                if shaped:
+                    _shape(hold, st.op_value if st.op == ACQUIRE else None, only_mode)
             elif f == WRITE:
                 op_id = st.op_value if st.op == WRITE else value_of(ev.value)
                 if isinstance(op_id, str):
@@ -181,6 +188,9 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 failed_at.append(t)
                 failed_invoked.append(st.op_t if st.op == ACQUIRE else t)
                 failed_by.append(st.name)
+                if shaped:
+                    timeline.failed_permits.append(
+                        _permits(st.op_value) if st.op == ACQUIRE else 1)
                 if ev.error == GAVE_UP:
                     timeline.gave_up.append((st.name, failed_invoked[-1], t))
                 hold = st.hold  # a nested acquire, refused while its own lease was valid
@@ -197,6 +207,10 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
         elif typ == INFO:
             infos[f] = infos.get(f, 0) + 1
             _info(timeline, st, open_faults, ev)
+            if f == START and p == HARNESS:
+                shaped = not timeline.mutex
+                modes = timeline.modes
+                only_mode = modes[0] if len(modes) == 1 else EXCLUSIVE
         else:  # not in the vocabulary: counted, otherwise ignored
             other = outcomes.setdefault(typ, {})
             other[f] = other.get(f, 0) + 1
@@ -231,6 +245,7 @@ def _info(
         if st.op == RELEASE and st.released is not None:
             st.released.released = INFO
     elif f == CRASH:
+        timeline.crashes.append((p, t))
         if st.hold is not None:
             st.hold.end = t
             st.hold.ended_by = CRASH
@@ -284,6 +299,24 @@ def _nested(ev: AnyEvent) -> bool:
     """Whether an acquire event is marked nested (``value: {"depth": d}``)."""
     value = value_of(ev.value)
     return isinstance(value, dict) and "depth" in value
+
+
+def _permits(value: Any) -> int:
+    """The permits an acquire invoke's ``value`` asked (absent: 1)."""
+    asked = value_of(value)
+    permits = asked.get("permits") if isinstance(asked, dict) else None
+    return permits if isinstance(permits, int) and permits >= 1 else 1
+
+
+def _shape(hold: Hold, value: Any, only_mode: str) -> None:
+    """A granted hold's mode and permits, from its acquire invoke's ``value``; absent, one
+    permit of the lock's only mode (exclusive when it has both)."""
+    asked = value_of(value)
+    mode = asked.get("mode") if isinstance(asked, dict) else None
+    permits = asked.get("permits") if isinstance(asked, dict) else None
+    hold.mode = mode if isinstance(mode, str) else only_mode
+    if isinstance(permits, int) and permits >= 1:
+        hold.permits = permits
 
 
 def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from chaos.checker.holds import NEVER, Hold
-from chaos.history import LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
+from chaos.history import EXCLUSIVE, LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
 
 
 class FaultSpan(msgspec.Struct, gc=False):
@@ -140,6 +140,8 @@ class Timeline:
     failed_at: array[int] = field(default_factory=lambda: array("q"))
     failed_invoked: array[int] = field(default_factory=lambda: array("q"))
     failed_by: list[str] = field(default_factory=list)  # the process of each (shared names)
+    # The permits each asked, for a lock that is not a mutex (a mutex's: empty, 1 each).
+    failed_permits: array[int] = field(default_factory=lambda: array("q"))
     # Nested acquires (marked ``depth``) refused while their own process held the lock, its
     # lease still valid:
     # (process, invoked, refused at, the hold's start). A lock refusing its own holder.
@@ -156,6 +158,7 @@ class Timeline:
     fault_effects: dict[str, list[str]] = field(default_factory=dict)
     # Clients a fault killed: (fault id, process, when); whether it hit is the coverage's call.
     kills: list[tuple[str, str, int]] = field(default_factory=list)
+    crashes: list[tuple[str, int]] = field(default_factory=list)  # (process, when), every one
     # The lock's surface: per operation, the commands its clients sent, in first-seen order.
     surface: dict[str, list[str]] = field(default_factory=dict)
     can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)
@@ -186,6 +189,30 @@ class Timeline:
     def ttl_ns(self) -> int | None:
         ttl_ms = self.params.get("ttl_ms")
         return int(ttl_ms * 1_000_000) if isinstance(ttl_ms, int | float) else None
+
+    @property
+    def capacity(self) -> int | None:
+        """The permits held at once at most (the start event's ``capacity``; absent: 1, a
+        mutex's; null: unbounded, a read-write lock's readers)."""
+        capacity = self.params.get("capacity", 1)
+        return capacity if isinstance(capacity, int) else None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes the lock grants (the start event's ``modes``; absent: a mutex's)."""
+        modes = self.params.get("modes")
+        return tuple(map(str, modes)) if isinstance(modes, list) else (EXCLUSIVE,)
+
+    @property
+    def fair(self) -> bool:
+        """Whether the lock claims to grant waiters in the order they asked."""
+        return self.params.get("fair") is True
+
+    @property
+    def mutex(self) -> bool:
+        """Whether the run's lock is a plain mutex (capacity 1, exclusive holds only): every
+        history written before semaphores and read-write locks existed."""
+        return self.capacity == 1 and self.modes == (EXCLUSIVE,)
 
     def seal(self) -> None:
         """Sort what the lookups search by time and index it (once, after the scan)."""

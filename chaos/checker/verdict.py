@@ -2,12 +2,16 @@
 
 Kinds of violation, from least to most severe:
 
-* ``soft`` — two clients held the lock at once, but never both within their leases: the
-  known limit of leases without fencing;
-* ``liveness`` — nobody could acquire for far longer than the TTL although nobody held it;
+* ``soft`` — two clients held the lock at once (or a semaphore's holders more permits than
+  it has), but never within their leases: the known limit of leases without fencing;
+* ``fairness`` — a lock that claims to grant waiters in the order they asked granted one
+  ahead of a client that was already waiting (``chaos.checker.fairness``);
+* ``liveness`` — nobody could acquire for far longer than the TTL although nobody held it,
+  or a semaphore's permits leaked (``chaos.checker.leaks``);
 * ``data`` — acknowledged writes are missing from the resource at the end;
-* ``hard`` — the lock broke its own promise: two clients held the lock at once, both within
-  the validity the lock claimed; or a lock that renews its leases let one lapse while its
+* ``hard`` — the lock broke its own promise: two clients held the lock at once (an exclusive
+  hold and another; valid leases more permits than the capacity), both within the validity
+  the lock claimed; or a lock that renews its leases let one lapse while its
   holder ran (``chaos.checker.renewals``).
 
 ``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
@@ -29,8 +33,8 @@ from chaos.errors import UsageError
 INCONCLUSIVE = "inconclusive"
 # Verdicts by severity: inconclusive (nothing found, but nothing tested either) sits between
 # ok and the least violation.
-RANK = {"ok": 0, INCONCLUSIVE: 1, "soft": 2, "liveness": 3, "data": 4, "hard": 5}
-VIOLATION_KINDS = ("soft", "liveness", "data", "hard")  # least severe first
+RANK = {"ok": 0, INCONCLUSIVE: 1, "soft": 2, "fairness": 3, "liveness": 4, "data": 5, "hard": 6}
+VIOLATION_KINDS = ("soft", "fairness", "liveness", "data", "hard")  # least severe first
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1  # a violation at or above --fail-on
@@ -44,8 +48,10 @@ class Violation(msgspec.Struct, kw_only=True):
     ``cause`` (overlaps) is ``foreign-release``, ``in-flight-release``, ``lease-expired``,
     ``overwrote``, ``unexplained`` or the name of the fault blamed (one that loses keys, moves
     a client's clock or splits the master); (hard, one client) ``not-renewed`` for a renewing
-    lock's lease that lapsed while its holder ran; (liveness) ``self-deadlock`` or ``gave-up`` for
-    the findings of docs/history-format.md's "Liveness", else none. ``expires_s`` is each
+    lock's lease that lapsed while its holder ran; (liveness) ``self-deadlock``, ``gave-up`` or
+    ``leaked-permits`` for the findings of docs/history-format.md's "Liveness" and "Leaked
+    permits", else none; (fairness) ``overtaken``. A semaphore's excess of permits takes the
+    overlaps' causes. ``expires_s`` is each
     holder's lease deadline in effect when the overlap began (None: no deadline).
     ``both_valid_*`` bound the first stretch in which both leases were valid (hard violations
     only).

@@ -74,6 +74,8 @@ def hello(ctx: LockContext) -> Hello:
         socket_timeout_ms=round(float(timeout) * 1000),
         password=first.get("password"),
     )
+    if ctx.capacity != 1:
+        message.capacity = ctx.capacity
     if ctx.master is not None:
         pool = ctx.master.connection_pool
         manager = getattr(pool, "sentinel_manager", None)
@@ -168,8 +170,10 @@ class DriverLock:
         if isinstance(reply, Error) and not reply.definite:
             raise DriverError(reply.message or "indeterminate error")
 
-    def acquire(self) -> Lease | None:
-        reply = self._request(Acquire)
+    def acquire(self, *, mode: str | None = None, permits: int | None = None) -> Lease | None:
+        """One acquire; a lock that is not a mutex is asked a ``mode`` and ``permits`` (sent
+        only when given: a mutex's acquire line stays as it was)."""
+        reply = self._request(Acquire, mode=mode, permits=permits)
         if isinstance(reply, Ok):
             return self._lease(reply)
         self._definite(reply)

@@ -104,6 +104,9 @@ def described_info(spec: str) -> LockInfo | None:
         topology=described.topology,
         min_nodes=described.min_nodes,
         extend=EXTEND in described.capabilities,
+        capacity=described.capacity,
+        modes=tuple(described.modes),
+        fair=described.fair,
     )
 
 

@@ -57,6 +57,9 @@ class Hello(ToDriver, tag="hello", kw_only=True):
     sentinels: list[Address] = msgspec.field(default_factory=list)
     master_name: str | None = None
     route: dict[str, Address] = msgspec.field(default_factory=dict)
+    # The run's permits (``--capacity``) when they are not 1 (null: unbounded): sent only
+    # then, so a mutex's hello is what it always was.
+    capacity: int | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class Request(ToDriver, omit_defaults=True, kw_only=True):
@@ -67,7 +70,12 @@ class Request(ToDriver, omit_defaults=True, kw_only=True):
 
 
 class Acquire(Request, tag="acquire", kw_only=True):
-    pass
+    """For a lock that is not a mutex (its ``describe`` declared ``capacity`` or ``modes``):
+    the ``mode`` (one of its ``modes``) and the ``permits`` asked; a mutex's acquire carries
+    neither, as before."""
+
+    mode: str | None = None
+    permits: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class Release(Request, tag="release", kw_only=True):
@@ -103,10 +111,18 @@ class SelfDescription(FromDriver, kw_only=True):
 class Described(SelfDescription, tag="describe", kw_only=True):
     """The answer to ``describe``, and what the driver's lock needs of its deployment, as a
     bundled lock's entry says it (``chaos.locks.contract.LockInfo``): ``topology``
-    "standalone" for independent masters (a Redlock), ``min_nodes`` at least that many."""
+    "standalone" for independent masters (a Redlock), ``min_nodes`` at least that many; and
+    what it grants (``capacity``, ``modes``, ``fair``)."""
 
     topology: Literal["any", "standalone"] = "any"
     min_nodes: Annotated[int, msgspec.Meta(ge=1)] = 1
+    # What it grants (chaos.locks.contract.LockInfo): permits at once (null: unbounded, a
+    # read-write lock's readers), its modes, and whether it grants waiters in order. Absent:
+    # a mutex.
+    capacity: Annotated[int, msgspec.Meta(ge=1)] | None = 1
+    modes: list[Literal["exclusive", "shared"]] = msgspec.field(
+        default_factory=lambda: ["exclusive"])
+    fair: bool = False
 
 
 class HelloReply(SelfDescription, tag="hello", kw_only=True):

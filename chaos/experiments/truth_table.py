@@ -300,6 +300,17 @@ CELLS: tuple[Cell, ...] = (
          _hard_fenced_none_lost, "Kleppmann 2016 (fencing against an evicted key)"),
     Cell("redlock", "latency", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
     Cell("redlock", "server-pause", "no hard", _no_hard, "003 / Redis docs (short timeouts)"),
+    # Beyond the mutex: a semaphore and a read-write lock done right (one script, expiry by the
+    # server's clock, only our own entry released or extended) never let valid leases hold
+    # more permits than there are, nor a writer in with anyone else. A paused holder outlives
+    # its lease (soft at worst), a slow one extends, and a crashed one's permits come back
+    # with its TTL: no leak, no deadlock.
+    *(Cell(lock, fault, expected, judge, source)
+      for lock, source in (("lua-semaphore", "Redis in Action 6.3 (in one script)"),
+                           ("rwlock", "Redisson RReadWriteLock (a lease per holder)"))
+      for fault, expected, judge in (("client-pause", "no hard", _no_hard),
+                                     ("client-crash", "no hard, no liveness", _no_liveness),
+                                     ("slow-work", "no hard", _no_hard))),
 )
 
 

@@ -60,6 +60,9 @@ BUNDLED: dict[str, str] = {
     "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
     "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
     "delifeq": "chaos.locks.delifeq:make",  # Valkey ≥ 9.0 only (its DELIFEQ, SET IFEQ)
+    # Beyond the mutex: shared holds (LockInfo.capacity/modes), called acquire(mode=, permits=).
+    "lua-semaphore": "chaos.locks.lua_semaphore:make",
+    "rwlock": "chaos.locks.rwlock:make",
     # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
     "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
     "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",

@@ -90,12 +90,14 @@ def build_context(
     connection_class: type[redis.Connection] = redis.Connection,
     socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
     pause_points: PausePoints = NO_PAUSE_POINTS,
+    capacity: int | None = 1,
 ) -> LockContext:
     """Connections for ``view.client_id`` to every node (and the Sentinel master, if any).
 
     ``connection_class`` and ``pause_points`` are the two ways the harness's pause points reach
     a lock: the connections redis-py uses, and what a lock sending its own commands (a driver
-    process) calls before each of them."""
+    process) calls before each of them. ``capacity``: the run's permits for the lock (a
+    semaphore's)."""
     if not lock_name:
         raise UsageError("the lock name (the Redis key) must not be empty")
     if ttl_ms <= 0:
@@ -149,6 +151,7 @@ def build_context(
         master=master,
         report_renewal=report_renewal,
         pause_points=pause_points,
+        capacity=capacity,
     )
 
 

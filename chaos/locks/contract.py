@@ -8,6 +8,10 @@ once in every client process, then calls the client's methods from that process:
 * ``acquire() -> Lease | None`` — one attempt (or the lock's own retry policy). A falsy return
   means "not acquired", and the client will not act as the holder. A lock with its own acquire
   timeout returns ``GAVE_UP`` (falsy) when it ran out: the history records ``gave-up``.
+  A lock that is not a mutex (a semaphore, a read-write lock: its ``LockInfo`` declares
+  ``capacity``/``modes``) is called ``acquire(mode=MODE, permits=K)`` instead, keyword-only,
+  ``MODE`` one of its ``modes`` (``SHARED``, ``EXCLUSIVE``) and ``K`` ≥ 1; the lease's
+  ``state`` keeps what its release and extend need (its mode, its permits).
 * ``release(lease) -> bool`` — True if the lease was still ours and is now released, False if
   it certainly was not ours any more.
 * ``extend(lease) -> Lease | None`` — optional: a new lease whose validity is measured from the
@@ -42,6 +46,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import redis
 from redis.cluster import RedisCluster
+
+from chaos.history import EXCLUSIVE, SHARED
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,9 @@ class LockContext:
     master: redis.Redis | None = None
     report_renewal: RenewalReporter = ignore_renewal
     pause_points: PausePoints = NO_PAUSE_POINTS
+    # The run's permits for this lock (``--capacity``, default its ``LockInfo.capacity``): a
+    # semaphore is created with this many; None: unbounded (a read-write lock's readers).
+    capacity: int | None = 1
 
     @property
     def primary(self) -> redis.Redis:
@@ -208,6 +217,11 @@ class ExtendableLockClient(LockClient, Protocol):
 
 LockFactory = Callable[[LockContext], LockClient]
 
+# The modes a lock grants (``LockInfo.modes``, the ``mode`` of ``acquire(mode=, permits=)``):
+# ``EXCLUSIVE`` and ``SHARED`` (chaos.history's vocabulary: the history records them).
+MODES = (EXCLUSIVE, SHARED)
+MUTEX_MODES: tuple[str, ...] = (EXCLUSIVE,)
+
 
 @dataclass(frozen=True)
 class LockInfo:
@@ -225,6 +239,17 @@ class LockInfo:
     extend: bool = False  # the client has extend()
     renews: bool = False  # it renews its lease by itself, in the background (a watchdog)
     fencing: bool = False  # leases carry a fencing token
+    # Permits held at once at most by default (None: unbounded, a read-write lock's readers),
+    # the modes it grants, and whether it claims to grant waiters in the order they asked.
+    # The defaults are a mutex's: capacity 1, exclusive only, not fair.
+    capacity: int | None = 1
+    modes: tuple[str, ...] = MUTEX_MODES
+    fair: bool = False
+
+    @property
+    def mutex(self) -> bool:
+        """Whether it is a plain mutex, called ``acquire()`` (else ``acquire(mode=, permits=)``)."""
+        return is_mutex(self.capacity, self.modes)
 
     @property
     def needs(self) -> str:
@@ -233,13 +258,22 @@ class LockInfo:
         return "any topology"
 
 
+def is_mutex(capacity: int | None, modes: Sequence[str]) -> bool:
+    """Whether a lock of this ``capacity`` and these ``modes`` is a plain mutex."""
+    return capacity == 1 and tuple(modes) == MUTEX_MODES
+
+
 __all__ = [
     "CLIENT_CAPABILITIES",
+    "EXCLUSIVE",
     "FAKED_CLOCK",
     "GAVE_UP",
     "INDETERMINATE_ERRORS",
+    "MODES",
+    "MUTEX_MODES",
     "NO_PAUSE_POINTS",
     "PAUSE_POINTS",
+    "SHARED",
     "ExtendableLockClient",
     "GaveUp",
     "Indeterminate",
@@ -252,4 +286,5 @@ __all__ = [
     "RenewalReporter",
     "ignore_renewal",
     "is_lock_bug",
+    "is_mutex",
 ]

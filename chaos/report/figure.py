@@ -228,7 +228,7 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
     # first, so the overlaps and outages within it stay visible.
     flagged = {kind: _Bars(f"{kind} violation", LOOKS[kind].color, 0.25 if kind == "data"
                            else 0.7, group=kind)
-               for kind in ("data", "liveness", "soft", "hard")}
+               for kind in ("data", "liveness", "fairness", "soft", "hard")}
     overlaps = {kind: _Bars(f"{kind} overlap", LOOKS[kind].color, 0.95, 0.4, legend=False,
                             group=kind)
                 for kind in ("soft", "hard")}

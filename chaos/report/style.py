@@ -30,6 +30,8 @@ LOOKS: dict[str, Look] = {
     "inconclusive": Look("#f0ad4e", INK, "bold yellow",
                          "the run did not exercise the lock (inconclusive)"),
     "soft": Look("#f2b705", INK, "yellow", "overlaps only past a lease (soft)"),
+    "fairness": Look("#4d9de0", WHITE, "bold blue",
+                     "a waiter was overtaken by a later one (fairness)"),
     "liveness": Look("#f46036", WHITE, "bold dark_orange",
                      "the lock stayed unavailable (liveness)"),
     "data": Look("#7b2cbf", WHITE, "bold magenta", "acknowledged writes were lost (data)"),

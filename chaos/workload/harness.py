@@ -19,6 +19,7 @@ from chaos.workload.resource import Resource
 from chaos.workload.worker import WorkloadConfig
 
 FINISH_GRACE_S = 10.0  # a worker mid-operation at the deadline gets this long to finish
+SHAPE = ("capacity", "modes", "fair")  # the config's fields that declare a lock not a mutex
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,16 @@ def record_start(
     the resource (for ``record_end``).
 
     A lock whose catalog entry says it renews its leases by itself is declared so
-    (``renews: true``): the checker then holds it to renewing while its holder runs."""
+    (``renews: true``): the checker then holds it to renewing while its holder runs. A lock
+    that is not a mutex is declared with its ``capacity``, ``modes`` and ``fair``; a mutex's
+    start event says nothing of them (absent: a mutex), as before they existed."""
     info = locks.info(config.lock)
+    shape = asdict(config)
+    if config.mutex:
+        for name in SHAPE:
+            del shape[name]
     start = {
-        **asdict(config),
+        **shape,
         **({"renews": True} if info is not None and info.renews else {}),
         "clients": [f"c{i}" for i in range(1, clients + 1)],
         "seed": seed,

@@ -20,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
@@ -30,17 +31,23 @@ from chaos import history as h
 from chaos.errors import UsageError
 from chaos.locks import build_context, can_extend, check_client, load
 from chaos.locks.contract import (
+    EXCLUSIVE,
     GAVE_UP,
     INDETERMINATE_ERRORS,
+    MUTEX_MODES,
+    SHARED,
     Lease,
     LockClient,
     is_lock_bug,
+    is_mutex,
 )
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
 from chaos.workload.inject import InjectingConnection, PausePoint, injector
 from chaos.workload.resource import Resource, StaleToken
 
+SHARED_SHARE = 0.75  # of the acquires of a lock with both modes: 3 reads to 1 write
+MAX_PERMITS = 2  # a semaphore's acquire asks 1 to this many permits (at most its capacity)
 UNUSABLE_LOCK_EXIT = 3  # the lock could not start in this client: the pool does not replace it
 _INDETERMINATE = object()
 _STALE = object()
@@ -75,6 +82,17 @@ class WorkloadConfig:
     # reentrancy), each nested invoke marked value {"depth": d}; releases unwind innermost
     # first, each outer level working before and after its inner hold (``Worker.hold``).
     nest_depth: int = 1
+    # What the lock grants (its ``LockInfo``, the run's ``--capacity``): a mutex by default.
+    # A lock that is not one is called ``acquire(mode=, permits=)``; each acquire draws its
+    # mode (a lock with both: shared 3 times in 4, as reads outnumber writes) and its permits
+    # (a semaphore: 1 or 2 — more than one at once is where a count check goes wrong).
+    capacity: int | None = 1
+    modes: tuple[str, ...] = MUTEX_MODES
+    fair: bool = False
+
+    @property
+    def mutex(self) -> bool:
+        return is_mutex(self.capacity, self.modes)
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,9 @@ class Worker:
         self.holding = holding
         self.history = h.HistoryWriter(spec.history_path)
         self.rng = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}")
+        # What each acquire asks of a lock that is not a mutex: its own seeded draws, so the
+        # retry back-off's do not shift them.
+        self.asks = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}:asks")
         self.stopping = threading.Event()
         # (work time in ms, the id of the fault that asked) for the next critical sections
         self._slow_work: list[tuple[float, str]] = []
@@ -115,6 +136,7 @@ class Worker:
             connection_class=InjectingConnection,
             socket_timeout_s=self.config.socket_timeout_s,
             pause_points=injector,
+            capacity=self.config.capacity,
         )
         self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
         resource_conn = redis.Redis(
@@ -212,11 +234,26 @@ class Worker:
         validity = self.config.ttl_ms if lease.validity_ms is None else lease.validity_ms
         return invoked.t + int(validity * 1e6)
 
-    def acquire(self, depth: int = 1) -> Lease | None:
+    def ask(self) -> dict[str, Any]:
+        """What the next acquire of a lock that is not a mutex asks: its mode and permits."""
+        modes = self.config.modes
+        if len(modes) > 1:
+            mode = SHARED if self.asks.random() < SHARED_SHARE else EXCLUSIVE
+        else:
+            mode = modes[0]
+        capacity = self.config.capacity
+        most = 1 if mode == EXCLUSIVE or capacity is None else min(MAX_PERMITS, capacity)
+        return {"mode": mode, "permits": self.asks.randint(1, most)}
+
+    def acquire(self, depth: int = 1, asked: dict[str, Any] | None = None) -> Lease | None:
         """One acquire; ``depth`` > 1 is a nested one, made while this client holds the lock
-        (the history marks it: a refusal then is the lock refusing its own holder)."""
-        nested: dict[str, Any] = {"value": {"depth": depth}} if depth > 1 else {}
-        invoked, lease = self._call(h.ACQUIRE, self.lock.acquire, **nested)
+        (the history marks it: a refusal then is the lock refusing its own holder). ``asked``:
+        the mode and permits asked of a lock that is not a mutex (recorded in the invoke's
+        value), a mutex's acquire asks nothing."""
+        value = {**(asked or {}), **({"depth": depth} if depth > 1 else {})}
+        nested: dict[str, Any] = {"value": value} if value else {}
+        call = partial(self.lock.acquire, **asked) if asked else self.lock.acquire
+        invoked, lease = self._call(h.ACQUIRE, call, **nested)
         if lease is _INDETERMINATE:
             return None
         if not lease:
@@ -265,8 +302,10 @@ class Worker:
         )
         return extended
 
-    def critical_section(self, lease: Lease, op_id: str) -> Lease:
-        """Read the set, work, append ``op_id``, write it back (fenced if the lease is)."""
+    def critical_section(self, lease: Lease, op_id: str, shared: bool = False) -> Lease:
+        """Read the set, work, append ``op_id``, write it back (fenced if the lease is). A
+        shared hold (a reader, a semaphore's permit) only reads and works: holders that share
+        the lock by design would lose each other's writes."""
         fence = {"fence": lease.fence} if lease.fence is not None else {}
         _, items = self._call(h.READ, lambda: self.resource.read(lease.fence), **fence)
         if items is _INDETERMINATE or items is _STALE:
@@ -275,6 +314,8 @@ class Worker:
         summary = {"size": len(items), "last": items[-1] if items else None}
         self.history.log(h.OK, self.cid, h.READ, value=summary, **fence)
         lease = self.work(lease, self._section_ms())
+        if shared:
+            return lease
         _, written = self._call(
             h.WRITE, lambda: self.resource.write([*items, op_id], lease.fence), value=op_id, **fence
         )
@@ -305,7 +346,8 @@ class Worker:
                 lease = self.extend(lease)
         return lease
 
-    def hold(self, lease: Lease, op_id: str, depth: int = 1) -> None:
+    def hold(self, lease: Lease, op_id: str, depth: int = 1,
+             asked: dict[str, Any] | None = None) -> None:
         """Hold ``lease``, acquired at nesting ``depth``, then release it. Innermost (at
         ``nest_depth``) the holder runs the critical section. Above it, it works a quarter of
         the work time, acquires again while holding (seed 003: a reentrant lock lets its
@@ -317,12 +359,13 @@ class Worker:
         if depth < self.config.nest_depth:
             outer_ms = self.config.work_ms / 4
             lease = self.work(lease, outer_ms)
-            inner = self.acquire(depth + 1)
+            inner = self.acquire(depth + 1, asked)
             if inner is not None:
-                self.hold(inner, op_id, depth + 1)
+                self.hold(inner, op_id, depth + 1, asked)
             lease = self.work(lease, outer_ms)
         else:
-            lease = self.critical_section(lease, op_id)
+            shared = asked is not None and asked["mode"] == SHARED
+            lease = self.critical_section(lease, op_id, shared)
         self.release(lease)
 
     # -- the loop ------------------------------------------------------------------------
@@ -331,15 +374,20 @@ class Worker:
         listener = threading.Thread(target=self._listen, name="control", daemon=True)
         listener.start()
         completed = 0
+        asked: dict[str, Any] | None = None
         for i in range(self.config.max_ops):
             if self.stopping.is_set() or h.now() >= self.spec.deadline_ns:
                 break
-            lease = self.acquire()
+            # A client keeps asking for what it drew until it is granted: a writer refused
+            # while readers hold still wants to write.
+            asked = None if self.config.mutex else asked or self.ask()
+            lease = self.acquire(asked=asked)
             if lease is None:
                 retry = self.rng.uniform(self.config.retry_min_ms, self.config.retry_max_ms)
                 time.sleep(retry / 1000)
                 continue
-            self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}")
+            self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}", asked=asked)
+            asked = None
             completed += 1
         self.stopping.set()
         listener.join(timeout=1)

@@ -198,7 +198,8 @@ def test_corrupt_middle_line_exits_2(tmp_path, capsys):
 def test_bad_fail_on_exits_2(tmp_path, capsys):
     code, _, err = run(capsys, "--fail-on", "ok", soft_history().save(tmp_path / "h.jsonl"))
     assert code == 2
-    assert err == "lockchaos: --fail-on must be one of soft, liveness, data, hard (got 'ok')\n"
+    assert err == ("lockchaos: --fail-on must be one of soft, fairness, liveness, data, hard "
+                   "(got 'ok')\n")
 
 
 def test_bad_liveness_factor_exits_2(tmp_path, capsys):

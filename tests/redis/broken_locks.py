@@ -11,16 +11,26 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``extend_ignores_owner`` — ``lua-extend`` whose extend is a plain ``PEXPIRE`` that never
   checks the token (sbertrang/redis-distlock#2, "shouldn't extend also check the value of the
   key?"; redlock-rb#36): a holder whose lease ran out extends the next holder's key and
-  believes it holds the lock again (issue 20: the audit must find it).
+  believes it holds the lock again (issue 20: the audit must find it);
+* ``racy_semaphore`` — ``lua-semaphore`` whose acquire counts the permits in one round trip
+  (prune, ``ZCARD``) and adds its own in another (``ZADD``): two clients that both counted
+  room for themselves both add, and the semaphore grants more permits than it has (the
+  checker's capacity rule must call it hard);
+* ``leaky_semaphore`` — ``lua-semaphore`` whose permits never expire (scored ``+inf``, as a
+  semaphore without timeouts keeps them): a holder that crashes keeps its permits for ever,
+  and the others make do with fewer (the checker must call it leaked permits).
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import replace
+from typing import cast
 
-from chaos.locks.contract import Lease, LockContext
+from chaos.locks.contract import SHARED, Lease, LockContext
 from chaos.locks.lua_extend import LuaExtendLock
+from chaos.locks.lua_semaphore import LuaSemaphore
+from chaos.locks.scripts import Lua
 from chaos.locks.watchdog import Watchdog, WatchdogLock
 
 
@@ -89,3 +99,45 @@ class _ExtendIgnoresOwner(LuaExtendLock):
 
 def extend_ignores_owner(ctx: LockContext) -> _ExtendIgnoresOwner:
     return _ExtendIgnoresOwner(ctx)
+
+
+class _RacySemaphore(LuaSemaphore):
+    def acquire(self, *, mode: str = SHARED, permits: int = 1) -> Lease | None:
+        seconds, micros = cast(tuple[int, int], self.redis.time())
+        now_ms = seconds * 1000 + micros // 1000
+        self.redis.zremrangebyscore(self.key, "-inf", now_ms)
+        if cast(int, self.redis.zcard(self.key)) + permits > self.capacity:  # the check …
+            return None
+        token = self.new_token()
+        expires = seconds * 1000 - (-micros // 1000) + self.ttl_ms  # rounded up, as the script
+        self.redis.zadd(self.key, {f"{token}#{i}": expires for i in range(1, permits + 1)})
+        self.redis.pexpire(self.key, self.ttl_ms)  # … and the add, a round trip later
+        return Lease(token=token, validity_ms=self.ttl_ms, state=permits)
+
+
+def racy_semaphore(ctx: LockContext) -> _RacySemaphore:
+    return _RacySemaphore(ctx)
+
+
+# lua-semaphore's acquire, atomic as it is, but each permit scored +inf: it never expires.
+_ACQUIRE_FOR_EVER = Lua("semaphore-acquire-for-ever", """
+    local permits = tonumber(ARGV[2])
+    if redis.call('ZCARD', KEYS[1]) + permits > tonumber(ARGV[3]) then return 0 end
+    for i = 1, permits do redis.call('ZADD', KEYS[1], '+inf', ARGV[1] .. '#' .. i) end
+    return 1
+""")
+
+
+class _LeakySemaphore(LuaSemaphore):
+    def acquire(self, *, mode: str = SHARED, permits: int = 1) -> Lease | None:
+        token = self.new_token()
+        if _ACQUIRE_FOR_EVER(self.redis, [self.key], [token, permits, self.capacity]):
+            return Lease(token=token, validity_ms=self.ttl_ms, state=permits)
+        return None
+
+    def extend(self, lease: Lease) -> Lease | None:
+        return lease  # nothing expires
+
+
+def leaky_semaphore(ctx: LockContext) -> _LeakySemaphore:
+    return _LeakySemaphore(ctx)

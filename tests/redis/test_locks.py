@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
+from chaos import locks
 from chaos.drivers.catalog import INFOS as DRIVER_INFOS
 from chaos.experiments.truth_table import SERVER_CELLS
 from chaos.history import now
@@ -35,9 +36,12 @@ REDLOCK_TTL = 1000
 # The Python locks: the drivers in other languages (chaos.drivers) have their own
 # contract tests in tests/drivers/test_drivers.py, on the topologies they are built for; a
 # lock whose commands the local Redis 7.0 lacks (delifeq) is tested on the servers that have
-# them (tests/docker/test_delifeq.py).
+# them (tests/docker/test_delifeq.py). These are the mutexes' contract: the locks with shared
+# holds (a semaphore, a read-write lock) have theirs in tests/redis/test_shared_locks.py.
+MUTEXES = {info.name for info in locks.catalog() if info.mutex}
 ALL = [name for name in BUNDLED
-       if name not in DRIVER_INFOS and name not in {cell.lock for cell in SERVER_CELLS}]
+       if name not in DRIVER_INFOS and name not in {cell.lock for cell in SERVER_CELLS}
+       and name in MUTEXES]
 SINGLE = [name for name in ALL if name != "redlock"]
 # Locks that set the TTL in whole seconds as their seed writes it (int(), ceil, PHP's ex):
 # the contract tests give them a whole-second TTL, so they are judged on what they really do.
