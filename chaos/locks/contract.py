@@ -165,6 +165,7 @@ class LockContext:
     master: redis.Redis | None = None
     report_renewal: RenewalReporter = ignore_renewal
     pause_points: PausePoints = NO_PAUSE_POINTS
+    capacity: int | None = 1  # the run's permit count for this lock; None = unbounded
 
     @property
     def primary(self) -> redis.Redis:
@@ -225,6 +226,9 @@ class LockInfo:
     extend: bool = False  # the client has extend()
     renews: bool = False  # it renews its lease by itself, in the background (a watchdog)
     fencing: bool = False  # leases carry a fencing token
+    capacity: int | None = 1  # permits held at once at most, by default; None = unbounded
+    modes: tuple[str, ...] = ("exclusive",)  # the modes it grants: "exclusive", "shared"
+    fair: bool = False  # claims to grant waiters in the order they asked (FIFO)
 
     @property
     def needs(self) -> str:
