@@ -60,6 +60,10 @@ BUNDLED: dict[str, str] = {
     "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
     "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
     "delifeq": "chaos.locks.delifeq:make",  # Valkey ≥ 9.0 only (its DELIFEQ, SET IFEQ)
+    # Redis in Action's counting semaphores, 6.3.1 → 6.3.2 → 6.3.5 (docs/semaphores.md).
+    "book-semaphore": "chaos.locks.book_semaphore:make",
+    "book-fair-semaphore": "chaos.locks.book_fair_semaphore:make",
+    "book-semaphore-with-lock": "chaos.locks.book_semaphore_with_lock:make",
     # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
     "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
     "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",
