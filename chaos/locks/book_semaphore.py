@@ -13,6 +13,11 @@ holders), ``ZADD sem now identifier``, ``ZRANK sem identifier``; a rank below th
 permit, else ``ZREM sem identifier``. Release is ``ZREM`` (false when the entry had already
 been timed out by someone's acquire). There is no refresh in 6.3.1, so no ``extend``.
 
+Clocks that agree do not close the flaw: ``now`` is read before the transaction is sent, so a
+client that read its clock first but whose transaction arrives second ranks before a client
+already granted the last permit, and both hold it (the book, 6.3.4: with the clock as the
+order, this race's likelihood "was related to the difference in system times").
+
 The book's ``semname`` is the run's lock name, its ``limit`` the run's capacity
 (``LockContext.capacity``, 3 unless the run says otherwise), its ``timeout`` the run's TTL, and
 ``now`` is ``time.time()`` as in the book, so the ``client-clock`` fault moves it. Differences

@@ -19,6 +19,10 @@ interleave. A client that cannot take the lock in time is refused the semaphore,
 ``GAVE_UP`` (the contract's "ran out of its own acquire timeout"). Release and ``extend``
 (refresh) are the fair semaphore's and do not take the lock, as in the book.
 
+The price of the fix: an acquire holds the guard for its SETNX, the fair semaphore's two
+transactions and the release's WATCH, GET and transaction, so under contention alone, with
+permits free, a client can find the guard taken for all of its 10 ms and give up.
+
 What it leaves: timeouts by the client's clock, as in 6.3.2. And the listing calls 6.2.3's
 ``acquire_lock``, which sets no expiry (the text says "our earlier distributed lock with
 timeouts" of 6.2.5, the code does not use it): this follows the code, so a client killed

@@ -152,6 +152,23 @@ def test_a_client_with_a_wrong_clock(
         assert token and entries == [token, lease.token]  # two holders of one permit
 
 
+def test_basic_semaphore_ranks_by_when_a_client_read_its_clock_not_when_it_arrived(
+    single: LocalTopology, clients: Clients
+) -> None:
+    """Clocks need not disagree: c1 reads ``time.time()``, then c2's whole acquire runs before
+    c1's transaction arrives. c2 is granted the one permit, then c1's earlier score ranks before
+    c2's and c1 is granted it too (6.3.4: with clocks, this race's likelihood "was related to
+    the difference in system times")."""
+    conn = before_transaction()
+    first = semaphore(clients, single, "book-semaphore", "c1", connection_class=conn)
+    second = semaphore(clients, single, "book-semaphore", "c2")
+    between: list[Lease | None] = []
+    conn.hooks["ZADD"] = lambda: between.append(acquire(second))
+    lease = acquire(first)
+    assert lease and between[0], "both clients hold the one permit"
+    assert direct(single).zrange(KEY, 0, -1) == [lease.token, between[0].token]
+
+
 def acquire_in_process(view: ClientView, name: str, directory: Any,
                        offset_ms: int) -> tuple[str | None, float]:
     """One acquire by client ``view.client_id`` in a process whose wall clock is
