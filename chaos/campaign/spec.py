@@ -245,7 +245,8 @@ class Campaign(msgspec.Struct, frozen=True):
         if info is None:
             return {}
         capacity = self.capacity if self.capacity is not None else info.capacity
-        return {"capacity": capacity, "modes": info.modes, "fair": info.fair}
+        return {"capacity": capacity, "modes": info.modes, "fair": info.fair,
+                "max_permits": info.max_permits}
 
     @property
     def provider_config_path(self) -> Path | None:

@@ -107,6 +107,7 @@ def described_info(spec: str) -> LockInfo | None:
         capacity=described.capacity,
         modes=tuple(described.modes),
         fair=described.fair,
+        max_permits=described.max_permits,
     )
 
 

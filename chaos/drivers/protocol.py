@@ -123,6 +123,8 @@ class Described(SelfDescription, tag="describe", kw_only=True):
     modes: list[Literal["exclusive", "shared"]] = msgspec.field(
         default_factory=lambda: ["exclusive"])
     fair: bool = False
+    # The most permits one acquire may ask (null: up to the capacity).
+    max_permits: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class HelloReply(SelfDescription, tag="hello", kw_only=True):

@@ -63,6 +63,10 @@ BUNDLED: dict[str, str] = {
     # Beyond the mutex: shared holds (LockInfo.capacity/modes), called acquire(mode=, permits=).
     "lua-semaphore": "chaos.locks.lua_semaphore:make",
     "rwlock": "chaos.locks.rwlock:make",
+    # Redis in Action's counting semaphores, 6.3.1 → 6.3.2 → 6.3.4 (docs/semaphores.md).
+    "book-semaphore": "chaos.locks.book_semaphore:make",
+    "book-fair-semaphore": "chaos.locks.book_fair_semaphore:make",
+    "book-semaphore-with-lock": "chaos.locks.book_semaphore_with_lock:make",
     # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
     "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
     "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",

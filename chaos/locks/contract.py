@@ -245,6 +245,9 @@ class LockInfo:
     capacity: int | None = 1
     modes: tuple[str, ...] = MUTEX_MODES
     fair: bool = False
+    # The most permits one shared acquire may ask (None: up to the capacity): the book's
+    # semaphores take one permit per acquire, so the harness never asks them for two.
+    max_permits: int | None = None
 
     @property
     def mutex(self) -> bool:

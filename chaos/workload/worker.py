@@ -89,6 +89,7 @@ class WorkloadConfig:
     capacity: int | None = 1
     modes: tuple[str, ...] = MUTEX_MODES
     fair: bool = False
+    max_permits: int | None = None  # the lock's own limit per acquire (None: MAX_PERMITS)
 
     @property
     def mutex(self) -> bool:
@@ -242,7 +243,8 @@ class Worker:
         else:
             mode = modes[0]
         capacity = self.config.capacity
-        most = 1 if mode == EXCLUSIVE or capacity is None else min(MAX_PERMITS, capacity)
+        most = 1 if mode == EXCLUSIVE or capacity is None else min(
+            MAX_PERMITS, capacity, self.config.max_permits or MAX_PERMITS)
         return {"mode": mode, "permits": self.asks.randint(1, most)}
 
     def acquire(self, depth: int = 1, asked: dict[str, Any] | None = None) -> Lease | None:

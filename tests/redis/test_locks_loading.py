@@ -29,6 +29,8 @@ SEEDS = {
     "003_ad4e3d3f63ce056d.txt",
     "004_8e2bee48344fb8f7.txt",
 }
+# The one origin besides the seed posts: Redis in Action's semaphores (chaos/locks/book_*.py).
+BOOK = "Redis in Action (Josiah Carlson, 2013)"
 
 
 @pytest.fixture
@@ -144,7 +146,7 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
         assert info.target == BUNDLED[info.name]
         assert info.summary and "\n" not in info.summary and "``" not in info.summary
         seeds = set(SEED_FILE.findall(info.seed))
-        assert seeds, f"{info.name} cites no seed file"
+        assert seeds or info.seed.startswith(BOOK), f"{info.name} cites no seed file (nor book)"
         cited |= seeds
         assert info.flaw.endswith(".") and info.flaw.count(". ") == 0, info.flaw
         module = importlib.import_module(info.target.partition(":")[0])
