@@ -93,15 +93,25 @@ def install(wheel: Path, venv: Path) -> None:
 def seed_user_cache(*builds: str) -> Path:
     """The user's lockchaos cache, holding a copy of each of this checkout's ``builds`` that
     exists (paths under ``.cache/``: ``redis``, ``bin/toxiproxy-server``, ``drivers``…);
-    ``lockchaos setup`` then finds them present, as after a first set-up. Returns the cache."""
+    ``lockchaos setup`` then finds them present, as after a first set-up. Returns the cache.
+
+    Each copy is made beside its place and renamed into it, so a setup running meanwhile in
+    another test (two pytest workers share this cache) never sees half a build."""
     cache = USER_CACHE / "lockchaos"
     for build in builds:
         source, target = REPO / ".cache" / build, cache / build
+        if not source.exists() or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
         if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-        elif source.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
+            shutil.copytree(source, partial, symlinks=True)
+        else:
+            shutil.copy2(source, partial)
+        try:
+            os.rename(partial, target)  # atomic; a directory is refused if another got there
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
     return cache
 
 

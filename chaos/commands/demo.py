@@ -5,8 +5,8 @@ provider (so not a lock that needs another server, ``delifeq``: its claims are
 A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table``: what the
 seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each
 bundled lock the table has no claim about. Cells that predict a violation stop at the first one;
-the others run 3.5 s (the test suite runs them 6 s: tests/redis/test_truth_table.py). About
-two minutes on 2 cores (36 cells); it ends by printing the path of its index.html, which lists
+the others run 3 s (the test suite runs them 6 s: tests/redis/test_truth_table.py). Under two
+minutes on 2 cores; it ends by printing the path of its index.html, which lists
 the claims one per row (what each claims, the lock × faults that test it, the verdict claimed
 and measured), not the sparse matrix.
 """
@@ -54,7 +54,7 @@ def demo(
         10.0, "--duration", help="seconds at most for cells that stop at their first violation"
     ),
     quiet_duration: float = typer.Option(
-        3.5, "--quiet-duration", help="seconds for cells expected to show no hard violation"
+        3.0, "--quiet-duration", help="seconds for cells expected to show no hard violation"
     ),
     out: Path = typer.Option(Path("reports"), "--out", help="the demo's directory goes here"),
     drivers: bool = typer.Option(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     with open_topology(campaign, layout) as topo:
         # The images the docker provider ran (name → id): what exactly was tested.
         used_images = dict(topo.images)
-        watcher = _StopOnFirst(history_path, campaign.fail_on) if campaign.stop_on_first else None
+        watcher = (_StopOnFirst(history_path, campaign.fail_on, campaign.fault_names)
+                   if campaign.stop_on_first else None)
         result = run_workload(
             topo,
             config,
@@ -119,11 +121,15 @@ def _client_clocks(campaign: Campaign, run_dir: Path) -> str | None:
 
 class _StopOnFirst:
     """Checks the history so far every half second and stops the workers at the first
-    violation at or above ``fail_on`` (the checker is pure: a partial history is fine)."""
+    violation at or above ``fail_on`` (the checker is pure: a partial history is fine) once
+    each of ``faults`` has had an effect on the lock: a run that stopped at a violation the
+    lock made by itself, before a requested fault ever reached it, would say nothing of
+    that fault (under load, check-then-set races before its pause point is reached)."""
 
-    def __init__(self, history_path: Path, fail_on: str) -> None:
+    def __init__(self, history_path: Path, fail_on: str, faults: Sequence[str]) -> None:
         self.history_path = history_path
         self.fail_on = fail_on
+        self.faults = list(faults)
 
     def watch(self, pool: WorkerPool) -> None:
         thread = threading.Thread(target=self._loop, args=(pool,), name="stop-on-first")
@@ -140,6 +146,10 @@ class _StopOnFirst:
                 # The file or its first event is not written yet (a truncated last line
                 # the checker skips itself): try again next tick. Anything else is a bug.
                 continue
-            if checker.fails(verdict, self.fail_on):
+            if checker.fails(verdict, self.fail_on) and self._each_fault_acted(verdict):
                 pool.request_stop()
                 return
+
+    def _each_fault_acted(self, verdict: checker.Verdict) -> bool:
+        return all(name in verdict.coverage and verdict.coverage[name].effective
+                   for name in self.faults)
