@@ -26,6 +26,7 @@ from rich.table import Table
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.errors import UsageError
 from chaos.experiments.compare import CellPlan, plan_matrix, run_matrix
+from chaos.experiments.jobs import run_in_jobs
 from chaos.experiments.shard import parse_shard, take_shard
 from chaos.report.matrix import INDEX, CellEntry, MatrixFile, Page, write_compare_reports
 from chaos.report.style import marked
@@ -39,6 +40,13 @@ SHARD = typer.Option(
     None, "--shard", help="run only shard K/N of the cells (join the shards with `lockchaos "
     "merge`): every N-th cell from the K-th",
 )
+
+
+def jobs_option(default: int) -> int:
+    return typer.Option(
+        default, "--jobs", help="cells run at once, each job a process running one shard, "
+        "merged at the end (the cells mostly wait: two take about the time of one on 2 cores)",
+    )
 
 
 @campaign_options("duration_s", "provider", "provider_config", "server",
@@ -60,6 +68,7 @@ def compare(
         "cell on each, one row per lock @ server (--provider docker)",
     ),
     shard: str | None = SHARD,
+    jobs: int = jobs_option(1),
     *,
     duration_s: float,
     provider: str,
@@ -79,14 +88,17 @@ def compare(
         locks.split(","), faults.split(","), duration_s, "hard" if stop_on_first else None,
         provider=provider, provider_config=provider_config, servers=chosen,
     )
-    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard)
+    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard, jobs=jobs)
 
 
 def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str,
-                 shard: str | None = None, page: Page = "matrix") -> Path:
-    """Run ``plans`` (shard K/N of them, if asked) with live progress, print the table and the
-    path of the index (last line), which shows ``page``."""
+                 shard: str | None = None, page: Page = "matrix", jobs: int = 1) -> Path:
+    """Run ``plans`` (shard K/N of them, if asked; ``jobs`` cells at once) with live progress,
+    print the table and the path of the index (last line), which shows ``page``."""
     chosen = parse_shard(shard)
+    if jobs != 1 and chosen is not None:
+        raise UsageError("give --shard K/N (one shard here) or --jobs N (every shard here), "
+                         "not both")
     plans = take_shard(plans, chosen)
     err = Console(stderr=True)
     runs = len(plans) * seeds
@@ -102,10 +114,16 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
             progress.advance(task, seeds)
             progress.console.print(_line(cell), highlight=False)
 
-        directory, matrix = run_matrix(
-            plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
-            save=write_compare_reports, shard=chosen, page=page,
-        )
+        if jobs == 1:
+            directory, matrix = run_matrix(
+                plans, seeds=seeds, out=out, title=title, on_run=on_run, on_cell=on_cell,
+                save=write_compare_reports, shard=chosen, page=page,
+            )
+        else:
+            progress.update(task, description=f"{jobs} cells at a time")
+            directory, matrix = run_in_jobs(plans, jobs=jobs, seeds=seeds, out=out,
+                                            title=title, page=page, on_cell=on_cell)
+            write_compare_reports(directory, matrix)
     console = Console()
     console.print(_table(matrix))
     console.print(f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from chaos.commands.compare import SHARD, run_and_show
+from chaos.commands.compare import SHARD, jobs_option, run_and_show
 from chaos.experiments.compare import CellPlan
 from chaos.experiments.truth_table import CELLS, DRIVER_CELLS
 
@@ -62,10 +62,11 @@ def demo(
         help="also the locks in Java, Go and Node (their JVMs add a minute or so)",
     ),
     shard: str | None = SHARD,
+    jobs: int = jobs_option(2),
 ) -> None:
     """Run every bundled lock against the faults that break it; index.html lists the truth
     table's claims one per row, each with the verdict measured."""
     run_and_show(demo_plans(duration, quiet_duration, drivers=drivers), seeds=1,
                  out=out / "demo",
                  title="lockchaos demo: the bundled locks against the faults that matter",
-                 shard=shard, page="claims")
+                 shard=shard, page="claims", jobs=1 if shard else jobs)

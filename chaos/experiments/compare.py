@@ -205,6 +205,27 @@ def claim_for(plan: CellPlan) -> Cell | None:
     )
 
 
+def check_plans(plans: Sequence[CellPlan], seeds: int) -> list[str | None]:
+    """Per plan, why it cannot run (None: it can): a pairing that cannot share a topology
+    (failover × Redlock, a fault the provider cannot do) is a cell marked n/a. Bad input on
+    its own (an unknown lock or fault, an option, the provider, the seeds) is a
+    ``UsageError`` before anything runs."""
+    if not 1 <= seeds <= 100:
+        raise UsageError(f"--seeds must be between 1 and 100 (got {seeds})")
+    unavailable: list[str | None] = []
+    for plan in plans:
+        campaign = plan.campaign(1)  # an unknown fault stops everything before any run
+        try:
+            campaign.validate()
+            choose_layout(campaign)
+        except UsageError as exc:
+            msgspec.structs.replace(campaign, faults=[]).validate()
+            unavailable.append(str(exc))
+        else:
+            unavailable.append(None)
+    return unavailable
+
+
 def run_matrix(
     plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str = "lockchaos compare",
     on_run: Progress | None = None, on_cell: Done | None = None, save: Save | None = None,
@@ -219,21 +240,10 @@ def run_matrix(
     runs; a cell whose lock and faults cannot share a topology is marked n/a. ``save`` is
     called with the matrix so far after every cell.
     """
-    if not 1 <= seeds <= 100:
-        raise UsageError(f"--seeds must be between 1 and 100 (got {seeds})")
     matrix = Matrix(title, seeds, [CellResult(plan, claim_for(plan)) for plan in plans],
                     shard=list(shard) if shard else None, page=page)
-    for cell in matrix.cells:
-        campaign = cell.plan.campaign(1)  # an unknown fault stops everything before any run
-        try:
-            campaign.validate()
-            choose_layout(campaign)
-        except UsageError as exc:
-            # Bad input on its own (a lock, an option, the provider) stops everything; a
-            # pairing that cannot run (failover × Redlock, a fault the provider cannot do)
-            # is a cell marked n/a.
-            msgspec.structs.replace(campaign, faults=[]).validate()
-            cell.unavailable = str(exc)
+    for cell, unavailable in zip(matrix.cells, check_plans(plans, seeds), strict=True):
+        cell.unavailable = unavailable
     directory = stamped_path(out, "compare")
     directory.mkdir(parents=True)
     started = time.monotonic()

@@ -27,7 +27,7 @@ from chaos.locks.contract import GAVE_UP, ExtendableLockClient, Lease, LockClien
 from chaos.topology import ClientView, LocalTopology
 from chaos.workload import clocks
 
-TTL = 5000  # the book's timeout: long enough that no lease lapses while a process starts
+TTL = 30_000  # the book's timeout: no lease lapses while a process starts, even under load
 OWNER = owner_key(KEY)
 BOOK = ["book-semaphore", "book-fair-semaphore", "book-semaphore-with-lock"]
 

@@ -3,6 +3,10 @@ demo's, and its bad input: tests/pure/test_compare_plan.py)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -14,6 +18,8 @@ from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.experiments.truth_table import CELLS
 from chaos.report.matrix import load_matrix
+from chaos.topology.node import wait_until
+from chaos.topology.processes import alive
 
 
 def test_two_locks_by_two_faults_match_the_truth_table(
@@ -108,3 +114,89 @@ def test_two_shards_merge_into_the_whole_comparison(tmp_path: Path) -> None:
         assert cell.report is not None and (merged / cell.report).is_file()
     assert JUnitXml.fromfile(str(merged / "junit.xml")).tests == 4
     assert (merged / "index.html").is_file()
+
+
+def test_two_jobs_run_the_shards_at_once_and_merge_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--jobs 2``: each job a process running one shard, every finished cell printed as it
+    comes, one merged directory in plan order, and nothing of the jobs left running."""
+    started = time.monotonic()
+    assert main([*SHARD_ARGS, "--jobs", "2", "--out", str(tmp_path)]) == 0
+    wall_s = time.monotonic() - started
+    (merged,) = tmp_path.iterdir()
+    matrix = load_matrix(merged / "matrix.json")
+    assert [(c.lock, c.faults) for c in matrix.cells] == [
+        ("del-release", "slow-work"), ("del-release", "latency"),
+        ("lua", "slow-work"), ("lua", "latency"),
+    ]
+    assert all(cell.status == "done" for cell in matrix.cells) and matrix.shard is None
+    assert matrix.wall_s <= wall_s  # the whole's time, not the shards' sum
+    assert JUnitXml.fromfile(str(merged / "junit.xml")).tests == 4
+    assert (merged / "index.html").is_file()
+    shown = capsys.readouterr()
+    assert all(f"{lock} × {faults}" in shown.err for lock, faults in (
+        ("del-release", "slow-work"), ("lua", "latency")))  # fmt: skip
+    assert not _jobs_running()
+
+
+def test_jobs_and_a_shard_together_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*SHARD_ARGS, "--jobs", "2", "--shard", "1/2", "--out", str(tmp_path)]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def _jobs_running() -> list[str]:
+    """Processes of ``chaos.experiments.jobs`` still alive (their pids)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"chaos.experiments.jobs" in (proc / "cmdline").read_bytes():
+                found.append(proc.name)
+        except OSError:
+            continue  # it ended while we looked
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_nothing_of_the_jobs_outlives_a_killed_compare(tmp_path: Path, sig: signal.Signals
+                                                       ) -> None:
+    """The jobs die with the runner (SIGTERM: it stops them; SIGKILL: the kernel tells them),
+    and each tears its own topology down: no worker, node or proxy of theirs is left."""
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "chaos.cli", "compare", "--locks", "lua,del-release",
+         "--faults", "latency", "--duration", "60", "--full", "--jobs", "2",
+         "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: len([p for p in tmp_path.glob("**/history.jsonl")
+                         if p.stat().st_size > 10_000]) == 2,
+            "both jobs' runs to be under way", timeout_s=60,
+        )  # fmt: skip
+        descendants = _descendants(runner.pid)
+        assert len(descendants) >= 2 * (5 + 3)  # per job: workers, nodes, proxy, reaper
+    finally:
+        runner.send_signal(sig)
+        runner.wait(timeout=60)
+    wait_until(lambda: not any(alive(pid) for pid in descendants), "the jobs' processes to die",
+               timeout_s=30)  # fmt: skip
+    assert not _jobs_running()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, theirs, …)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
