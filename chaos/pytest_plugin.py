@@ -46,9 +46,9 @@ from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"
 MARKER_HELP = (
-    "lockchaos(lock=None, faults='', topology='auto', nodes=None): the lock under test "
-    "(module:attr or a bundled name; overrides --lock), the faults its clients run under, "
-    "and the topology's shape"
+    "lockchaos(lock=None, faults='', topology='auto', nodes=None, capacity=None): the lock "
+    "under test (module:attr or a bundled name; overrides --lock), the faults its clients run "
+    "under, the topology's shape, and a semaphore's permits (overrides --lockchaos-capacity)"
 )
 
 
@@ -58,7 +58,11 @@ OPTIONS = {
     "provider": "--lockchaos-provider",
     "provider_config": "--lockchaos-provider-config",
     "server": "--lockchaos-server",
+    "capacity": "--lockchaos-capacity",
 }
+NUMBERS = ("capacity",)  # the options that are integers on the command line
+# The marker's campaign fields; ``lock`` and ``capacity`` override their options.
+MARKED = ("topology", "nodes", "capacity")
 LOCK_HELP = "the lock under test, for tests whose lockchaos marker names none: "
 
 
@@ -72,6 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             dest=f"lockchaos_{name}",
             default=DEFAULTS.get(name),
             choices=knob.choices or None,
+            type=int if name in NUMBERS else None,
             help=LOCK_HELP + knob.help if name == "lock" else knob.help,
         )
 
@@ -117,10 +122,8 @@ def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> C
     with _as_test_failure():
         options = {name: request.config.getoption(f"lockchaos_{name}")
                    for name in OPTIONS if name != "lock"}
-        shape = {name: marker[name] for name in ("topology", "nodes") if name in marker}
-        campaign = Campaign.from_options(
-            lockchaos_lock, marker.get("faults", ""), **shape, **options
-        )
+        options.update({name: marker[name] for name in MARKED if name in marker})
+        campaign = Campaign.from_options(lockchaos_lock, marker.get("faults", ""), **options)
         campaign.validate()
     return campaign
 

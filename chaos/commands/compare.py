@@ -49,8 +49,10 @@ def jobs_option(default: int) -> int:
     )
 
 
-@campaign_options("duration_s", "provider", "provider_config", "server",
-                  duration_s=As(default=10.0, help="seconds per run at most"))
+@campaign_options("duration_s", "provider", "provider_config", "server", "capacity",
+                  duration_s=As(default=10.0, help="seconds per run at most"),
+                  capacity=As(help="permits of each semaphore among --locks (the other locks "
+                                   "keep theirs; a row says a capacity not its lock's own)"))
 def compare(
     locks: str = typer.Option(..., "--locks", help="comma-separated locks (lockchaos list)"),
     faults: str = typer.Option(
@@ -74,6 +76,7 @@ def compare(
     provider: str,
     provider_config: Path | None,
     server: str | None,
+    capacity: int | None,
 ) -> None:
     """Run every lock against every fault column on fresh topologies; print the matrix and
     write index.html + matrix.json."""
@@ -86,7 +89,7 @@ def compare(
             raise UsageError("--servers is empty: e.g. --servers redis-7.0,valkey-8.1")
     plans = plan_matrix(
         locks.split(","), faults.split(","), duration_s, "hard" if stop_on_first else None,
-        provider=provider, provider_config=provider_config, servers=chosen,
+        provider=provider, provider_config=provider_config, servers=chosen, capacity=capacity,
     )
     run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard, jobs=jobs)
 

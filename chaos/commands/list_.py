@@ -1,5 +1,6 @@
-"""``lockchaos list``: every bundled lock and fault with its one-line description, and the
-parameters each fault takes with their defaults."""
+"""``lockchaos list``: every bundled lock and fault with its one-line description, what each lock
+grants (a mutex, a semaphore's permits, a read-write lock's modes), and the parameters each
+fault takes with their defaults."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos import locks
+from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
 from chaos.nemesis.faults import Fault
 
@@ -80,6 +82,24 @@ def parameter_rows(fault: Fault) -> Iterator[dict[str, str]]:
         yield {"name": key, "values": param.describe(), "default": drawn.get(key, "not set")}
 
 
+def grants(info: LockInfo) -> str:
+    """What ``info``'s lock grants, in a few words: ``mutex``; ``3 shared permits``
+    (``--capacity`` changes the 3), ``, 1 per acquire`` when one acquire may not ask for more;
+    ``exclusive or shared (unbounded)`` for a read-write lock; ``, FIFO`` when it claims to
+    grant waiters in the order they asked."""
+    modes = ["mutex"] if info.mutex else [
+        mode if mode != SHARED else "shared (unbounded)" if info.capacity is None
+        else f"{info.capacity} shared permit{'s' * (info.capacity != 1)}"
+        for mode in info.modes
+    ]
+    words = [" or ".join(modes)]
+    if info.max_permits is not None and not info.mutex:
+        words.append(f"{info.max_permits} per acquire")
+    if info.fair:
+        words.append("FIFO")
+    return ", ".join(words)
+
+
 def catalog() -> dict[str, Any]:
     return {
         "locks": [
@@ -89,6 +109,11 @@ def catalog() -> dict[str, Any]:
                 "seed": info.seed,
                 "flaw": info.flaw,
                 "topology": info.topology,
+                "grants": grants(info),
+                "capacity": info.capacity,
+                "modes": list(info.modes),
+                "fair": info.fair,
+                "max_permits": info.max_permits,
             }
             for info in locks.catalog()
         ],
@@ -116,8 +141,9 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
         return
     console = Console()
     sections = (
-        ("locks (--lock NAME, or module:attr for your own)", "locks",
-         {"name": "name", "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
+        ("locks (--lock NAME, or module:attr for your own; a semaphore's permits: --capacity N)",
+         "locks", {"name": "name", "grants": "grants", "what it does": "summary",
+                   "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
         ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",

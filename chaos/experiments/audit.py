@@ -118,7 +118,7 @@ Faults = list[tuple[str, dict[str, Any]]]
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
 OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
-           "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive")
+           "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive", "capacity")
 # Of those, the deployment the audit chooses per phase unless told (explore: 2 clients and a
 # short TTL, for more programs): a value the user gave wins in every phase.
 DEPLOYMENT = ("clients", "ttl_ms", "work_ms")

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from chaos import locks as lock_catalog
 from chaos.campaign import Campaign, choose_layout, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
@@ -95,10 +96,12 @@ def column_label(faults: str) -> str:
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
                 stop_on: str | None = "hard", *, provider: str = "local",
                 provider_config: Path | None = None,
-                servers: Sequence[str | None] = (None,)) -> list[CellPlan]:
+                servers: Sequence[str | None] = (None,),
+                capacity: int | None = None) -> list[CellPlan]:
     """Every lock against every column (``a+b`` in a column: both faults in one run) on
     every server (``servers``; None: the provider's default), each on a fresh topology from
-    ``provider``."""
+    ``provider``; ``capacity``: the permits of each semaphore among ``locks`` (the others
+    keep theirs), ``UsageError`` when none is one."""
     servers = list(dict.fromkeys(servers)) or [None]
     locks = [lock.strip() for lock in locks if lock.strip()]
     columns = [col.strip().replace("+", ",") for col in columns if col.strip()]
@@ -109,12 +112,30 @@ def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
     if len(locks) * len(columns) * len(servers) > MAX_CELLS:
         raise UsageError(f"{len(locks)} locks × {len(columns)} faults × {len(servers)} servers "
                          f"is more than {MAX_CELLS} cells: compare fewer at a time")
+    options: dict[str, tuple[tuple[str, Any], ...]] = {lock: () for lock in locks}
+    if capacity is not None:
+        own = {lock: permits for lock in locks if (permits := semaphore_permits(lock))}
+        if not own:
+            raise UsageError(f"--capacity sets a semaphore's permits, and none of "
+                             f"{', '.join(locks)} counts permits (lockchaos list: what each "
+                             "grants)")
+        # Where it is not the lock's own, the row says so: ``lua-semaphore (capacity=5)``.
+        options.update({lock: (("capacity", capacity),) for lock, permits in own.items()
+                        if permits != capacity})
     return [
-        CellPlan(lock, col, duration_s, stop_on, provider, provider_config, server=server)
+        CellPlan(lock, col, duration_s, stop_on, provider, provider_config, options[lock],
+                 server=server)
         for lock in locks
         for col in columns
         for server in servers
     ]
+
+
+def semaphore_permits(lock: str) -> int | None:
+    """The permits ``lock`` declares when it is a semaphore (what ``--capacity`` changes);
+    None for a mutex, a read-write lock (its readers are unbounded) or a user's lock."""
+    info = lock_catalog.info(lock)
+    return None if info is None or info.mutex else info.capacity
 
 
 @dataclass

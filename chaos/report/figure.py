@@ -3,6 +3,9 @@
 One lane per client shows its holds (pale bars), the stretches in which its lease was valid
 by the lock's own claim (dark stripes inside them: a hold sticking out of its stripe is a
 holder that outlived its lease), renewals and extends (diamonds) and crashes (crosses).
+A lock that is not a mutex draws shared holds (a semaphore's, a reader's) green and exclusive
+ones (a writer's) blue, and gets a panel above the lanes: the permits held in each mode over
+time against the capacity (``chaos.report.permits``).
 Above them the ``nemesis`` lane has one bar per fault, and each fault is also a faint band
 across every lane; the ``checker`` lane has one bar per violation, coloured by kind. Overlaps
 are highlighted on the two holders' lanes and lost writes are marked where they were
@@ -28,8 +31,10 @@ import plotly.graph_objects as go
 
 from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan
+from chaos.history import EXCLUSIVE, SHARED
+from chaos.report import permits
 from chaos.report.run import RunRecord
-from chaos.report.style import LOOKS
+from chaos.report.style import INK, LOOKS
 
 MAX_HOLDS = 3000  # holds drawn at most; a longer run is drawn as a window
 MAX_VIOLATIONS = 400  # violations drawn at most (the most severe first); the table has all
@@ -40,10 +45,15 @@ CHECKER_LANE = "checker"
 
 HOLD_COLOR = "#b8cfee"
 LEASE_COLOR = "#2e5eaa"
+# A lock that is not a mutex: each mode's hold and lease colours (exclusive: a mutex's).
+MODE_COLORS = {EXCLUSIVE: (HOLD_COLOR, LEASE_COLOR), SHARED: ("#bfe3c6", "#2f7d4a")}
 FAULT_COLOR = "#8d99ae"
 RENEW_COLOR = "#2a9d8f"
 CRASH_COLOR = "#111111"
 DIV_ID = "timeline"
+LANE_PX = 34  # the height of one lane
+PANEL_PX = 150  # the permits panel's height (a lock that is not a mutex) …
+PANEL_GAP_PX = 36  # … and the gap between it and the lanes
 
 
 @dataclass(frozen=True)
@@ -156,12 +166,14 @@ def timeline_figure(run: RunRecord, window: Window) -> go.Figure:
     fault_bars, hits, bands = _fault_traces(run, clock, span, min_len)
     flagged, lost = _violation_traces(run, clock, span, window, min_len)
     lanes = [CHECKER_LANE, NEMESIS_LANE, *_clients(run)]
+    panel = [] if timeline.mutex else _permit_traces(run, clock, span)
     figure = go.Figure([b.trace() for b in (fault_bars, *bars, *flagged) if b.lanes]
-                       + [m.trace() for m in (*marks, hits, lost) if m.lanes])
+                       + [m.trace() for m in (*marks, hits, lost) if m.lanes] + panel)
     pad = (window.end_s - window.start_s) * 0.01
+    lanes_px = LANE_PX * len(lanes)
     figure.update_layout(
         template="plotly_white", barmode="overlay", hovermode="closest",
-        height=150 + 34 * len(lanes), margin={"l": 80, "r": 24, "t": 36, "b": 48},
+        height=150 + lanes_px, margin={"l": 80, "r": 24, "t": 36, "b": 48},
         shapes=bands, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         hoverlabel={"align": "left", "bgcolor": "white", "font": {"size": 12}},
         font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"},
@@ -171,22 +183,33 @@ def timeline_figure(run: RunRecord, window: Window) -> go.Figure:
         yaxis={"type": "category", "categoryorder": "array", "fixedrange": True,
                "categoryarray": list(reversed(lanes)), "range": [-0.6, len(lanes) - 0.4]},
     )
+    if panel:
+        _add_panel(figure, lanes_px, max(max(trace.y) for trace in panel))
     return figure
 
 
 def _hold_traces(run: RunRecord, clock: Clock, span: tuple[int, int]
                  ) -> tuple[list[_Bars], list[_Marks]]:
-    """Holds, the stretches of valid lease inside them, renewals and crashes."""
+    """Holds, the stretches of valid lease inside them, renewals and crashes; a lock that is
+    not a mutex gets a pair of hold and lease traces per mode, each in its mode's colours."""
     sec = clock.seconds
-    holds = _Bars("held the lock", HOLD_COLOR, 0.7)
-    leases = _Bars("lease valid", LEASE_COLOR, 0.28)
+    timeline = run.timeline
+    looks = {EXCLUSIVE: (_Bars("held the lock", HOLD_COLOR, 0.7),
+                         _Bars("lease valid", LEASE_COLOR, 0.28))} if timeline.mutex else {
+        mode: (_Bars(f"held {_mode_words(mode, timeline.modes)}", MODE_COLORS[mode][0], 0.7,
+                     group=mode),
+               _Bars(f"{mode} lease valid", MODE_COLORS[mode][1], 0.28, group=mode))
+        for mode in sorted(MODE_COLORS) if mode in timeline.modes
+    }
     renewals = _Marks("renewed / extended", RENEW_COLOR, "diamond", 8)
     crashes = _Marks("crashed", CRASH_COLOR, "x", 10)
-    for hold in run.timeline.holds:
+    for hold in timeline.holds:
         if not span[0] <= hold.start < span[1]:
             continue
+        holds, leases = looks.get(hold.mode) or next(iter(looks.values()))
         start, end = sec(hold.start), sec(hold.end)
-        holds.add(hold.process, start, end, f"<b>{hold.process}</b> held the lock<br>"
+        what = "held the lock" if timeline.mutex else _held(hold.mode, hold.permits)
+        holds.add(hold.process, start, end, f"<b>{hold.process}</b> {what}<br>"
                   f"{start:.3f} → {end:.3f} s<br>{_ending(hold.ended_by, hold.released)}"
                   f"<br>token {html.escape(str(hold.token))}")
         for a, b in hold.valid_spans():
@@ -197,7 +220,81 @@ def _hold_traces(run: RunRecord, clock: Clock, span: tuple[int, int]
                          f"{sec(since):.3f} s<br>valid until {sec(deadline):.3f} s")
         if hold.ended_by == "crash":
             crashes.add(hold.process, end, f"{hold.process} crashed at {end:.3f} s")
-    return [holds, leases], [renewals, crashes]
+    return [bars for bars, _ in looks.values()] + [bars for _, bars in looks.values()], [
+        renewals, crashes]
+
+
+def _mode_words(mode: str, modes: tuple[str, ...]) -> str:
+    """A mode as the legend names its holds: ``shared``, or for a lock that grants both,
+    ``shared (read)`` / ``exclusive (write)``."""
+    if len(modes) < 2:
+        return mode
+    return f"{mode} ({'read' if mode == SHARED else 'write'})"
+
+
+def _held(mode: str, count: int) -> str:
+    if mode == EXCLUSIVE:
+        return "held the lock exclusively"
+    return f"held {count} shared permit{'s' * (count != 1)}"
+
+
+def _permit_traces(run: RunRecord, clock: Clock, span: tuple[int, int]) -> list[go.Scatter]:
+    """The permits panel (a lock that is not a mutex): per mode, the permits held (pale)
+    and held within valid leases (dark), as areas over time in the colours of that mode's
+    holds and leases in the lanes (whose legend entries show and hide them too); the
+    capacity as a dashed line."""
+    timeline = run.timeline
+    span = (span[0], min(span[1], timeline.end))
+    traces = []
+    for mode in sorted(MODE_COLORS):
+        if mode not in timeline.modes:
+            continue
+        pale, dark = MODE_COLORS[mode]
+        for valid, color, fill in ((False, pale, pale), (True, dark, _translucent(dark))):
+            steps = permits.held(timeline.holds, mode, clock, span, valid)
+            name = _panel_name(mode, timeline.modes) + (" (valid leases)" if valid else "")
+            traces.append(go.Scatter(
+                name=name, x=steps.x, y=steps.y, yaxis="y2", mode="lines", fill="tozeroy",
+                fillcolor=fill, line={"color": color, "width": 1.5, "shape": "hv"},
+                legendgroup=mode, showlegend=False,
+                hovertemplate=f"%{{y}} {name}<br>from %{{x:.3f}} s<extra></extra>",
+            ))
+    capacity = timeline.capacity
+    if capacity is not None:
+        ends = [clock.seconds(span[0]), clock.seconds(span[1])]
+        traces.append(go.Scatter(
+            name=f"capacity {capacity}", x=ends, y=[capacity, capacity], yaxis="y2",
+            mode="lines", line={"color": INK, "width": 1.5, "dash": "dash"},
+            hovertemplate=f"capacity: {capacity} permits<extra></extra>",
+        ))
+    return traces
+
+
+def _panel_name(mode: str, modes: tuple[str, ...]) -> str:
+    """What the panel counts in ``mode``: a semaphore's permits, a read-write lock's read
+    permits and writers."""
+    if len(modes) < 2:
+        return "permits held"
+    return "read permits held" if mode == SHARED else "writers holding"
+
+
+def _add_panel(figure: go.Figure, lanes_px: int, most: int) -> None:
+    """Put the permits panel above the lanes: the figure grows by its height."""
+    total = lanes_px + PANEL_GAP_PX + PANEL_PX
+    figure.update_layout(
+        height=150 + total,
+        legend={"traceorder": "normal"},  # one row, not a column per legend group
+        yaxis={"domain": [0, lanes_px / total]},
+        yaxis2={"domain": [(lanes_px + PANEL_GAP_PX) / total, 1], "title": "permits",
+                "range": [0, most + 0.5], "fixedrange": True, "zeroline": False,
+                "dtick": 1 if most <= 10 else None},
+    )
+
+
+def _translucent(color: str, alpha: float = 0.45) -> str:
+    """``#rrggbb`` as an ``rgba()`` that lets what lies below show through."""
+    red, green, blue = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
 def _fault_traces(run: RunRecord, clock: Clock, span: tuple[int, int], min_len: float

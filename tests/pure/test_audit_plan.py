@@ -185,3 +185,24 @@ def test_explore_first_with_the_clients_own_faults_then_with_every_fault_it_can_
     assert set(default[1]) > {"client-crash", "partition", "server-pause"}
     only_pauses = AuditPlan(Campaign("lua"), faults="client-pause,client-pause-at")
     assert [c.fault_names for c in only_pauses.explore_campaigns()] == [[]]
+
+
+def test_capacity_reaches_every_campaign_and_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``audit --capacity`` as ``run`` takes it: a semaphore audited with its permits set runs
+    every phase (the warm-up, each step) with them, and the replay says so."""
+    plan = parse_audit(["--lock", "lua-semaphore", "--capacity", "2"], monkeypatch)
+    steps, cell_s = plan_steps(plan, learned())
+    campaigns = [plan.step_campaign(i, step, cell_s) for i, step in enumerate(steps)]
+    assert {c.capacity for c in [*campaigns, plan.warm_up_campaign()]} == {2}
+    replayed = shlex.split(replay_command(plan))
+    assert replayed[replayed.index("--capacity") + 1] == "2"
+    assert parse_audit(replayed[2:], monkeypatch) == plan
+
+
+def test_capacity_on_a_mutex_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["audit", "--lock", "lua", "--capacity", "3", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a mutex: --capacity must be 1" in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir())

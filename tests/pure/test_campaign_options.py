@@ -60,7 +60,7 @@ def _command(name: str) -> click.Command:
     ("command", "names"),
     [("run", tuple(KNOBS)), ("audit", AUDIT_OPTIONS),
      ("explore", ("lock", "faults", "topology", "nodes", "provider", "server", "ttl_ms")),
-     ("compare", ("duration_s", "provider", "provider_config", "server"))],
+     ("compare", ("duration_s", "provider", "provider_config", "server", "capacity"))],
 )
 def test_each_commands_campaign_options_come_from_the_declaration(
     command: str, names: tuple[str, ...]

@@ -63,6 +63,10 @@ def test_compare_finds_the_claims_of_the_cells_that_need_a_server() -> None:
         (["--locks", "lua", "--faults", ","], "--faults is empty"),
         (["--locks", "lua", "--faults", "slow-work", "--seeds", "0"], "--seeds"),
         (["--locks", "lua", "--faults", "slow-work", "--duration", "-1"], "--duration"),
+        (["--locks", "lua,rwlock", "--faults", "slow-work", "--capacity", "2"],
+         "none of lua, rwlock counts permits"),
+        (["--locks", "lua-semaphore", "--faults", "slow-work", "--capacity", "0"],
+         "--capacity must be between 1 and 1000"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
@@ -77,3 +81,20 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 def test_a_column_may_combine_faults() -> None:
     (plan,) = plan_matrix(["lua"], ["latency+partition"], 5.0)
     assert plan.faults == "latency,partition" and plan.name == "lua × latency + partition"
+
+
+def test_capacity_sets_each_semaphores_permits_in_a_row_of_its_own() -> None:
+    """``compare --capacity`` as ``run`` takes it, for the semaphores among the locks: the
+    mutex and the read-write lock keep theirs, and at a lock's own capacity the row (and the
+    truth table's claim about it) is the lock's own."""
+    plans = plan_matrix(["lua", "lua-semaphore", "book-semaphore", "rwlock"], ["client-pause"],
+                        5.0, capacity=5)
+    rows = {plan.lock: plan.row for plan in plans}
+    assert rows == {"lua": "lua", "lua-semaphore": "lua-semaphore (capacity=5)",
+                    "book-semaphore": "book-semaphore (capacity=5)", "rwlock": "rwlock"}
+    for plan in plans:
+        campaign = plan.campaign(1)
+        campaign.validate()
+        assert campaign.capacity == (5 if "semaphore" in plan.lock else None)
+    (own,) = plan_matrix(["lua-semaphore"], ["client-pause"], 5.0, capacity=3)
+    assert own.options == () and claim_for(own) is not None

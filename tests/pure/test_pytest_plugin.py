@@ -106,6 +106,32 @@ def test_the_server_option_reaches_the_campaign(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*lockchaos: --server valkey-8.1 needs --provider docker*"])
 
 
+def test_capacity_reaches_the_campaign_and_its_clients(pytester: pytest.Pytester) -> None:
+    """``--lockchaos-capacity`` (and the marker's ``capacity=``, which overrides it) sets a
+    semaphore's permits as ``run --capacity`` does, down to what its clients are told; a mutex
+    refuses it in one line before anything starts."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_option(lockchaos_campaign):
+            print("PERMITS", lockchaos_campaign.workload().capacity)
+
+        @pytest.mark.lockchaos(capacity=2)
+        def test_marked(lockchaos_campaign):
+            print("PERMITS", lockchaos_campaign.workload().capacity)
+
+        @pytest.mark.lockchaos(lock="lua")
+        def test_mutex(lockchaos_campaign):
+            raise AssertionError("never reached")
+        """
+    )
+    result = _run(pytester, "--lock", "lua-semaphore", "--lockchaos-capacity", "5", "-s")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*PERMITS 5*", "*PERMITS 2*",
+                                 "*lockchaos: lock 'lua' is a mutex: --capacity must be 1*"])
+
+
 def test_hypothesis_profiles_are_registered_and_loaded_only_when_asked(
     pytester: pytest.Pytester,
 ) -> None:
