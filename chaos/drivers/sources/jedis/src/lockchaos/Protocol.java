@@ -110,6 +110,14 @@ abstract class Protocol {
     interface Factory { Lock make() throws Exception; }
 
     static void serve(String driver, String library, List<String> capabilities, Factory factory) throws IOException {
+        serve(driver, library, capabilities, new Object[0], factory);
+    }
+
+    /**
+     * As above, for a lock that is not a mutex: {@code shape} is what its describe answer adds
+     * to say what it grants, as key-value pairs ("capacity", 3, "modes", List.of("shared"), …).
+     */
+    static void serve(String driver, String library, List<String> capabilities, Object[] shape, Factory factory) throws IOException {
         in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Lock lock = null;
         for (String line; (line = in.readLine()) != null; ) {
@@ -119,8 +127,10 @@ abstract class Protocol {
             Object idv = m.get("id");
             long id = idv instanceof Number ? ((Number) idv).longValue() : -1;
             if (type.equals("describe")) {
-                write(Json.write("type", "describe", "driver", driver, "language", "java",
-                    "library", library, "capabilities", capabilities));
+                List<Object> described = new ArrayList<>(List.of("type", "describe", "driver", driver,
+                    "language", "java", "library", library, "capabilities", capabilities));
+                described.addAll(java.util.Arrays.asList(shape));
+                write(Json.write(described.toArray()));
                 continue;
             }
             if (type.equals("hello")) {

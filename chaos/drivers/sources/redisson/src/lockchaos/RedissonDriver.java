@@ -166,7 +166,7 @@ public final class RedissonDriver {
             System.exit(2);
         }
         String name = variant.equals("watchdog") ? "redisson" : "redisson-" + variant;
-        Protocol.serve(name, "redisson 3.45.1", List.of("pause-points"), () -> {
+        Protocol.serve(name, "redisson 3.45.1", List.of("pause-points"), shape(variant), () -> {
             RedissonClient redisson = client();
             switch (variant) {
                 case "semaphore": return semaphore(redisson);
@@ -176,6 +176,18 @@ public final class RedissonDriver {
                 default: return rlock(redisson.getLock(Protocol.lockName), variant.equals("watchdog"));
             }
         });
+    }
+
+    /** What a variant grants, for its describe answer (as chaos/drivers/catalog.py declares it). */
+    static Object[] shape(String variant) {
+        List<String> shared = List.of("shared");
+        switch (variant) {
+            case "semaphore": return new Object[] {"capacity", 3, "modes", shared};
+            case "permit-expirable-semaphore": return new Object[] {"capacity", 3, "modes", shared, "max_permits", 1};
+            case "rwlock": return new Object[] {"capacity", null, "modes", List.of("exclusive", "shared"), "max_permits", 1};
+            case "fair": return new Object[] {"fair", true};
+            default: return new Object[0];
+        }
     }
 
     /** A Redis or connection error: the command may have run (no retries are configured). */
