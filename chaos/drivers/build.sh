@@ -9,6 +9,8 @@
 #                 driver's Json/Protocol classes)
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
+#   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
+#                 (each Node driver with node-common/protocol.js, the protocol's Node side)
 #
 # What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
 # checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
@@ -85,23 +87,27 @@ else
     missing "go not found: no redsync driver (install Go)"
 fi
 
-if have node && have npm; then
-    dir="$OUT/node-redlock"
-    stamp="$(sums "$SRC/node-redlock/package.json" "$SRC/node-redlock/package-lock.json" "$SRC/node-redlock/driver.js")-$(node --version)"
-    if ! fresh "$dir" "$stamp"; then
-        say "building node-redlock (npm)"
-        mkdir -p "$dir"
-        cp "$SRC/node-redlock/package.json" "$SRC/node-redlock/driver.js" "$dir/"
-        [ -f "$SRC/node-redlock/package-lock.json" ] && cp "$SRC/node-redlock/package-lock.json" "$dir/"
-        if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >"$dir/build.log" 2>&1 \
-                || npm install --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >>"$dir/build.log" 2>&1); then
-            echo "$stamp" >"$dir/.stamp"
-        else
-            tail -n 20 "$dir/build.log" >&2; say "node-redlock: npm failed (see above)"; status=1
-        fi
+build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} + node-common
+    local name="$1" dir="$OUT/$1" src="$SRC/$1"
+    local files=("$src/package.json" "$src/package-lock.json" "$src/driver.js" "$SRC/node-common/protocol.js")
+    local stamp; stamp="$(sums "${files[@]}")-$(node --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (npm)"
+    mkdir -p "$dir"
+    cp "${files[@]}" "$dir/"
+    if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >"$dir/build.log" 2>&1 \
+            || npm install --no-audit --no-fund --loglevel=error --cache "$OUT/npm-cache" >>"$dir/build.log" 2>&1); then
+        echo "$stamp" >"$dir/.stamp"
+    else
+        tail -n 20 "$dir/build.log" >&2; say "$name: npm failed (see above)"; return 1
     fi
+}
+
+if have node && have npm; then
+    build_node node-redlock || status=1
+    build_node node-semaphore || status=1
 else
-    missing "node or npm not found: no node-redlock driver (install Node.js 18+ and npm)"
+    missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi

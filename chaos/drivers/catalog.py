@@ -1,10 +1,10 @@
 """Which drivers there are: the bundled ones by name, a user's by ``exec:'CMD ARGS'``.
 
-The bundled drivers (Jedis, Redisson, go-redsync, node-redlock) have their sources in the
-package (``sources/``, package data: a wheel carries them) and are built by ``build.sh`` next
-to this module — which ``lockchaos setup --drivers`` runs into ``drivers/`` of lockchaos's
-cache, and a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into its ``.cache``.
-They are found in the caches lockchaos searches for every program it runs
+The bundled drivers (Jedis, Redisson, go-redsync, node-redlock, node-semaphore) have their
+sources in the package (``sources/``, package data: a wheel carries them) and are built by
+``build.sh`` next to this module — which ``lockchaos setup --drivers`` runs into ``drivers/``
+of lockchaos's cache, and a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into its
+``.cache``. They are found in the caches lockchaos searches for every program it runs
 (``chaos.topology.binaries.caches``: ``LOCKCHAOS_CACHE``, a checkout's ``.cache``, the
 per-user cache) or in ``LOCKCHAOS_DRIVERS_DIR`` alone when that is set. Each is registered in
 ``chaos.locks.BUNDLED`` as an ordinary short name.
@@ -34,7 +34,14 @@ from chaos.drivers import adapter
 from chaos.drivers.process import DriverBroken, DriverProcess
 from chaos.drivers.protocol import EXTEND, Describe, Described
 from chaos.errors import UsageError
-from chaos.locks.contract import FAKED_CLOCK, PAUSE_POINTS, LockContext, LockInfo
+from chaos.locks.contract import (
+    EXCLUSIVE,
+    FAKED_CLOCK,
+    PAUSE_POINTS,
+    SHARED,
+    LockContext,
+    LockInfo,
+)
 from chaos.topology.binaries import caches, setup_hint
 
 EXEC = "exec:"  # --lock exec:'CMD ARGS': a user's driver
@@ -191,7 +198,18 @@ JEDIS = "Jedis 8.0.2"
 REDISSON = "Redisson 3.45.1"
 REDSYNC = "go-redsync v4.13.0 + go-redis v9"
 NODE_REDLOCK = "redlock 5.0.0-beta.2 + ioredis 5"
+NODE_SEMAPHORE = "redis-semaphore 5.8.0 + ioredis 5"
 _SEED_004 = "004_8e2bee48344fb8f7.txt"
+
+
+def _redisson(variant: str, info: LockInfo) -> Bundled:
+    """A variant of the Redisson driver (one build, one main class, the variant its argument)."""
+    return Bundled(info, "redisson", "java", REDISSON, _java("lockchaos.RedissonDriver", variant),
+                   "classes/lockchaos/RedissonDriver.class")
+
+
+SEMAPHORE_PERMITS = 3  # a semaphore's permits unless the run says otherwise (as lua-semaphore)
+_ISSUE_19 = "issue 19 (beyond the mutex): Redisson's own"
 
 
 def _jedis(name: str, variant: str, summary: str, seed: str, flaw: str) -> Bundled:
@@ -266,6 +284,41 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             _java("lockchaos.RedissonDriver", "lease"),
             "classes/lockchaos/RedissonDriver.class",
         ),
+        _redisson("semaphore", _info(
+            "redisson-semaphore",
+            f"java ({REDISSON}): RSemaphore: trySetPermits(capacity), tryAcquire(k), release(k)",
+            f"{_ISSUE_19} RSemaphore",
+            "its permits are a counter with no lease: a holder that crashes never gives its "
+            "permits back, and the semaphore stays short of them for good (liveness).",
+            capacity=SEMAPHORE_PERMITS, modes=(SHARED,),
+        )),
+        _redisson("permit-expirable-semaphore", _info(
+            "redisson-permit-expirable-semaphore",
+            f"java ({REDISSON}): RPermitExpirableSemaphore: tryAcquire(0, leaseTime = TTL) → "
+            "a permit id, tryRelease(id)",
+            f"{_ISSUE_19} RPermitExpirableSemaphore",
+            "a permit's expiry is the acquiring client's clock (currentTimeMillis + lease): a "
+            "clock running ahead expires the others' permits early; no fencing.",
+            capacity=SEMAPHORE_PERMITS, modes=(SHARED,), max_permits=1,
+        )),
+        _redisson("rwlock", _info(
+            "redisson-rwlock",
+            f"java ({REDISSON}): RReadWriteLock: readLock()/writeLock().tryLock(0, "
+            "leaseTime = TTL), no watchdog",
+            f"{_ISSUE_19} RReadWriteLock",
+            "no fencing and no renewal: a reader or writer working past its lease lets a "
+            "writer in (soft); a failover loses the lock.",
+            capacity=None, modes=(EXCLUSIVE, SHARED), max_permits=1,
+        )),
+        _redisson("fair", _info(
+            "redisson-fair",
+            f"java ({REDISSON}): RFairLock.tryLock(wait, leaseTime = TTL): waiters queue in "
+            "the order they asked",
+            f"{_ISSUE_19} RFairLock",
+            "no fencing and no renewal: work past the lease lets the next waiter in (soft); a "
+            "waiter stopped at the head of the queue holds up everyone behind it.",
+            fair=True,
+        )),
         Bundled(
             _info(
                 "redsync",
@@ -300,6 +353,22 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             NODE_REDLOCK,
             _node,
             "node_modules/redlock/package.json",
+        ),
+        Bundled(
+            _info(
+                "node-semaphore",
+                f"node ({NODE_SEMAPHORE}): Semaphore.tryAcquire, lockTimeout = TTL, refreshed "
+                "every 0.8 TTL",
+                "issue 19 (beyond the mutex): npm redis-semaphore's Semaphore",
+                "a permit's expiry is the acquiring client's clock (Date.now() scores the "
+                "sorted set): a clock running ahead removes the others' permits as expired.",
+                capacity=SEMAPHORE_PERMITS, modes=(SHARED,), max_permits=1, renews=True,
+            ),
+            "node-semaphore",
+            "node",
+            NODE_SEMAPHORE,
+            _node,
+            "node_modules/redis-semaphore/package.json",
         ),
     )
 }
@@ -338,6 +407,11 @@ redisson = bundled("redisson")
 redisson_lease = bundled("redisson-lease")
 redsync = bundled("redsync")
 node_redlock = bundled("node-redlock")
+redisson_semaphore = bundled("redisson-semaphore")
+redisson_permit_expirable_semaphore = bundled("redisson-permit-expirable-semaphore")
+redisson_rwlock = bundled("redisson-rwlock")
+redisson_fair = bundled("redisson-fair")
+node_semaphore = bundled("node-semaphore")
 
 __all__ = [
     "BUILD_SCRIPT",

@@ -365,6 +365,39 @@ DRIVER_CELLS: tuple[Cell, ...] = (
         "node-redlock", "crash-restart", "hard", _hard, "Kleppmann 2016", "hard", "crash-restart",
         options=(("work_ms", 150), ("ttl_ms", 400)),
     ),
+    # Issue 19's third-party locks beyond the mutex, on three clients (five JVMs starting at
+    # once on two loaded cores take most of a 10 s run). RSemaphore's permits are a counter
+    # with no lease: a holder killed right before its release never gives them back, and the
+    # semaphore stays short of them for good (leaked permits).
+    Cell("redisson-semaphore", "client-crash:command=EVAL:op=release:nth=1",
+         "liveness (leaked permits)", _liveness, "Redisson RSemaphore (no lease)", "liveness",
+         options=(("clients", 3),)),
+    Cell("redisson-semaphore", "client-pause", "no hard", _no_hard, "Redisson RSemaphore",
+         options=(("clients", 3),)),
+    # The same crash on RPermitExpirableSemaphore: the dead holder's permit expires with its
+    # lease, so nothing leaks (four clients on two permits: with crashed clients restarting,
+    # fewer seldom hold two permits at once).
+    Cell("redisson-permit-expirable-semaphore", "client-crash:command=EVAL:op=release:nth=1",
+         "no liveness, no hard", _no_liveness, "Redisson RPermitExpirableSemaphore (a lease "
+         "per permit)", options=(("clients", 4), ("capacity", 2))),
+    Cell("redisson-permit-expirable-semaphore", "client-pause", "no hard", _no_hard,
+         "Redisson RPermitExpirableSemaphore", options=(("clients", 3),)),
+    # A read-write lock and a fair lock with a lease time and no watchdog: work past the lease
+    # lets the next holder in (soft), never two within their leases.
+    Cell("redisson-rwlock", "slow-work", "soft, no hard", _soft_only,
+         "Redisson RReadWriteLock (lease time, no watchdog)", options=(("clients", 3),)),
+    Cell("redisson-rwlock", "client-pause", "no hard", _no_hard, "Redisson RReadWriteLock",
+         options=(("clients", 3),)),
+    Cell("redisson-fair", "slow-work", "soft, no hard", _soft_only,
+         "Redisson RFairLock (lease time, no watchdog)", options=(("clients", 3),)),
+    # redis-semaphore's refresh (every 0.8 lockTimeout) keeps a slow holder's permit.
+    Cell("node-semaphore", "slow-work", "no hard", _no_hard, "redis-semaphore Semaphore"),
+    # Its sorted set is scored by each client's Date.now(): a client whose clock runs ahead
+    # prunes the others' live permits as expired and takes one more than there are (three
+    # clients on two permits, so that it finds the semaphore full).
+    Cell("node-semaphore", "client-clock", "hard", _hard,
+         "redis-semaphore Semaphore (the client's clock)", "hard", "clock",
+         options=(("clients", 3), ("capacity", 2))),
 )  # fmt: skip
 
 

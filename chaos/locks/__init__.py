@@ -77,6 +77,13 @@ BUNDLED: dict[str, str] = {
     "redisson-lease": "chaos.drivers.catalog:redisson_lease",
     "redsync": "chaos.drivers.catalog:redsync",
     "node-redlock": "chaos.drivers.catalog:node_redlock",
+    "redisson-semaphore": "chaos.drivers.catalog:redisson_semaphore",
+    "redisson-permit-expirable-semaphore": (
+        "chaos.drivers.catalog:redisson_permit_expirable_semaphore"
+    ),
+    "redisson-rwlock": "chaos.drivers.catalog:redisson_rwlock",
+    "redisson-fair": "chaos.drivers.catalog:redisson_fair",
+    "node-semaphore": "chaos.drivers.catalog:node_semaphore",
 }
 
 _HINT = "run `lockchaos list` for the bundled locks, or pass module:attr"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,23 @@ def test_bundled_drivers_are_listed_with_language_and_library() -> None:
     for name, entry in catalog.BUNDLED_DRIVERS.items():
         assert listed[name].summary.startswith(f"{entry.language} ({entry.library}): ")
     assert listed["redsync"].topology == "standalone" and listed["node-redlock"].min_nodes == 3
+
+
+SHAPED = [name for name, entry in catalog.BUNDLED_DRIVERS.items()
+          if not entry.info.mutex or entry.info.fair]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SHAPED)
+def test_a_bundled_driver_describes_what_its_catalog_entry_declares(name: str) -> None:
+    """What a semaphore, read-write or fair lock grants is declared twice: in its catalog
+    entry (what the harness reads) and in its driver's describe answer (what ``exec:`` reads):
+    the two agree."""
+    need(driver_gap(name))
+    entry = catalog.BUNDLED_DRIVERS[name]
+    described = catalog.describe(shlex.join(entry.argv()))
+    assert described is not None
+    assert (described.capacity, tuple(described.modes), described.fair, described.max_permits) \
+        == (entry.info.capacity, entry.info.modes, entry.info.fair, entry.info.max_permits)
 
 
 def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(

@@ -179,7 +179,8 @@ def test_doctor_without_the_basics_exits_1_naming_setup(tmp_path: Path) -> None:
     # says the one command that sets it up.
     assert all(not entry["providers"] for entry in report["faults"].values())
     assert report["docker"]["problem"] == "no Docker engine answers `docker info`"
-    assert set(report["drivers"]) == {"jedis", "redisson", "redsync", "node-redlock"}
+    assert set(report["drivers"]) == {"jedis", "redisson", "redsync", "node-redlock",
+                                      "node-semaphore"}
     assert all(entry["path"] is None for entry in report["drivers"].values())
     text = _lockchaos(["doctor"], {**env, "COLUMNS": "200"})
     assert text.returncode == 1
@@ -189,8 +190,8 @@ def test_doctor_without_the_basics_exits_1_naming_setup(tmp_path: Path) -> None:
     )
     assert "docker provider: not usable: no Docker engine answers `docker info`" in text.stdout
     assert (
-        "drivers not built: jedis, redisson, redsync, node-redlock: run `lockchaos setup "
-        "--drivers` (or `make setup` in this checkout)" in text.stdout
+        "drivers not built: jedis, redisson, redsync, node-redlock, node-semaphore: run "
+        "`lockchaos setup --drivers` (or `make setup` in this checkout)" in text.stdout
     )
 
 

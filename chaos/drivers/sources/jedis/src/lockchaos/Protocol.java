@@ -35,6 +35,18 @@ abstract class Protocol {
         boolean release(String token) throws Exception;
     }
 
+    /**
+     * A lock that is not a mutex (a semaphore, a read-write lock): each acquire carries the
+     * mode ("exclusive" or "shared") and the permits it asks; release acts on all of them.
+     */
+    interface SharedLock extends Lock {
+        /** The token, validity and fence of a grant of {@code permits} in {@code mode}; null when refused. */
+        Object[] acquire(String mode, int permits) throws Exception;
+
+        /** Never sent to a lock that declared itself no mutex. */
+        default Object[] acquire() throws Exception { throw new Failure("an acquire without a mode", true); }
+    }
+
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final PrintStream OUT =
         new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
@@ -47,6 +59,8 @@ abstract class Protocol {
     static String lockName;
     static int ttlMs;
     static int socketTimeoutMs;
+    /** The run's permits (the hello's "capacity": absent for a mutex, so 1; null: unbounded). */
+    static Integer capacity;
 
     static synchronized void write(String line) {
         OUT.print(line);
@@ -96,6 +110,14 @@ abstract class Protocol {
     interface Factory { Lock make() throws Exception; }
 
     static void serve(String driver, String library, List<String> capabilities, Factory factory) throws IOException {
+        serve(driver, library, capabilities, new Object[0], factory);
+    }
+
+    /**
+     * As above, for a lock that is not a mutex: {@code shape} is what its describe answer adds
+     * to say what it grants, as key-value pairs ("capacity", 3, "modes", List.of("shared"), …).
+     */
+    static void serve(String driver, String library, List<String> capabilities, Object[] shape, Factory factory) throws IOException {
         in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Lock lock = null;
         for (String line; (line = in.readLine()) != null; ) {
@@ -105,8 +127,10 @@ abstract class Protocol {
             Object idv = m.get("id");
             long id = idv instanceof Number ? ((Number) idv).longValue() : -1;
             if (type.equals("describe")) {
-                write(Json.write("type", "describe", "driver", driver, "language", "java",
-                    "library", library, "capabilities", capabilities));
+                List<Object> described = new ArrayList<>(List.of("type", "describe", "driver", driver,
+                    "language", "java", "library", library, "capabilities", capabilities));
+                described.addAll(java.util.Arrays.asList(shape));
+                write(Json.write(described.toArray()));
                 continue;
             }
             if (type.equals("hello")) {
@@ -115,6 +139,8 @@ abstract class Protocol {
                 lockName = String.valueOf(m.get("lock_name"));
                 ttlMs = intField(m, "ttl_ms", 200);
                 socketTimeoutMs = intField(m, "socket_timeout_ms", 500);
+                capacity = !m.containsKey("capacity") ? Integer.valueOf(1)
+                    : m.get("capacity") == null ? null : Integer.valueOf(intField(m, "capacity", 1));
                 try {
                     lock = factory.make();
                 } catch (Exception e) {
@@ -134,7 +160,9 @@ abstract class Protocol {
             String reply;
             try {
                 if (type.equals("acquire")) {
-                    Object[] lease = lock.acquire();
+                    Object[] lease = lock instanceof SharedLock && m.get("mode") != null
+                        ? ((SharedLock) lock).acquire(String.valueOf(m.get("mode")), intField(m, "permits", 1))
+                        : lock.acquire();
                     reply = lease == null ? Json.write("type", "refused", "id", id)
                         : Json.write("type", "ok", "id", id, "token", lease[0], "validity_ms", lease[1], "fence", lease[2]);
                 } else if (type.equals("release")) {

@@ -3,6 +3,7 @@ package lockchaos;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +15,9 @@ import io.netty.channel.ChannelPromise;
 import io.netty.bootstrap.Bootstrap;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.NettyHook;
 import org.redisson.client.RedisException;
@@ -31,6 +35,12 @@ import org.redisson.misc.RedisURI;
  *   java lockchaos.RedissonDriver watchdog   tryLock(): no lease time, so the watchdog renews
  *                                            the lock every lockWatchdogTimeout/3 (= TTL/3)
  *   java lockchaos.RedissonDriver lease      tryLock(0, TTL, ms): expires after the TTL
+ *   java lockchaos.RedissonDriver semaphore  RSemaphore: tryAcquire(k), release(k): no lease
+ *   java lockchaos.RedissonDriver permit-expirable-semaphore
+ *                                            RPermitExpirableSemaphore: tryAcquire(0, TTL, ms)
+ *                                            → a permit id, tryRelease(id)
+ *   java lockchaos.RedissonDriver rwlock     RReadWriteLock: readLock()/writeLock() tryLock(0, TTL, ms)
+ *   java lockchaos.RedissonDriver fair       RFairLock: tryLock(wait, TTL, ms), waiting in its queue
  *
  * Redisson is configured as an application would, with the run's TTL as the watchdog timeout
  * and no command retries (a retried lock command whose first reply was lost would lie).
@@ -46,6 +56,7 @@ public final class RedissonDriver {
     static final boolean DEBUG = System.getenv("LOCKCHAOS_DRIVER_DEBUG") != null;
     static volatile String heldToken;  // the token of the lease this client holds, if any
     static volatile Thread opThread;   // the thread running the current request
+    static volatile long lastScriptSent; // when the current request's last script went out (System.nanoTime)
 
     static String sha1(String s) {
         try {
@@ -88,6 +99,7 @@ public final class RedissonDriver {
                     });
                 } else if (opThread != null && !SET_UP.contains(c.getCommand().getName().toUpperCase())) {
                     Protocol.before(c.getCommand().getName());
+                    if (c.getCommand().getName().toUpperCase().startsWith("EVAL")) lastScriptSent = System.nanoTime();
                 }
             }
             super.write(ctx, msg, promise);
@@ -140,49 +152,236 @@ public final class RedissonDriver {
         return Redisson.create(config);
     }
 
+    /** The variants: the name each runs as, and its lock. */
+    static final List<String> VARIANTS = List.of("watchdog", "lease", "semaphore",
+        "permit-expirable-semaphore", "rwlock", "fair");
+
+    /** An RSemaphore's permits carry no lease: valid until released, said as a day (longer than any run). */
+    static final double NO_LEASE_MS = 86_400_000.0;
+
     public static void main(String[] args) throws Exception {
         String variant = args.length > 0 ? args[0] : "";
-        if (!variant.equals("watchdog") && !variant.equals("lease")) {
-            System.err.println("usage: RedissonDriver watchdog|lease");
+        if (!VARIANTS.contains(variant)) {
+            System.err.println("usage: RedissonDriver " + String.join("|", VARIANTS));
             System.exit(2);
         }
-        String name = variant.equals("watchdog") ? "redisson" : "redisson-lease";
-        Protocol.serve(name, "redisson 3.45.1", List.of("pause-points"), () -> {
+        String name = variant.equals("watchdog") ? "redisson" : "redisson-" + variant;
+        Protocol.serve(name, "redisson 3.45.1", List.of("pause-points"), shape(variant), () -> {
             RedissonClient redisson = client();
-            RLock lock = redisson.getLock(Protocol.lockName);
-            int ttl = Protocol.ttlMs;
-            return new Protocol.Lock() {
-                public Object[] acquire() throws Exception {
-                    String token = Protocol.newToken();
-                    opThread = Thread.currentThread();
-                    boolean got;
-                    try {
-                        got = variant.equals("watchdog") ? lock.tryLock() : lock.tryLock(0, ttl, TimeUnit.MILLISECONDS);
-                    } catch (RedisException e) {
-                        throw new Protocol.Failure(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
-                    } finally {
-                        opThread = null;
-                    }
-                    if (!got) return null;
-                    heldToken = token;
-                    return new Object[] {token, ttl, null};
-                }
-
-                public boolean release(String token) throws Exception {
-                    heldToken = null;
-                    opThread = Thread.currentThread();
-                    try {
-                        lock.unlock();
-                        return true;
-                    } catch (IllegalMonitorStateException e) {
-                        return false;  // "attempt to unlock lock, not locked by current thread": not ours
-                    } catch (RedisException e) {
-                        throw new Protocol.Failure(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
-                    } finally {
-                        opThread = null;
-                    }
-                }
-            };
+            switch (variant) {
+                case "semaphore": return semaphore(redisson);
+                case "permit-expirable-semaphore": return permitExpirableSemaphore(redisson);
+                case "rwlock": return readWriteLock(redisson);
+                case "fair": return fairLock(redisson);
+                default: return rlock(redisson.getLock(Protocol.lockName), variant.equals("watchdog"));
+            }
         });
+    }
+
+    /** What a variant grants, for its describe answer (as chaos/drivers/catalog.py declares it). */
+    static Object[] shape(String variant) {
+        List<String> shared = List.of("shared");
+        switch (variant) {
+            case "semaphore": return new Object[] {"capacity", 3, "modes", shared};
+            case "permit-expirable-semaphore": return new Object[] {"capacity", 3, "modes", shared, "max_permits", 1};
+            case "rwlock": return new Object[] {"capacity", null, "modes", List.of("exclusive", "shared"), "max_permits", 1};
+            case "fair": return new Object[] {"fair", true};
+            default: return new Object[0];
+        }
+    }
+
+    /** A Redis or connection error: the command may have run (no retries are configured). */
+    static Protocol.Failure indeterminate(RedisException e) {
+        return new Protocol.Failure(e.getClass().getSimpleName() + ": " + e.getMessage(), false);
+    }
+
+    /** One operation's commands, announced (pause points) while it runs on this thread. */
+    interface Op<T> { T run() throws Exception; }
+
+    static <T> T op(Op<T> body) throws Exception {
+        opThread = Thread.currentThread();
+        try {
+            return body.run();
+        } catch (RedisException e) {
+            throw indeterminate(e);
+        } finally {
+            opThread = null;
+        }
+    }
+
+    /**
+     * RLock: tryLock() with the watchdog, or tryLock(0, TTL, ms); unlock(). Redisson names the
+     * holder by its client UUID and thread: one hold at a time per driver, so the token maps to it.
+     */
+    static Protocol.Lock rlock(RLock lock, boolean watchdog) {
+        int ttl = Protocol.ttlMs;
+        return new Protocol.Lock() {
+            public Object[] acquire() throws Exception {
+                String token = Protocol.newToken();
+                boolean got = op(() -> watchdog ? lock.tryLock() : lock.tryLock(0, ttl, TimeUnit.MILLISECONDS));
+                if (!got) return null;
+                heldToken = token;
+                return new Object[] {token, ttl, null};
+            }
+
+            public boolean release(String token) throws Exception {
+                heldToken = null;
+                return unlock(lock);
+            }
+        };
+    }
+
+    /** unlock(): true, or false when Redisson says the lock is not ours ("not locked by current thread"). */
+    static boolean unlock(RLock lock) throws Exception {
+        try {
+            return op(() -> { lock.unlock(); return true; });
+        } catch (IllegalMonitorStateException e) {
+            return false;
+        }
+    }
+
+    /**
+     * RFairLock: tryLock(wait, TTL, ms). A fair lock queues its waiters, so an attempt waits in
+     * the queue (a third of the harness's bound on one request: max(3 s, 4 TTL) / 3) instead of
+     * leaving it at once, as tryLock(0, ...) would after its one try: a waiter that left the
+     * queue at every failure would be granted in no order at all.
+     */
+    static Protocol.Lock fairLock(RedissonClient redisson) {
+        RLock lock = redisson.getFairLock(Protocol.lockName);
+        int ttl = Protocol.ttlMs;
+        long waitMs = Math.max(3000, 4L * ttl) / 3;
+        return new Protocol.Lock() {
+            public Object[] acquire() throws Exception {
+                String token = Protocol.newToken();
+                long asked = System.nanoTime();
+                lastScriptSent = asked;
+                boolean got = op(() -> lock.tryLock(waitMs, ttl, TimeUnit.MILLISECONDS));
+                if (!got) return null;
+                // The lease runs from the script that granted it (the last one this request
+                // sent, after its wait in the queue), counted from the request as the protocol asks.
+                return new Object[] {token, ttl + Math.max(0, lastScriptSent - asked) / 1e6, null};
+            }
+
+            public boolean release(String token) throws Exception {
+                return unlock(lock);
+            }
+        };
+    }
+
+    /** RReadWriteLock: readLock() or writeLock(), tryLock(0, TTL, ms) (no watchdog: see the catalog); unlock(). */
+    static Protocol.Lock readWriteLock(RedissonClient redisson) {
+        RReadWriteLock rw = redisson.getReadWriteLock(Protocol.lockName);
+        int ttl = Protocol.ttlMs;
+        Map<String, RLock> held = new HashMap<>();
+        return new Protocol.SharedLock() {
+            public Object[] acquire(String mode, int permits) throws Exception {
+                if (permits != 1) throw new Protocol.Failure("a read-write lock grants one hold, not " + permits, true);
+                RLock lock = mode.equals("shared") ? rw.readLock() : rw.writeLock();
+                String token = Protocol.newToken();
+                if (!op(() -> lock.tryLock(0, ttl, TimeUnit.MILLISECONDS))) return null;
+                held.clear();
+                held.put(token, lock);
+                return new Object[] {token, ttl, null};
+            }
+
+            public boolean release(String token) throws Exception {
+                RLock lock = held.remove(token);
+                return lock != null && unlock(lock);
+            }
+        };
+    }
+
+    static int permits() throws Protocol.Failure {
+        if (Protocol.capacity == null) throw new Protocol.Failure("a semaphore needs a number of permits (--capacity)", true);
+        return Protocol.capacity;
+    }
+
+    /**
+     * trySetPermits(capacity), as an application calls it once before its first acquire (the
+     * first client's call sets them; the others' return false). Tried in hello, which also
+     * opens the connection and warms the JVM's path to Redis (a cold first acquire on a busy
+     * machine can outlast the harness's bound on a request); a timeout there does not keep the
+     * client from starting: until one call has answered, each acquire tries it first, and one
+     * that failed took no permit (definite).
+     */
+    static final class Permits {
+        private final Op<Boolean> trySet;
+        private boolean set;
+
+        Permits(Op<Boolean> trySet) {
+            this.trySet = trySet;
+            try {
+                ensure();
+            } catch (Exception e) {
+                System.err.println("trySetPermits in hello failed, will retry: " + e.getMessage());
+            }
+        }
+
+        void ensure() throws Exception {
+            if (set) return;
+            try {
+                op(trySet);
+            } catch (Protocol.Failure e) {
+                throw new Protocol.Failure("trySetPermits: " + e.getMessage(), true);
+            }
+            set = true;
+        }
+    }
+
+    /**
+     * RSemaphore: trySetPermits(capacity) once (the first client's wins; {@link Permits}), tryAcquire(k),
+     * release(k). Its permits are a counter with no lease: a holder that dies never gives
+     * them back, and release(k) adds k whoever calls it.
+     */
+    static Protocol.Lock semaphore(RedissonClient redisson) throws Exception {
+        RSemaphore semaphore = redisson.getSemaphore(Protocol.lockName);
+        int capacity = permits();
+        Permits init = new Permits(() -> semaphore.trySetPermits(capacity));
+        Map<String, Integer> held = new HashMap<>();
+        return new Protocol.SharedLock() {
+            public Object[] acquire(String mode, int permits) throws Exception {
+                init.ensure();
+                String token = Protocol.newToken();
+                if (!op(() -> semaphore.tryAcquire(permits))) return null;
+                held.clear();
+                held.put(token, permits);
+                return new Object[] {token, NO_LEASE_MS, null};
+            }
+
+            public boolean release(String token) throws Exception {
+                Integer permits = held.remove(token);
+                if (permits == null) return false;
+                return op(() -> { semaphore.release(permits); return true; });
+            }
+        };
+    }
+
+    /**
+     * RPermitExpirableSemaphore: trySetPermits(capacity) once, tryAcquire(0, TTL, ms) → a
+     * permit id (one permit per acquire), tryRelease(id): false when the permit had expired.
+     */
+    static Protocol.Lock permitExpirableSemaphore(RedissonClient redisson) throws Exception {
+        RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(Protocol.lockName);
+        int capacity = permits();
+        int ttl = Protocol.ttlMs;
+        Permits init = new Permits(() -> semaphore.trySetPermits(capacity));
+        Map<String, String> held = new HashMap<>();
+        return new Protocol.SharedLock() {
+            public Object[] acquire(String mode, int permits) throws Exception {
+                if (permits != 1) throw new Protocol.Failure("one permit per acquire, not " + permits, true);
+                init.ensure();
+                String token = Protocol.newToken();
+                String id = op(() -> semaphore.tryAcquire(0, ttl, TimeUnit.MILLISECONDS));
+                if (id == null) return null;
+                held.clear();
+                held.put(token, id);
+                return new Object[] {token, ttl, null};
+            }
+
+            public boolean release(String token) throws Exception {
+                String id = held.remove(token);
+                return id != null && op(() -> semaphore.tryRelease(id));
+            }
+        };
     }
 }
