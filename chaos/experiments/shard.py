@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
+
 from chaos.campaign import stamped_path
 from chaos.errors import UsageError
 from chaos.report.matrix import MATRIX, CellEntry, MatrixFile, load_matrix, save_matrix
@@ -62,16 +64,17 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[Path, MatrixFile]:
     if len({m.page for m in matrices}) > 1:
         raise UsageError("the directories hold a demo and a comparison: merge only shards of "
                          "one comparison")
-    cells = _in_plan_order(matrices)
     target = stamped_path(out, "merged")
     (target / RUNS).mkdir(parents=True)
-    for directory in directories:
+    for index, directory in enumerate(directories):
+        renamed: dict[str, str] = {}
         for run in sorted((directory / RUNS).glob("*")) if (directory / RUNS).is_dir() else []:
-            destination = target / RUNS / run.name
-            if destination.exists():
-                raise UsageError(f"two directories hold a run named {run.name}: merge each "
-                                 "shard once")
-            shutil.copytree(run, destination)
+            name = _free_name(target / RUNS, run.name)
+            if name != run.name:
+                renamed[f"{RUNS}/{run.name}/"] = f"{RUNS}/{name}/"
+            shutil.copytree(run, target / RUNS / name)
+        matrices[index].cells = [_moved(cell, renamed) for cell in matrices[index].cells]
+    cells = _in_plan_order(matrices)
     merged = MatrixFile(
         title=matrices[0].title, seeds=matrices[0].seeds,
         locks=list(dict.fromkeys(lock for m in matrices for lock in m.locks)),
@@ -82,6 +85,34 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[Path, MatrixFile]:
     )  # fmt: skip
     save_matrix(target, merged)
     return target, merged
+
+
+def _free_name(runs: Path, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``… if a run of that name is there already: shards
+    run apart (on two machines, or as two jobs) name their runs by lock, faults and the
+    second they began, so two of them can coincide."""
+    taken, suffix = name, 1
+    while (runs / taken).exists():
+        suffix += 1
+        taken = f"{name}-{suffix}"
+    return taken
+
+
+def _moved(cell: CellEntry, renamed: dict[str, str]) -> CellEntry:
+    """``cell`` with its paths under the runs that were renamed when copied in."""
+    if not renamed:
+        return cell
+
+    def path(text: str) -> str:
+        for old, new in renamed.items():
+            if text.startswith(old):
+                return new + text[len(old):]
+        return text
+
+    runs = [msgspec.structs.replace(run, run_dir=path(run.run_dir + "/").rstrip("/"),
+                                    report=path(run.report)) for run in cell.runs]  # fmt: skip
+    return msgspec.structs.replace(cell, runs=runs,
+                                   report=path(cell.report) if cell.report else None)
 
 
 def _in_plan_order(matrices: list[MatrixFile]) -> list[CellEntry]:

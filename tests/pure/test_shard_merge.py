@@ -9,7 +9,8 @@ import pytest
 
 from chaos.cli import main
 from chaos.errors import UsageError
-from chaos.experiments.shard import parse_shard, take_shard
+from chaos.experiments.shard import RUNS, merge, parse_shard, take_shard
+from chaos.report.matrix import CellEntry, MatrixFile, RunEntry, save_matrix
 
 
 def test_shards_partition_the_plan() -> None:
@@ -31,3 +32,32 @@ def test_merge_refuses_a_directory_without_a_matrix(
 ) -> None:
     assert main(["merge", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "no matrix.json" in capsys.readouterr().err
+
+
+def test_runs_of_the_same_name_from_two_shards_are_both_kept(tmp_path: Path) -> None:
+    """Two shards (machines, or ``--jobs``) name their runs by lock, faults and the second
+    they began: two can coincide. Merged, the second is renamed and its cell points at it."""
+    name = "20261125-085814-lua-failover-s1"
+    shards = []
+    for k in (1, 2):
+        directory = tmp_path / f"shard{k}"
+        run = directory / RUNS / name
+        run.mkdir(parents=True)
+        (run / "report.html").write_text(f"shard {k}")
+        entry = RunEntry(seed=1, verdict="hard", lock="lua", ttl_ms=200, duration_s=1.0,
+                         hard_violations=1, soft_violations=0, liveness_violations=0,
+                         lost_writes=None, stale_writes_rejected=0, first_hard_violation_s=0.5,
+                         explanations=[], counts={}, notes=[], run_dir=f"{RUNS}/{name}",
+                         report=f"{RUNS}/{name}/report.html", wall_s=1.0)  # fmt: skip
+        cell = CellEntry(lock="lua", faults=f"failover{k}", label="failover", duration_s=1.0,
+                         stop_on="hard", status="done", reason=None, verdict="hard", hard=1,
+                         soft=0, liveness=0, lost_writes=None, first_hard_s=0.5, hard_runs=1,
+                         report=entry.report, why=None, runs=[entry], expected=None)  # fmt: skip
+        save_matrix(directory, MatrixFile(title="t", seeds=1, locks=["lua"], columns=[],
+                                          started="", wall_s=1.0, cells=[cell], shard=[k, 2]))
+        shards.append(directory)
+    target, merged = merge(shards, tmp_path / "out")
+    reports = [cell.report for cell in merged.cells]
+    assert reports == [f"{RUNS}/{name}/report.html", f"{RUNS}/{name}-2/report.html"]
+    assert [(target / r).read_text() for r in reports if r] == ["shard 1", "shard 2"]
+    assert merged.cells[1].runs[0].run_dir == f"{RUNS}/{name}-2"
