@@ -26,11 +26,6 @@ UNCLAIMED = {
     "lua-setnx-expire": "client-pause:duration_ms=1500",  # outlasts even the 1 s rounded TTL
     "lua-extend": "client-pause",  # a pause between two extends lets the lease run out
     "reentrant": "slow-work",
-    # Redis in Action's semaphores: all three time holders out by the client's clock
-    # (docs/semaphores.md); their claims become cells once measured.
-    "book-semaphore": "client-clock",
-    "book-fair-semaphore": "client-clock",
-    "book-semaphore-with-lock": "client-clock",
 }
 
 

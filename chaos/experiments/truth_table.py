@@ -112,6 +112,11 @@ def _liveness(v: Verdict) -> str | None:
     return None if v.liveness_violations else "expected a liveness violation, found none"
 
 
+# Redis in Action's semaphores with one permit between two clients (why: at their cells).
+BOOK_ONE_PERMIT: tuple[tuple[str, Any], ...] = (("clients", 2), ("capacity", 1), ("ttl_ms", 1000))
+BOOK_PAUSE = "client-pause-at:command=ZADD:op=acquire:duration_ms=300"
+
+
 @dataclass(frozen=True)
 class Cell:
     lock: str
@@ -315,6 +320,42 @@ CELLS: tuple[Cell, ...] = (
       for fault, expected, judge in (("client-pause", "no hard", _no_hard),
                                      ("client-crash", "no hard, no liveness", _no_liveness),
                                      ("slow-work", "no hard", _no_hard))),
+    # Redis in Action 6.3 (docs/semaphores.md): each step fixes what the book says and no more.
+    # Contention alone: five clients on three permits (the run's defaults) race at every
+    # hand-over. 6.3.1 ranks by the clock each client read before sending its transaction, not
+    # by arrival, and 6.3.2 ranks by a counter taken one transaction before its entry is added:
+    # both grant a permit twice within a second; 6.3.4's lock serialises the acquires, and no
+    # run of it grants one twice.
+    Cell("book-semaphore", "", "hard", _hard, "Redis in Action 6.3.4 (6.3.1's race)", "hard"),
+    Cell("book-fair-semaphore", "", "hard", _hard, "Redis in Action 6.3.4 (6.3.2's race)",
+         "hard"),
+    Cell("book-semaphore-with-lock", "", "no hard", _no_hard,
+         "Redis in Action 6.3.4 (the lock closes the race)"),
+    # The same races made certain, and the clock. Two clients on one permit with a 1 s TTL (a
+    # holder works 250 ms): hand-overs are rare, so contention alone seldom races before the
+    # fault acts, and it is the fault that breaks the lock. A pause before the transaction
+    # holding ZADD (a pipeline's pause point fires before its one write) stops 6.3.1 between
+    # its clock read and its transaction, 6.3.2 between its counter and its entry; 300 ms is
+    # longer than the other client's back-off, so it acquires meanwhile, and shorter than the
+    # TTL, so the paused client's lease is still valid when it is granted too. Under 6.3.4's
+    # lock the paused client holds the lock, the other gives up (gave-up, not a double grant).
+    *(Cell(lock, BOOK_PAUSE, expected, judge, source, "hard" if judge is _hard else None,
+           options=BOOK_ONE_PERMIT)
+      for lock, expected, judge, source in (
+          ("book-semaphore", "hard", _hard, "Redis in Action 6.3.4 (6.3.1's race, paused)"),
+          ("book-fair-semaphore", "hard", _hard, "Redis in Action 6.3.4 (6.3.2's race, paused)"),
+          ("book-semaphore-with-lock", "no hard", _no_hard,
+           "Redis in Action 6.3.4 (the lock closes the paused race)"))),
+    # c2's clock runs 4 s (4 TTLs) ahead from before its first acquire (a client named: no
+    # wait for a holder; one with its clock faked starts in seconds, two start sooner than
+    # five): its cut-off ``now - timeout`` is past the live holder's entry, which it removes and
+    # takes the permit. 6.3.2's counter and 6.3.4's lock keep timeouts by the client's clock.
+    *(Cell(lock, "client-clock:client=c2", "hard", _hard, source, "hard", "clock",
+           options=BOOK_ONE_PERMIT)
+      for lock, source in (("book-semaphore", "Redis in Action 6.3.1 (client clocks)"),
+                           ("book-fair-semaphore", "Redis in Action 6.3.2 (timeouts by clock)"),
+                           ("book-semaphore-with-lock",
+                            "Redis in Action 6.3.4 (timeouts by clock)"))),
 )
 
 

@@ -8,6 +8,13 @@ operation: ``PausePoint("DEL", op="release")`` fires on the DEL of ``get-then-de
 not on any other DEL. A lock that sends its own commands (a driver process) reaches the same
 injector through its ``LockContext.pause_points`` (the worker hands it to ``build_context``).
 
+A pipeline (a ``MULTI`` … ``EXEC`` transaction included) is one write: redis-py packs its
+commands together and sends them at once. Every command in it is counted and recorded, and a
+point naming any of them fires before that write — before the whole pipeline, never between
+two of its commands (the server receives them together; a transaction applies as one). So
+``PausePoint("ZADD", op="acquire")`` stops a lock whose acquire is two transactions (Redis in
+Action's fair semaphore) before the second, the one with its ``ZADD``.
+
 Actions:
   ``pause`` — the process SIGSTOPs itself (every thread freezes, watchdogs included, like a
   stop-the-world GC); the harness sends SIGCONT after ``duration_ms``;
@@ -21,7 +28,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -125,19 +132,23 @@ class Injector:
         self.current_op = None
 
     def before_command(self, command: str) -> None:
-        self._sent_in_op += 1
-        seen = (self.current_op or BACKGROUND, command)
-        if seen not in self._seen:
-            self._seen.add(seen)
-            self.on_new_command(*seen)
-        if not self._armed:  # the hot path: nothing armed, no lock taken
+        self.before_write((command,))
+
+    def before_write(self, commands: Sequence[str]) -> None:
+        """Before one write of ``commands``: a single command, or a pipeline's, which reach
+        the server together. Each is counted and recorded in its turn; the first armed point
+        any of them matches (at its own count) fires once, before the whole write."""
+        point = None
+        for command in commands:
+            self._sent_in_op += 1
+            seen = (self.current_op or BACKGROUND, command)
+            if seen not in self._seen:
+                self._seen.add(seen)
+                self.on_new_command(*seen)
+            if point is None and self._armed:  # the hot path: nothing armed, no lock taken
+                point = self._take(command, self._sent_in_op)
+        if point is None:
             return
-        op, count = self.current_op, self._sent_in_op
-        with self._lock:
-            point = next((p for p in self._armed if p.matches(command, op, count)), None)
-            if point is None:
-                return
-            self._armed.remove(point)  # one shot
         self.on_fire(point)
         if point.action == "pause":
             _signal_self(signal.SIGSTOP)
@@ -145,6 +156,16 @@ class Injector:
             time.sleep(point.duration_ms / 1000)
         else:
             _signal_self(signal.SIGKILL)
+
+    def _take(self, command: str, count: int) -> PausePoint | None:
+        """The first armed point ``command`` (the ``count``-th of its operation) matches,
+        disarmed: a point fires once."""
+        with self._lock:
+            point = next((p for p in self._armed if p.matches(command, self.current_op, count)),
+                         None)
+            if point is not None:
+                self._armed.remove(point)
+            return point
 
 
 def _signal_self(sig: int) -> None:
@@ -174,11 +195,14 @@ def _command_name(args: tuple[object, ...]) -> str:
 
 
 class InjectingConnection(redis.Connection):
-    """A redis-py connection that passes every command by the injector first.
+    """A redis-py connection that passes every command by the injector first: one at a time
+    (``send_command``), or a pipeline's all at once (``pack_commands``, which redis-py calls
+    right before it sends them in one write; a pause point matching any of them stops the
+    client before that write, not inside it).
 
     Commands redis-py sends on its own while connecting (``CLIENT SETINFO``, ``HELLO``…) are
     not the lock's and are not counted. Sentinel-managed pools combine this class with
-    ``SentinelManagedConnection`` (which does not override ``send_command``).
+    ``SentinelManagedConnection`` (which overrides neither method).
     """
 
     _handshaking = False
@@ -192,8 +216,19 @@ class InjectingConnection(redis.Connection):
 
     def send_command(self, *args: object, **kwargs: object) -> None:
         if not self._handshaking:
-            command = _command_name(args)
-            injector.before_command(command)
-            if injector.current_op == "acquire" and command in WRITES:
-                injector.note_write(f"{self.host}:{self.port}", command, args[1:])
+            self._before_write([args])
         super().send_command(*args, **kwargs)
+
+    def pack_commands(self, commands: Sequence[Sequence[object]]) -> list[bytes]:
+        if not self._handshaking:
+            self._before_write([tuple(args) for args in commands])
+        packed: list[bytes] = super().pack_commands(commands)
+        return packed
+
+    def _before_write(self, commands: list[tuple[object, ...]]) -> None:
+        names = [_command_name(args) for args in commands]
+        injector.before_write(names)
+        if injector.current_op == "acquire":
+            for command, args in zip(names, commands, strict=True):
+                if command in WRITES:
+                    injector.note_write(f"{self.host}:{self.port}", command, args[1:])

@@ -9,6 +9,7 @@ client before a command); a wrong clock is a real process under libfaketime
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -18,14 +19,19 @@ from typing import Any, ClassVar
 
 import pytest
 import redis
+from cells import CellRuns
 from test_locks import KEY, Clients, direct
 
+from chaos.campaign import HISTORY
+from chaos.experiments.truth_table import BOOK_PAUSE, CELLS
+from chaos.history import PAUSE_POINT
 from chaos.locks import build_context, create
 from chaos.locks.book_fair_semaphore import counter_key, owner_key
 from chaos.locks.book_semaphore_with_lock import guard_key
 from chaos.locks.contract import GAVE_UP, ExtendableLockClient, Lease, LockClient
 from chaos.topology import ClientView, LocalTopology
 from chaos.workload import clocks
+from chaos.workload.inject import InjectingConnection, PausePoint, injector
 
 TTL = 30_000  # the book's timeout: no lease lapses while a process starts, even under load
 OWNER = owner_key(KEY)
@@ -285,3 +291,49 @@ class KilledBeforeCounter(redis.Connection):
 def _acquire_and_die(view: ClientView) -> None:
     ctx = build_context(view, lock_name=KEY, ttl_ms=TTL, connection_class=KilledBeforeCounter)
     acquire(create("book-semaphore-with-lock", ctx))
+
+
+# -- the harness's pause points between two transactions -------------------------------------
+
+
+def test_a_pause_point_naming_zadd_fires_between_the_fair_semaphores_transactions(
+    single: LocalTopology, clients: Clients
+) -> None:
+    """redis-py sends a transaction in one write; the harness's point naming ``ZADD`` fires
+    before the write that carries it: after the first transaction took the counter, before the
+    second adds any entry. The other client's whole acquire in that moment (what a paused
+    client's rival does) wins the one permit, and the paused client is granted it too."""
+    first = semaphore(clients, single, "book-fair-semaphore", "c1",
+                      connection_class=InjectingConnection)
+    second = semaphore(clients, single, "book-fair-semaphore", "c2")
+    redis_ = direct(single)
+    seen: list[tuple[object, int, Lease | None]] = []
+
+    def meanwhile(point: PausePoint) -> None:
+        seen.append((redis_.get(counter_key(KEY)), redis_.zcard(KEY), acquire(second)))
+
+    injector.on_fire = meanwhile
+    try:
+        injector.arm(PausePoint("ZADD", action="sleep", op="acquire"))
+        injector.begin("acquire")
+        lease = acquire(first)
+    finally:
+        injector.end()
+        injector.disarm_all()
+        injector.on_fire = lambda point: None
+    [(counter, entries, rival)] = seen
+    assert (counter, entries) == ("1", 0)  # after the counter, before any entry
+    assert lease and rival, "both clients hold the one permit"
+
+
+def test_a_runs_pause_point_stops_a_book_semaphore_between_its_transactions(
+    cell_runs: CellRuns,
+) -> None:
+    """The truth table's cell (``client-pause-at:command=ZADD:op=acquire``) reached the point
+    in a real run: the fault had an effect, and every client it stopped stopped before ZADD."""
+    [cell] = [c for c in CELLS if c.lock == "book-fair-semaphore" and c.faults == BOOK_PAUSE]
+    _, outcome = cell_runs(cell.name)
+    assert outcome.verdict.coverage["client-pause-at"].effective > 0
+    events = [json.loads(line) for line in (outcome.run_dir / HISTORY).read_text().splitlines()]
+    reached = [event["value"] for event in events if event["f"] == PAUSE_POINT]
+    assert reached and all(value["command"] == "ZADD" for value in reached), reached
