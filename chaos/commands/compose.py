@@ -87,8 +87,8 @@ class SeedDemoWorker(Worker):
         """``seconds`` of the seed's demo, at this run's TTL."""
         return seconds * self.config.ttl_ms / 1000 / SEED_TTL_S
 
-    def work(self, lease: Lease, work_ms: float) -> Lease:
-        """The seed's own critical section, whatever ``work_ms`` says."""
+    def work(self, lease: Lease, work_ms: float, stretch: bool = False) -> Lease:
+        """The seed's own critical section, whatever ``work_ms`` and ``stretch`` say."""
         if self.rng.random() < self.lose_lock_p:  # "lock timeout!": sleep 3 × TTL, no extend
             time.sleep(3 * self.config.ttl_ms / 1000)
             return lease

@@ -342,10 +342,10 @@ class SlowWork(Fault):
         return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
 
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-        # The holder: the client likeliest to begin the next critical section (a releasing
-        # client acquires again while the others back off; a nesting one is about to enter
-        # its inner section). A random client may never hold again before the run ends: the
-        # fault then does nothing, and the run is inconclusive for it.
+        # The holder: its critical section under way lasts the slow work from its start
+        # (``Worker.work``), or, between sections, its next one does. A random client may
+        # never hold again before the run ends: the fault then does nothing, and the run is
+        # inconclusive for it.
         return Target(client=wait_for_holder(env, rng))
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:

@@ -126,6 +126,7 @@ class Worker:
         self.stopping = threading.Event()
         # (work time in ms, the id of the fault that asked) for the next critical sections
         self._slow_work: list[tuple[float, str]] = []
+        self._nudged = threading.Event()  # slow work arrived: see ``work``
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
         injector.on_new_command = self._new_command
@@ -167,6 +168,7 @@ class Worker:
             elif kind == "slow-work":
                 ms, count, fault = args
                 self._slow_work.extend([(ms, fault)] * count)
+                self._nudged.set()  # a critical section under way takes it (``work``)
             elif kind == "stop":
                 self.stopping.set()
 
@@ -315,7 +317,7 @@ class Worker:
         # Size and last id, not the list: a whole list per read would grow the file as n².
         summary = {"size": len(items), "last": items[-1] if items else None}
         self.history.log(h.OK, self.cid, h.READ, value=summary, **fence)
-        lease = self.work(lease, self._section_ms())
+        lease = self.work(lease, self._section_ms(), stretch=True)
         if shared:
             return lease
         _, written = self._call(
@@ -326,24 +328,41 @@ class Worker:
         return lease
 
     def _section_ms(self) -> float:
-        """How long this critical section works: the next slow section a fault asked for
-        (its effect event says so), else the work time."""
-        if not self._slow_work:
-            return self.config.work_ms
+        """How long this critical section works: the next slow section a fault asked for,
+        else the work time."""
+        return self._slow_section() if self._slow_work else self.config.work_ms
+
+    def _slow_section(self) -> float:
+        """The next slow section a fault asked for, and its effect event."""
         work_ms, fault = self._slow_work.pop(0)
         self.history.log(h.INFO, self.cid, h.EFFECT, value={
             "id": fault, "what": f"{self.cid} worked {work_ms:g} ms holding the lock"})
         return work_ms
 
-    def work(self, lease: Lease, work_ms: float) -> Lease:
+    def work(self, lease: Lease, work_ms: float, stretch: bool = False) -> Lease:
         """Hold for ``work_ms``; locks that can extend are extended every TTL/3, and at
         least once, halfway, in a shorter stretch: a run asked to extend that made no extend
-        did not test it (``chaos.checker.exercised``)."""
-        end = time.monotonic() + work_ms / 1000
+        did not test it (``chaos.checker.exercised``). With ``stretch`` (a critical section),
+        a slow section a fault asks for meanwhile makes this one last that long from its
+        start: slow-work aims at the holder, which may not hold again before the run ends."""
+        started = time.monotonic()
+        end = started + work_ms / 1000
         extending = self.config.extend_during_work and can_extend(self.lock)
-        step = min(self.config.ttl_ms / 3, work_ms / 2) / 1000 if extending else work_ms / 1000
+
+        def step_s(ms: float) -> float:
+            return min(self.config.ttl_ms / 3, ms / 2) / 1000 if extending else ms / 1000
+
+        step = step_s(work_ms)
         while (left := end - time.monotonic()) > 0:
-            time.sleep(min(left, step))
+            if not stretch:
+                time.sleep(min(left, step))
+            elif self._nudged.wait(min(left, step)):
+                self._nudged.clear()
+                if self._slow_work:
+                    slow_ms = self._slow_section()
+                    end = max(end, started + slow_ms / 1000)
+                    step = step_s(slow_ms)
+                continue  # the next extend a whole step from now: two steps apart at most
             if extending and end - time.monotonic() > 0:
                 lease = self.extend(lease)
         return lease
