@@ -209,7 +209,7 @@ def _redisson(variant: str, info: LockInfo) -> Bundled:
 
 
 SEMAPHORE_PERMITS = 3  # a semaphore's permits unless the run says otherwise (as lua-semaphore)
-_ISSUE_19 = "issue 19 (beyond the mutex): Redisson's own"
+_ISSUE_19 = "beyond the seeds: Redisson's own"
 
 
 def _jedis(name: str, variant: str, summary: str, seed: str, flaw: str) -> Bundled:
@@ -359,7 +359,7 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
                 "node-semaphore",
                 f"node ({NODE_SEMAPHORE}): Semaphore.tryAcquire, lockTimeout = TTL, refreshed "
                 "every 0.8 TTL",
-                "issue 19 (beyond the mutex): npm redis-semaphore's Semaphore",
+                "beyond the seeds: npm redis-semaphore's Semaphore",
                 "a permit's expiry is the acquiring client's clock (Date.now() scores the "
                 "sorted set): a clock running ahead removes the others' permits as expired.",
                 capacity=SEMAPHORE_PERMITS, modes=(SHARED,), max_permits=1, renews=True,

@@ -409,10 +409,12 @@ DRIVER_CELLS: tuple[Cell, ...] = (
     # Issue 19's third-party locks beyond the mutex, on three clients (five JVMs starting at
     # once on two loaded cores take most of a 10 s run). RSemaphore's permits are a counter
     # with no lease: a holder killed right before its release never gives them back, and the
-    # semaphore stays short of them for good (leaked permits).
+    # semaphore stays short of them for good (leaked permits). One permit: its leak stops
+    # everyone (an outage the checker names, ~3.7 s in, seeds 1-3); at three, the others go on
+    # with what is left, and under the suite's load a run saw too few holds to show the leak.
     Cell("redisson-semaphore", "client-crash:command=EVAL:op=release:nth=1",
          "liveness (leaked permits)", _liveness, "Redisson RSemaphore (no lease)", "liveness",
-         options=(("clients", 3),)),
+         options=(("clients", 3), ("capacity", 1))),
     Cell("redisson-semaphore", "client-pause", "no hard", _no_hard, "Redisson RSemaphore",
          options=(("clients", 3),)),
     # The same crash on RPermitExpirableSemaphore: the dead holder's permit expires with its
