@@ -19,7 +19,7 @@ from chaos.experiments.truth_table import CELLS, Cell
 # Hard cells stop at their first violation, most within 1-3 s: the cap matters only where a
 # claim fails, and leaves the Redlock crash-restart cells (up to 9 s) room on a loaded machine.
 DURATION_S = 20.0
-QUIET_DURATION_S = 6.0  # cells that predict no hard violation run this long
+QUIET_DURATION_S = 4.5  # cells that predict no hard violation run this long (the demo: 3.5 s)
 
 
 def run_cell(cell: Cell, duration_s: float, out: Path) -> tuple[Campaign, Outcome]:

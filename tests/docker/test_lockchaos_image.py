@@ -97,7 +97,7 @@ def test_a_sharded_compare_as_two_containers_merges_into_the_truth_tables_matrix
     """`compare --shard 1/2` and `2/2` in two containers at once, each into its own mounted
     directory (as the Kubernetes Job's pods, docs/scaling.md), then `lockchaos merge` here:
     both cells, in plan order, each as the truth table claims (lua × slow-work soft with lost
-    writes, del-release × slow-work hard). 6 s: the truth table's quiet duration."""
+    writes, del-release × slow-work hard). 6 s: long enough for lua × slow-work's claim."""
     compare = ["compare", "--locks", "lua,del-release", "--faults", "slow-work",
                "--duration", "6"]  # fmt: skip
     shards = []

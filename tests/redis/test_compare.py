@@ -27,7 +27,7 @@ def test_two_locks_by_two_faults_match_the_truth_table(
 ) -> None:
     """lua × slow-work (soft, lost writes) and lua × failover (hard) are truth-table cells;
     redlock × failover cannot run (Sentinel against independent masters): n/a, no crash.
-    6 s: the truth table's quiet duration (lua × slow-work's claim, 20/20 in docs/results.md);
+    6 s: long enough for lua × slow-work's claim (20/20 at 6 s in docs/results.md);
     lua × failover stops at its first hard violation."""
     code = main(["compare", "--locks", "lua,redlock", "--faults", "slow-work,failover",
                  "--duration", "6", "--out", str(tmp_path)])
