@@ -137,12 +137,8 @@ def _excess_cause(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, st
             )
     loss = timeline.key_loss(ex.holds[0].start, last.start)
     if loss is not None:
-        t, fault = loss
-        began = "began" if t == fault.start else "ended"
-        return fault.name, (
-            f"{fault.name} {fault.id} {began} at {at(t)}, while the permits were held: the "
-            f"holders' entries did not survive it"
-        )
+        return _lost_to(loss, clock, "while the permits were held: the holders' entries did "
+                                     "not survive it")
     split = timeline.split_at(last.start)
     if split is not None:
         return split.name, (
@@ -153,6 +149,13 @@ def _excess_cause(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, st
         f"the lock granted {last.process} while the others' permits should still have "
         f"been counted"
     )
+
+
+def _lost_to(loss: tuple[int, FaultSpan], clock: Clock, what: str) -> tuple[str, str]:
+    """The cause: a fault that lost keys (``Timeline.key_loss``) began or ended at ``t``."""
+    t, fault = loss
+    began = "began" if t == fault.start else "ended"
+    return fault.name, f"{fault.name} {fault.id} {began} at {clock.at(t)}, {what}"
 
 
 def _permits(n: int) -> str:
@@ -193,12 +196,8 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
         return ("foreign-release" if certain else "in-flight-release"), text
     if loss is not None:
-        t, fault = loss
-        began = "began" if t == fault.start else "ended"
-        return fault.name, (
-            f"{fault.name} {fault.id} {began} at {at(t)}, after {a.process} acquired and "
-            f"before {b.process} did: {a.process}'s key did not survive it"
-        )
+        return _lost_to(loss, clock, f"after {a.process} acquired and before {b.process} did: "
+                                     f"{a.process}'s key did not survive it")
     lapsed = a.lapsed_before(b.start)
     if lapsed is not None:
         return "lease-expired", (
