@@ -124,7 +124,8 @@ class Worker:
         # retry back-off's do not shift them.
         self.asks = random.Random(f"{spec.seed}:{spec.client_id}:{spec.incarnation}:asks")
         self.stopping = threading.Event()
-        # (work time in ms, the id of the fault that asked) for the next critical sections
+        # (work time in ms, the id of the fault that asked): the critical section under way
+        # takes the first (``work``), else the next sections do
         self._slow_work: list[tuple[float, str]] = []
         self._nudged = threading.Event()  # slow work arrived: see ``work``
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
