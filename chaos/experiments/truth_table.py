@@ -417,12 +417,9 @@ DRIVER_CELLS: tuple[Cell, ...] = (
          options=(("clients", 3), ("capacity", 1))),
     Cell("redisson-semaphore", "client-pause", "no hard", _no_hard, "Redisson RSemaphore",
          options=(("clients", 3),)),
-    # The same crash on RPermitExpirableSemaphore: the dead holder's permit expires with its
-    # lease, so nothing leaks (four clients on two permits: with crashed clients restarting,
-    # fewer seldom hold two permits at once).
-    Cell("redisson-permit-expirable-semaphore", "client-crash:command=EVAL:op=release:nth=1",
-         "no liveness, no hard", _no_liveness, "Redisson RPermitExpirableSemaphore (a lease "
-         "per permit)", options=(("clients", 4), ("capacity", 2))),
+    # The same crash on RPermitExpirableSemaphore leaks nothing (its permits expire with their
+    # leases: seeds 1-3), but is no cell: with crashed JVMs restarting, a fresh-clone CI run
+    # saw no two permits held at once, so its count went untested (inconclusive).
     Cell("redisson-permit-expirable-semaphore", "client-pause", "no hard", _no_hard,
          "Redisson RPermitExpirableSemaphore", options=(("clients", 3),)),
     # A read-write lock and a fair lock with a lease time and no watchdog: work past the lease
