@@ -13,6 +13,7 @@ the same script twice (``scripts/fresh-machine.sh`` proves set-up from nothing e
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -79,15 +80,19 @@ def install(wheel: Path, venv: Path) -> None:
     ok(run([sys.executable, "-m", "venv", "--without-pip", venv]))
     pip: Argv = [sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
                  "-q", "--no-compile"]  # fmt: skip
-    offline = run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel])
-    if offline.returncode == 0:
-        return
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    ok(run([sys.executable, "-m", "pip", "wheel", "-q", "-w", WHEELHOUSE, wheel,
-            "setuptools>=68", "wheel"]))  # fmt: skip
-    for own in WHEELHOUSE.glob("lockchaos-*.whl"):
-        own.unlink()  # the wheel under test is always the one just built
-    ok(run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel]))
+    # One install at a time: two pytest workers filling an empty wheelhouse (a fresh clone)
+    # removed each other's copy of the wheel under test mid-install.
+    with open(WHEELHOUSE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        offline = run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel])
+        if offline.returncode == 0:
+            return
+        ok(run([sys.executable, "-m", "pip", "wheel", "-q", "-w", WHEELHOUSE, wheel,
+                "setuptools>=68", "wheel"]))  # fmt: skip
+        for own in WHEELHOUSE.glob("lockchaos-*.whl"):
+            own.unlink()  # the wheel under test is always the one just built
+        ok(run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel]))
 
 
 def seed_user_cache(*builds: str) -> Path:
