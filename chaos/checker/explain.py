@@ -313,14 +313,20 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
     )
 
 
+def _stretch(start: int, end: int, clock: Clock, ttl_ns: int) -> str:
+    """``from 1.000 s to 2.500 s (1.500 s, 8× the 200 ms TTL)``: how long, against the TTL."""
+    length = end - start
+    return (f"from {clock.at(start)} to {clock.at(end)} ({length / 1e9:.3f} s, "
+            f"{length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL)")
+
+
 def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
     """Why nobody could acquire for so long."""
     at = clock.at
-    length = out.end - out.start
     parts = [
-        f"liveness: no client held the lock from {at(out.start)} to {at(out.end)} "
-        f"({length / 1e9:.3f} s, {length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) while "
-        f"{out.failures} acquire attempts failed; {_previous(out.previous, timeline, clock)}."
+        f"liveness: no client held the lock {_stretch(out.start, out.end, clock, ttl_ns)} "
+        f"while {out.failures} acquire attempts failed; "
+        f"{_previous(out.previous, timeline, clock)}."
     ]
     since = out.previous.start if out.previous else timeline.start
     for attempt in timeline.unsure_between(since, out.end)[-MAX_LISTED:]:
@@ -341,11 +347,9 @@ def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
 def leak(found: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
     """Why a semaphore stayed short of its permits: who took them and never came back."""
     at = clock.at
-    length = found.end - found.start
     parts = [
-        f"liveness: from {at(found.start)} to {at(found.end)} ({length / 1e9:.3f} s, "
-        f"{length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) the live holders took at most "
-        f"{found.most} of the {found.capacity} permits, yet {found.failures} acquires that "
+        f"liveness: {_stretch(found.start, found.end, clock, ttl_ns)} the live holders took "
+        f"at most {found.most} of the {found.capacity} permits, yet {found.failures} acquires that "
         f"fitted in the rest failed: permits leaked, held by no live client."
     ]
     for hold in found.lost[-MAX_LISTED:]:
