@@ -2,11 +2,10 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
-# JOBS=2: two pytest workers, a test file each at a time (--dist loadfile: a file's
-# module-scoped topologies and cell runs stay in one process), about 11-13 minutes on 2 cores
-# against about 20 serially. Serial by default: the last fresh-clone CI on two workers still
-# had three timing claims fail under the doubled load (docs/results.md, "The suite").
-JOBS ?= 0
+# Two pytest workers (one per core), a test file each at a time (--dist loadfile: a file's
+# module-scoped topologies and cell runs stay in one process). Under that load a truth-table
+# cell whose run did not test its claim takes the next seed (tests/cells.py). JOBS=0: serially.
+JOBS ?= 2
 
 .PHONY: setup test demo lint typecheck bench clean
 

@@ -5,7 +5,7 @@ provider (so not a lock that needs another server, ``delifeq``: its claims are
 A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table``: what the
 seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each
 bundled lock the table has no claim about. Cells that predict a violation stop at the first one;
-the others run 3.5 s (the test suite runs them 4.5 s: tests/redis/test_truth_table.py). Under two
+the others run 3.5 s (as in the test suite: tests/cells.py). Under two
 minutes on 2 cores; it ends by printing the path of its index.html, which lists
 the claims one per row (what each claims, the lock × faults that test it, the verdict claimed
 and measured), not the sparse matrix.

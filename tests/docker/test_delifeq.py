@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cells import QUIET_DURATION_S, run_cell
+from cells import quiet_duration_s, run_cell
 
 from chaos.cli import main
 from chaos.experiments.truth_table import SERVER_CELLS, Cell
@@ -24,7 +24,7 @@ def test_server_cell(cell: Cell, tmp_path: Path) -> None:
     """As tests/redis/test_truth_table.py's cells: its judge, every fault had an effect (the
     pause point before DELIFEQ was reached), and not inconclusive (where the holders were
     asked to extend, SET IFEQ extended), no nemesis error."""
-    _, outcome = run_cell(cell, QUIET_DURATION_S, tmp_path)
+    _, outcome = run_cell(cell, quiet_duration_s(cell), tmp_path)
     if dict(cell.options).get("extend_during_work", True):
         assert outcome.verdict.counts["extend_ok"] > 0  # SET IFEQ extended the holders' leases
 

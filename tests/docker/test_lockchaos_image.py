@@ -78,7 +78,8 @@ def test_a_run_of_a_python_lock_in_the_project_needs_no_set_up(tmp_path: Path) -
     image's, and the run directory lands in the project."""
     (tmp_path / "mylocks.py").write_text(LOCK_MODULE)
     done = subprocess.run(
-        _docker_run(tmp_path, "run", "--lock", "mylocks:make", "--duration", "3"),
+        _docker_run(tmp_path, "run", "--lock", "mylocks:make", "--duration", "3", "--ttl-ms",
+                    "1000"),  # a 1 s lease: a starved client may outlive 200 ms (soft)
         capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
     )  # fmt: skip
     output = done.stdout + done.stderr

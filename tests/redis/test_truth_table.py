@@ -2,23 +2,22 @@
 topology.
 
 Cells that predict a violation stop at the first one; the others run their full (short)
-duration. If a cell fails, that is a finding to investigate, not a test to relax. Each cell
+duration. A run that said nothing of the claim (untested, or a claimed violation not found) is
+followed by the next seed, up to three (tests/cells.py); a run that contradicts a claim of absence
+fails at once. If a cell fails, that is a finding to investigate, not a test to relax. Each cell
 runs once a session (tests/cells.py): the tests that read a cell's report or verdict share it.
 """
 
 from __future__ import annotations
 
 import pytest
-from cells import QUIET_DURATION_S, CellRuns
+from cells import CellRuns
 
 from chaos.experiments.truth_table import CELLS, Cell
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[cell.name for cell in CELLS])
 def test_cell(cell_runs: CellRuns, cell: Cell) -> None:
-    campaign, outcome = cell_runs(cell.name)
-    if cell.expected == "no hard":
-        # It was really locking, not failing all along: 20 cycles, or for a cell whose holders
-        # work long (a 1.2 s critical section) half the cycles its duration allows.
-        cycles = QUIET_DURATION_S * 1000 / campaign.holder_work_ms
-        assert outcome.completed_ops > min(20, cycles / 2)
+    """Borne out as ``tests/cells.py``'s ``run_cell`` judges (a "no hard" cell: with enough
+    lock cycles); the cell's run is the one the other tests of a cell's report share."""
+    cell_runs(cell.name)
