@@ -11,13 +11,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from leftovers import PROJECT_LABEL, docker_ids, label_values, left_by
 
 from chaos.campaign import Campaign
-from chaos.cli import main
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
 from chaos.images.build import build as build_images
@@ -35,7 +34,6 @@ from chaos.topology.remote import RemoteServer
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "compose"  # seed 001's Compose demo: a checkout's, not the package's
 KEY = "lockchaos:lock"  # the workload's lock key
-PROJECT_LABEL = "com.docker.compose.project"  # on every container, network and volume
 
 
 # Every test declares the images it runs (tests/conftest.py gates it on exactly those):
@@ -43,44 +41,6 @@ DEFAULT_IMAGES = pytest.mark.images("redis-7.0", "toxiproxy")  # the default ser
 
 
 # -- with a Docker engine --------------------------------------------------------------------
-
-
-def _docker_ids(kind: str, label: str) -> list[str]:
-    """Ids of the containers (``kind="ps -a"``) or networks (``"network ls"``) with ``label``."""
-    done = subprocess.run(
-        ["docker", *kind.split(), "-q", "--filter", f"label={label}"],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    return done.stdout.split()
-
-
-def _label_values(kind: str, label: str) -> list[str]:
-    """``label``'s value on each container (``kind="ps -a"``, ``"ps"``: running ones),
-    network (``"network ls"``) or volume (``"volume ls"``) that carries it."""
-    done = subprocess.run(
-        ["docker", *kind.split(), "--filter", f"label={label}",
-         "--format", f'{{{{.Label "{label}"}}}}'],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    return done.stdout.split()
-
-
-def _left_by(pid: int) -> list[str]:
-    """Whatever is left of the runs process ``pid`` started (a run's project is named after
-    its run id, which starts with its runner's pid): ``kind: project``, one per object."""
-    mine = project_name(f"{pid}-")
-    return [
-        f"{kind}: {project}"
-        for kind in ("ps -a", "network ls", "volume ls")
-        for project in _label_values(kind, PROJECT_LABEL)
-        if project.startswith(mine)
-    ]
-
-
-@pytest.fixture
-def docker_out(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path
-    assert _left_by(os.getpid()) == []  # everything the provider started is gone
 
 
 @DEFAULT_IMAGES
@@ -203,38 +163,8 @@ def test_docker_client_clock_breaks_getset_timestamp(docker_out: Path) -> None:
     assert outcome.verdict.hard_violations > 0
 
 
-@pytest.mark.images(*images.SERVERS, "toxiproxy")
-@pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
-                                               ("lua", "failover")])
-def test_compare_across_servers_matches_the_truth_table_on_each(
-    locks: str, column: str, docker_out: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`compare --servers redis-7.0,redis-8.0,valkey-8.1`: one matrix whose rows are
-    `lock @ server`, every cell as the truth table claims on every server (split in two
-    columns to keep each test near a minute and a half; del-release × failover has no claim)."""
-    servers = list(images.SERVERS)
-    args = ["compare", "--provider", "docker", "--servers", ",".join(servers), "--locks",
-            locks, "--faults", column, "--duration", "4", "--out", str(docker_out)]
-    assert main(args) == 0
-    index = Path(capsys.readouterr().out.strip().splitlines()[-1])
-    matrix = json.loads((index.parent / "matrix.json").read_text())
-    rows = [f"{lock} @ {server}" for lock in locks.split(",") for server in servers]
-    assert matrix["locks"] == rows
-    assert [cell["server"] for cell in matrix["cells"]] == servers * len(locks.split(","))
-    for cell in matrix["cells"]:
-        assert cell["status"] == "done" and cell["expected"] is not None, cell["lock"]
-        assert cell["expected"]["matched"] == 1, (cell["lock"], cell["runs"][0]["truth_problem"])
-        run_dir = index.parent / cell["runs"][0]["run_dir"]
-        recorded = json.loads((run_dir / "campaign.json").read_text())
-        assert recorded["server"] == cell["server"]
-        assert images.image_for(cell["server"]) in recorded["images"]
-    page = index.read_text()
-    assert f"servers {', '.join(servers)}" in page
-    assert all(row in page for row in rows)
-
-
 def _run_labels() -> list[str]:
-    return _label_values("ps -a", RUN_LABEL)
+    return label_values("ps -a", RUN_LABEL)
 
 
 @DEFAULT_IMAGES
@@ -261,7 +191,7 @@ def test_containers_do_not_outlive_a_sigkilled_runner() -> None:
         time.sleep(0.5)
     assert not [r for r in _run_labels() if r.startswith(mine)]
     run_id = owned[0]
-    assert _docker_ids("network ls", f"{RUN_LABEL}={run_id}") == []
+    assert docker_ids("network ls", f"{RUN_LABEL}={run_id}") == []
 
 
 @DEFAULT_IMAGES
@@ -292,7 +222,7 @@ def test_two_concurrent_runs_share_the_engine_and_leave_nothing_behind(tmp_path:
             while not together and time.monotonic() < deadline and all(
                 run.poll() is None for run in runs
             ):
-                up = _label_values("ps", PROJECT_LABEL)
+                up = label_values("ps", PROJECT_LABEL)
                 together = all(any(p.startswith(mine) for p in up) for mine in projects)
                 time.sleep(0.2)
             outputs = [run.communicate(timeout=90)[0] for run in runs]
@@ -304,9 +234,9 @@ def test_two_concurrent_runs_share_the_engine_and_leave_nothing_behind(tmp_path:
         for run, output in zip(runs, outputs, strict=True):
             assert run.returncode == 0, output[-2000:]
             assert "verdict: ok" in output
-            assert _left_by(run.pid) == []
+            assert left_by(run.pid) == []
         assert held.nodes[0].ping() and held.resource.ping() and held_link.ping()
-    assert _left_by(os.getpid()) == []
+    assert left_by(os.getpid()) == []
 
 
 @pytest.mark.images("python", "redis-7.0", "toxiproxy")  # the demo image: built on python

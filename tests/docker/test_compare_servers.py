@@ -1,0 +1,43 @@
+"""`compare --servers`: the same cells on every server image lockchaos builds (Redis 7.0 and
+8.0, Valkey 8.1 and 9.1), one matrix. A file of its own: at about two minutes it is the
+docker group's longest, and two pytest workers share files better in smaller pieces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaos.cli import main
+from chaos.topology import images
+
+
+@pytest.mark.images(*images.SERVERS, "toxiproxy")
+@pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
+                                               ("lua", "failover")])
+def test_compare_across_servers_matches_the_truth_table_on_each(
+    locks: str, column: str, docker_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`compare --servers redis-7.0,redis-8.0,valkey-8.1`: one matrix whose rows are
+    `lock @ server`, every cell as the truth table claims on every server (split in two
+    columns to keep each test near a minute and a half; del-release × failover has no claim)."""
+    servers = list(images.SERVERS)
+    args = ["compare", "--provider", "docker", "--servers", ",".join(servers), "--locks",
+            locks, "--faults", column, "--duration", "4", "--out", str(docker_out)]
+    assert main(args) == 0
+    index = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    matrix = json.loads((index.parent / "matrix.json").read_text())
+    rows = [f"{lock} @ {server}" for lock in locks.split(",") for server in servers]
+    assert matrix["locks"] == rows
+    assert [cell["server"] for cell in matrix["cells"]] == servers * len(locks.split(","))
+    for cell in matrix["cells"]:
+        assert cell["status"] == "done" and cell["expected"] is not None, cell["lock"]
+        assert cell["expected"]["matched"] == 1, (cell["lock"], cell["runs"][0]["truth_problem"])
+        run_dir = index.parent / cell["runs"][0]["run_dir"]
+        recorded = json.loads((run_dir / "campaign.json").read_text())
+        assert recorded["server"] == cell["server"]
+        assert images.image_for(cell["server"]) in recorded["images"]
+    page = index.read_text()
+    assert f"servers {', '.join(servers)}" in page
+    assert all(row in page for row in rows)
