@@ -5,6 +5,7 @@ Targets: every "hard" cell detected in 20/20 seeds with median time ≤ 5 s; no 
 verdict in any cell that predicts none. Prints JSON (and a table on stderr).
 
     python bench/truth_table.py [--seeds 20] [--cells redlock] [--duration 10] [--shard K/N]
+                                [--drivers]   # the Java, Go and Node drivers' cells instead
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from chaos.campaign import Campaign
 from chaos.experiments.execute import run_campaign
 from chaos.experiments.shard import parse_shard, take_shard
-from chaos.experiments.truth_table import CELLS, Cell
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, Cell
 
 
 def run_cell(cell: Cell, seeds: int, duration_s: float, quiet_s: float) -> dict[str, object]:
@@ -70,9 +71,11 @@ def main() -> None:
     parser.add_argument("--shard", default=None, help="only shard K/N of the cells")
     parser.add_argument("--duration", type=float, default=10.0, help="cap for hard cells (s)")
     parser.add_argument("--quiet-duration", type=float, default=6.0, help="other cells (s)")
+    parser.add_argument("--drivers", action="store_true",
+                        help="the drivers' cells (make setup builds them) instead of Python's")
     args = parser.parse_args()
     results = []
-    for cell in take_shard(CELLS, parse_shard(args.shard)):
+    for cell in take_shard(DRIVER_CELLS if args.drivers else CELLS, parse_shard(args.shard)):
         if args.cells and args.cells not in cell.name:
             continue
         result = run_cell(cell, args.seeds, args.duration, args.quiet_duration)
