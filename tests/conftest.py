@@ -21,12 +21,14 @@ those (plus the engine and Compose v2); one that declares none fails, so none is
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cells import CellRuns
+from leftovers import left_by
 from prerequisites import docker_gap, need
 
 from chaos import topology
@@ -151,3 +153,11 @@ def violated_run(cell_runs: CellRuns) -> Path:
     """The run directory of del-release under slow work, stopped at its first hard violation
     ("A releases B's lock", seed 004): the truth table's cell, a real run on a real topology."""
     return cell_runs("del-release × slow-work")[1].run_dir
+
+
+@pytest.fixture
+def docker_out(tmp_path: Path) -> Iterator[Path]:
+    """A docker test's directory for its runs; afterwards, nothing the provider started in
+    this process is left on the engine (containers, networks, volumes)."""
+    yield tmp_path
+    assert left_by(os.getpid()) == []
