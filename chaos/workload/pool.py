@@ -26,6 +26,7 @@ from chaos.topology.base import Topology
 from chaos.workload import clocks
 from chaos.workload.inject import PausePoint, Written
 from chaos.workload.worker import (
+    GO,
     UNUSABLE_LOCK_EXIT,
     Worker,
     WorkerSpec,
@@ -37,6 +38,7 @@ _ctx = mp.get_context("fork")  # milliseconds per worker, against ~0.3 s for spa
 MONITOR_TICK_S = 0.05
 WRITTEN_WAIT_S = 0.2  # for the monitor to read a fresh holder's "wrote" report
 STOP_GRACE_S = 5.0
+READY_TIMEOUT_S = 60.0  # for every client's lock to be ready; a later one joins the run late
 
 
 @dataclass
@@ -85,7 +87,7 @@ class WorkerPool:
         self.history = history
         self.seed = seed
         self.replace_crashed = replace_crashed
-        self.deadline_ns = h.now() + int(config.duration_s * 1e9)
+        self.deadline_ns: int | None = None  # monotonic; set when the run begins (``start``)
         self.workers: dict[str, WorkerHandle] = {}
         self._resumes: list[_Due] = []
         self._lock = threading.RLock()
@@ -97,8 +99,16 @@ class WorkerPool:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        for cid in self._client_ids:
-            self._spawn(cid, incarnation=0)
+        """Spawn every client, wait until each has its lock ready, then begin the run: its
+        ``duration_s`` counts from then, and each client is told its deadline. Starting a lock
+        is not testing it — a JVM driver takes seconds to start on a busy machine, which a
+        short run would otherwise spend before its first acquire (and a fault schedule drawn
+        for the run would fire at no one)."""
+        handles = [self._spawn(cid, incarnation=0) for cid in self._client_ids]
+        _await_ready(handles, READY_TIMEOUT_S)
+        self.deadline_ns = h.now() + int(self.config.duration_s * 1e9)
+        for w in handles:
+            self._send(w.spec.client_id, (GO, self.deadline_ns))
         self._monitor.start()
 
     def _spawn(self, cid: str, incarnation: int) -> WorkerHandle:
@@ -300,7 +310,9 @@ class WorkerPool:
             )
         if w.process.exitcode == UNUSABLE_LOCK_EXIT:
             return  # it said why in the history; a fresh process would fail the same way
-        if self.replace_crashed and not self._stopping.is_set() and h.now() < self.deadline_ns:
+        deadline = self.deadline_ns  # None: the run has not begun, nothing to replace it for
+        running = deadline is not None and h.now() < deadline
+        if self.replace_crashed and not self._stopping.is_set() and running:
             self._spawn(w.spec.client_id, w.spec.incarnation + 1)
 
     def _until_next_resume(self) -> float:
@@ -329,3 +341,21 @@ class WorkerPool:
     @property
     def completed(self) -> int:
         return sum(w.completed for w in self.workers.values())
+
+
+def _await_ready(handles: list[WorkerHandle], timeout_s: float) -> None:
+    """Until each worker said its lock is ready (``READY``) or died (its death is the
+    monitor's to record), at most ``timeout_s``."""
+    end = time.monotonic() + timeout_s
+    waiting: dict[Any, WorkerHandle] = {}
+    for w in handles:
+        waiting[w.control] = waiting[w.process.sentinel] = w
+    while waiting and time.monotonic() < end:
+        for ready in wait(list(waiting), timeout=max(0.0, end - time.monotonic())):
+            answered = waiting.get(ready)
+            if answered is None:  # its pipe and its death both woke us: already done with it
+                continue
+            if ready is answered.control:
+                with contextlib.suppress(EOFError, OSError):
+                    answered.control.recv()  # READY: nothing else comes before the run begins
+            waiting = {key: w for key, w in waiting.items() if w is not answered}

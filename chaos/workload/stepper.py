@@ -15,6 +15,7 @@ import time
 from multiprocessing.connection import wait
 from typing import Any
 
+from chaos import history as h
 from chaos.locks.contract import Lease
 from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
@@ -107,7 +108,9 @@ class StepperPool(WorkerPool):
         self.in_flight: dict[str, str] = {}  # client -> the op stopped at its pause point
 
     def start(self) -> None:
-        """Spawn the clients; no monitor thread (every reply is read by ``step``)."""
+        """Spawn the clients, the run begun at once (a step waits for its client, not a client
+        for the others); no monitor thread (every reply is read by ``step``)."""
+        self.deadline_ns = h.now() + int(self.config.duration_s * 1e9)
         for cid in self._client_ids:
             self._spawn(cid, incarnation=0)
 

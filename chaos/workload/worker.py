@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
@@ -49,6 +49,10 @@ from chaos.workload.resource import Resource, StaleToken
 SHARED_SHARE = 0.75  # of the acquires of a lock with both modes: 3 reads to 1 write
 MAX_PERMITS = 2  # a semaphore's acquire asks 1 to this many permits (at most its capacity)
 UNUSABLE_LOCK_EXIT = 3  # the lock could not start in this client: the pool does not replace it
+# The start of a run: each client says READY once its lock is, the pool answers GO with the
+# run's deadline once every client did (``WorkerPool.start``, which waits 60 s at most).
+READY, GO = "ready", "go"
+GO_TIMEOUT_S = 120.0
 _INDETERMINATE = object()
 _STALE = object()
 
@@ -104,7 +108,10 @@ class WorkerSpec:
     config: WorkloadConfig
     history_path: str
     seed: int
-    deadline_ns: int  # monotonic
+    # Monotonic. None: the run has not begun; the worker says READY once its lock is, and
+    # waits for the pool's GO with the deadline (``WorkerPool.start``). A client that replaces
+    # a crashed one is spawned with the run's deadline and starts at once.
+    deadline_ns: int | None
 
 
 class Worker:
@@ -393,12 +400,15 @@ class Worker:
     # -- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
+        deadline_ns = self.spec.deadline_ns
+        if deadline_ns is None:  # worker_main waits for the pool's GO first
+            raise RuntimeError("a worker runs once its run has begun: its spec has no deadline")
         listener = threading.Thread(target=self._listen, name="control", daemon=True)
         listener.start()
         completed = 0
         asked: dict[str, Any] | None = None
         for i in range(self.config.max_ops):
-            if self.stopping.is_set() or h.now() >= self.spec.deadline_ns:
+            if self.stopping.is_set() or h.now() >= deadline_ns:
                 break
             # A client keeps asking for what it drew until it is granted: a writer refused
             # while readers hold still wants to write.
@@ -440,9 +450,34 @@ def worker_main(
         # from every replacement; the pool does not replace this client.
         _record_start_failure(spec, h.LOCK_UNUSABLE, exc)
         os._exit(UNUSABLE_LOCK_EXIT)
+    if spec.deadline_ns is None:
+        deadline_ns = _wait_for_go(control)
+        if deadline_ns is None:  # stopped (or the pool gone) before the run began
+            control.send(("done", 0))
+            os._exit(0)
+        worker.spec = replace(spec, deadline_ns=deadline_ns)
     completed = worker.run()
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent
+
+
+def _wait_for_go(control: Connection) -> int | None:
+    """Say READY and wait (at most ``GO_TIMEOUT_S``) for the pool's GO: the run's deadline.
+    None when told to stop first, or when the pool is gone."""
+    control.send((READY,))
+    end = time.monotonic() + GO_TIMEOUT_S
+    while time.monotonic() < end:
+        if not control.poll(min(1.0, max(0.0, end - time.monotonic()))):
+            continue
+        try:
+            kind, *args = control.recv()
+        except EOFError:
+            return None
+        if kind == GO:
+            return int(args[0])
+        if kind == "stop":
+            return None
+    return None
 
 
 def _error(exc: BaseException) -> str:

@@ -145,9 +145,9 @@ def test_the_full_image_runs_a_java_a_node_and_a_go_driver_with_no_set_up(tmp_pa
     for lock in DRIVER_LOCKS:
         project = tmp_path / lock
         project.mkdir()
-        # 10 s: three JVMs starting on two cores busy with the rest of the suite took 4 s and
-        # more before their first acquire, and a 5 s run once saw one lock cycle (inconclusive).
-        argv = _docker_run(project, "run", "--lock", lock, "--duration", "10", "--ttl-ms",
+        # 6 s of locking: the run begins once the three clients' drivers are ready (JVMs on
+        # two cores busy with the rest of the suite took 4 s and more to start).
+        argv = _docker_run(project, "run", "--lock", lock, "--duration", "6", "--ttl-ms",
                            "1000", "--clients", "3", image=FULL_IMAGE)  # fmt: skip
         done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         output = done.stdout + done.stderr
