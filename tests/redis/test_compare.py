@@ -131,7 +131,7 @@ def test_two_jobs_run_the_shards_at_once_and_merge_them(
         ("lua", "slow-work"), ("lua", "latency"),
     ]
     assert all(cell.status == "done" for cell in matrix.cells) and matrix.shard is None
-    assert matrix.wall_s <= wall_s  # the whole's time, not the shards' sum
+    assert matrix.wall_s <= wall_s + 0.05  # the whole's time (to a tenth), not the shards' sum
     assert JUnitXml.fromfile(str(merged / "junit.xml")).tests == 4
     assert (merged / "index.html").is_file()
     shown = capsys.readouterr()

@@ -123,9 +123,11 @@ def test_an_exploration_of_a_lock_that_holds_exits_0(
 
 @pytest.fixture(scope="module")
 def del_release(tmp_path_factory: pytest.TempPathFactory) -> ExploreResult:
-    """``explore --lock del-release`` with the defaults (seed 1), once for this module."""
+    """``explore --lock del-release`` (seed 1), once for this module. A 200 ms TTL: at 100 ms
+    a step held up on a loaded machine let leases run out on their own, and the program found,
+    shrunk and replayed was one of timing (7-10 steps, or a replay that passed)."""
     out = tmp_path_factory.mktemp("explore")
-    return explore(Campaign(lock="del-release", ttl_ms=100, clients=2, seed=1), out=out)
+    return explore(Campaign(lock="del-release", ttl_ms=200, clients=2, seed=1), out=out)
 
 
 def test_explore_finds_a_releases_b_and_shrinks_it(del_release: ExploreResult) -> None:
