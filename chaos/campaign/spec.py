@@ -207,10 +207,11 @@ class Campaign(msgspec.Struct, frozen=True):
 
     def _check_capacity(self) -> None:
         """``UsageError`` (one line) for ``--capacity`` on a lock that has no permits to count:
-        a mutex (1, always), or a lock whose shared holds are unbounded (a read-write lock)."""
+        a mutex (1, always), or a lock whose shared holds are unbounded (a read-write lock);
+        and for a user's declaration of what its lock grants that makes no sense."""
+        info = locks.info(self.lock)
         if self.capacity is None:
             return
-        info = locks.info(self.lock)
         own = 1 if info is None else info.capacity
         if own is None:
             raise UsageError(f"lock {self.lock!r} grants shared holds without a limit: "
@@ -241,7 +242,8 @@ class Campaign(msgspec.Struct, frozen=True):
 
     def _shape(self) -> dict[str, Any]:
         """What the lock grants, for the workload: its catalog entry's capacity (or the run's
-        ``--capacity``), modes and fairness; a user's ``module:attr`` lock is a mutex."""
+        ``--capacity``), modes and fairness (a user's ``module:attr`` lock, what its factory
+        declares: a mutex if nothing)."""
         info = locks.info(self.lock)
         if info is None:
             return {}

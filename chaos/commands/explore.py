@@ -21,7 +21,7 @@ from chaos.signals import sigterm_unwinds
 
 @campaign_options(
     "lock", "faults", "topology", "nodes", "provider", "provider_config", "server", "clients",
-    "ttl_ms", "seed", "fail_on",
+    "ttl_ms", "seed", "fail_on", "capacity",
     faults=As(help="faults to switch on and off as steps (client pauses always are)"),
     topology=As(help="auto, standalone or sentinel"),
     clients=As(default=2),

@@ -106,9 +106,6 @@ def explore(
         raise UsageError(f"--steps must be between 1 and {MAX_STEPS} (got {steps})")
     check_explorable(campaign.faults)
     campaign.validate()
-    if not campaign.workload().mutex:  # its steps and model are a mutex's: acquire(), one holder
-        raise UsageError(f"explore steps mutexes only; lock {campaign.lock!r} grants shared "
-                         "holds: test it with `lockchaos run`")
     layout = choose_layout(campaign)
     if layout.kind == "cluster":  # reset() puts standalone and Sentinel groups back, not this
         raise UsageError("explore runs on the standalone and sentinel topologies; "
@@ -120,6 +117,7 @@ def explore(
         topology=layout.kind,
         nodes=layout.nodes,
         persistence=layout.persistence,
+        capacity=campaign.workload().capacity,
     )
     select_profile()
     hypothesis_settings = settings(

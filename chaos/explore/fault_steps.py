@@ -25,6 +25,12 @@ STOP_POINTS: dict[str, tuple[dict[str, Any] | None, ...]] = {
     "acquire": (None, None, None, {"command": "*", "nth": 2}),  # between SETNX and EXPIRE
     "release": (None, {"command": "DEL"}),  # get-then-del's window (del-release's only one)
 }
+# Those of a lock that is not a mutex: its acquire counts, then takes permits, as many round
+# trips apart as it likes (Redis in Action's semaphore: TIME, prune, count, add), so it may stop
+# before its 2nd, 3rd or 4th command, half the time.
+SHARED_STOP_POINTS: dict[str, tuple[dict[str, Any] | None, ...]] = {
+    "acquire": (None, None, None, *({"command": "*", "nth": n} for n in (2, 3, 4))),
+}
 BUILT_IN = {
     "client-pause": "waits with a client paused",
     "client-pause-at": "operations that stop at a pause point",

@@ -23,6 +23,7 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.explore.fault_steps import (
     CLIENT_CRASH,
+    SHARED_STOP_POINTS,
     SLEEP_TTLS,
     STOP_POINTS,
     explorable,
@@ -128,6 +129,11 @@ class LockProgram(RuleBasedStateMachine):
             self.kinds.append("fault-off")
         # The client a step goes to, as an index into the model's most telling order.
         self.client_index = mostly(*range(len(self.session.clients)))
+        # A lock that is not a mutex: each acquire also draws its ask (a mutex's draws
+        # nothing more, so its programs are the ones they always were), and may stop at
+        # more points (where a count and its add come apart).
+        self.shared = not self.session.config.mutex
+        self.stop_points = {**STOP_POINTS, **(SHARED_STOP_POINTS if self.shared else {})}
         ex.examples += 1
         self.session.begin(ex.history_path)
 
@@ -138,12 +144,13 @@ class LockProgram(RuleBasedStateMachine):
         kind = data.draw(st.sampled_from(self.kinds))
         if kind in CLIENT_OPS:
             client = model.pick(data.draw(self.client_index), kind)
-            point = data.draw(st.sampled_from(STOP_POINTS.get(kind, (None,))))
-            step = Step(kind, client)
+            point = data.draw(st.sampled_from(self.stop_points.get(kind, (None,))))
+            step = Step(kind, client, **self._ask(data, kind, client))
             if point is not None:  # it stops there, until its next step
                 step = replace(step, ref=model.next_ref(), params={**point, "op": kind})
         elif kind == "contend":
-            step = Step("contend", params={"order": model.contenders()})
+            order = model.contenders()
+            step = Step("contend", params={"order": order}, **self._ask(data, kind, None))
         elif kind == "sleep":
             ttls = data.draw(mostly(*SLEEP_TTLS))
             paused = data.draw(mostly(None, 0))  # a GC pause of the client, meanwhile
@@ -170,6 +177,14 @@ class LockProgram(RuleBasedStateMachine):
             step = Step("fault-off", fault=name, ref=model.open_ref(name))
         self.steps.append(step)
         self.outcomes.append(self.session.run(step))
+
+    def _ask(self, data: st.DataObject, kind: str, client: str | None) -> dict[str, Any]:
+        """The mode and permits an acquire (or each of a contend's) asks of a lock that is not
+        a mutex, drawn in the model's most telling order; nothing for a mutex's."""
+        if not self.shared or kind not in ("acquire", "contend"):
+            return {}
+        mode, permits = data.draw(mostly(*self.session.model.asks(client)))
+        return {"mode": mode, "permits": permits}
 
     # -- the invariant ----------------------------------------------------------------------
 

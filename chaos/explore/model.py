@@ -6,6 +6,10 @@ steps alone. Every step can follow any other — a step that cannot apply is a n
 release by a client that holds nothing, a heal with nothing on) — which is also what lets
 the shrinker delete any step without invalidating the rest of the program.
 
+For a lock that is not a mutex the model also keeps what each asker asked (its mode and
+permits), and orders an acquire's possible asks by how telling they are against the
+capacity (``asks``): the ask a correct lock must refuse if every asker holds what it asked.
+
 A client stopped at a pause point resumes when it is next told to do something: it first
 finishes the operation it was stopped in, then does the new one. "Stopped" is conservative:
 an operation with a pause point leaves its client stopped whether or not the point fired (a
@@ -15,15 +19,21 @@ exactly where the exploration did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chaos.explore.fault_steps import explorable
 from chaos.explore.program import CLIENT_OPS, Step
+from chaos.history import EXCLUSIVE, SHARED
+from chaos.locks.contract import MUTEX_MODES
+
+Ask = tuple[str, int]  # (mode, permits)
 
 
 @dataclass
 class ClientModel:
     stopped: bool = False  # maybe stopped at a pause point: resumes on its next operation
+    ask: Ask | None = None  # what its last acquire asked (a lock that is not a mutex)
 
 
 @dataclass
@@ -33,10 +43,36 @@ class Model:
     askers: list[str] = field(default_factory=list)
     open_faults: dict[str, str] = field(default_factory=dict)  # ref -> fault, not yet healed
     fired: int = 0  # faults fired so far (pause points, pauses, crashes too): the next ref
+    # What the lock grants (the run's capacity, the lock's modes and its most permits per
+    # acquire): a mutex's by default.
+    capacity: int | None = 1
+    modes: tuple[str, ...] = MUTEX_MODES
+    max_permits: int | None = None
 
     @classmethod
-    def of(cls, clients: list[str]) -> Model:
-        return cls({cid: ClientModel() for cid in clients})
+    def of(
+        cls, clients: list[str], capacity: int | None = 1, modes: Sequence[str] = MUTEX_MODES,
+        max_permits: int | None = None,
+    ) -> Model:
+        return cls({cid: ClientModel() for cid in clients}, capacity=capacity,
+                   modes=tuple(modes), max_permits=max_permits)
+
+    def asks(self, cid: str | None = None) -> list[Ask]:
+        """Every (mode, permits) an acquire by ``cid`` may ask, most telling first: against
+        what the other askers asked (held, for all the model knows), the mode that clashes
+        with theirs (exclusive against shared holds, shared against an exclusive one), and
+        the fewest permits that overfill the capacity (when nobody asked: all of them), then
+        the others from one up. One permit is all an exclusive hold, or a shared one of an
+        unbounded lock, asks."""
+        others = [self.clients[c].ask for c in self.askers if c != cid]
+        held = sum(permits for mode, permits in filter(None, others) if mode == SHARED)
+        clash = EXCLUSIVE if held else SHARED if others else None
+        modes = sorted(self.modes, key=lambda mode: mode != clash)
+        most = 1 if self.capacity is None else min(self.capacity,
+                                                   self.max_permits or self.capacity)
+        telling = 1 if self.capacity is None else min(max(self.capacity - held + 1, 1), most)
+        permits = [telling, *(p for p in range(1, most + 1) if p != telling)]
+        return [(mode, p) for mode in modes for p in (permits if mode == SHARED else [1])]
 
     def next_ref(self) -> str:
         return f"f{self.fired + 1}"
@@ -78,6 +114,8 @@ class Model:
                 self.askers.remove(cid)
             if step.kind == "acquire":
                 self.askers.append(cid)
+                self.clients[cid].ask = None if step.mode is None else (
+                    step.mode, step.permits or 1)
             self.clients[cid].stopped = step.stops  # resumed first, maybe stopped again
         elif step.kind == "crash":
             self.clients[step.client or ""] = ClientModel()

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from chaos.history import EXCLUSIVE
+
 CLIENT_OPS = ("acquire", "release", "extend", "write")
 STEP_KINDS = (*CLIENT_OPS, "contend", "sleep", "crash", "fault-on", "fault-off")
 
@@ -29,7 +31,9 @@ class Step:
     operation, the pause point it stops at (``{"command": "DEL", "op": "release"}``), if
     any; for ``contend``, the ``order`` in which the clients ask for the lock, one acquire
     each (as workers that all want it do). A ``sleep`` with a ``client`` pauses that client
-    while it waits. ``nodes`` are node indexes.
+    while it waits. ``nodes`` are node indexes. ``mode`` and ``permits`` are what an
+    ``acquire`` (each acquire of a ``contend``) asks of a lock that is not a mutex; a mutex's
+    acquire asks nothing (None: its steps read and replay as before they existed).
     """
 
     kind: str
@@ -39,6 +43,8 @@ class Step:
     ref: str | None = None
     nodes: tuple[int, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    mode: str | None = None  # acquire, contend: shared or exclusive
+    permits: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in STEP_KINDS:
@@ -54,7 +60,7 @@ class Step:
         c = self.client
         if self.kind in CLIENT_OPS:
             action = {
-                "acquire": "acquires the lock",
+                "acquire": f"acquires {self.asked()}",
                 "release": "releases the lock",
                 "extend": "extends its lease",
                 "write": "updates the resource (read, append, write back)",
@@ -62,7 +68,7 @@ class Step:
             stop = f", stopping {describe_point(self.params)} [{self.ref}]" if self.stops else ""
             return f"{c} {action}{stop}"
         if self.kind == "contend":
-            return f"{', '.join(self.params['order'])} ask for the lock, in that order"
+            return f"{', '.join(self.params['order'])} ask for {self.asked()}, in that order"
         if self.kind == "sleep":
             assert self.ttls is not None
             paused = f" with {c} paused (SIGSTOP, a stop-the-world GC) [{self.ref}]" if c else ""
@@ -72,6 +78,21 @@ class Step:
         if self.kind == "fault-on":
             return f"{self.fault} {self.ref} on {self._target()}{self._params(ttl_ms)}"
         return f"heal {self.ref} ({self.fault})" if self.ref else f"heal the {self.fault}"
+
+    @property
+    def ask(self) -> dict[str, Any] | None:
+        """What the acquire asks of a lock that is not a mutex (``acquire(**ask)``); None: a
+        mutex's ``acquire()``."""
+        return None if self.mode is None else {"mode": self.mode, "permits": self.permits or 1}
+
+    def asked(self) -> str:
+        """``the lock``, ``2 shared permits``, ``the lock exclusively``."""
+        if self.mode is None:
+            return "the lock"
+        if self.mode == EXCLUSIVE:
+            return "the lock exclusively"
+        permits = self.permits or 1
+        return f"{permits} {self.mode} permit{'s' * (permits != 1)}"
 
     def _target(self) -> str:
         nodes = ", ".join(f"n{i}" for i in self.nodes) or "the master"
@@ -106,7 +127,9 @@ def describe_point(point: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Program:
-    """A lock, the topology it runs on, the clients, and the steps."""
+    """A lock, the topology it runs on, the clients, the permits the lock was created with
+    (``--capacity``, or its own; None: unbounded; a mutex's, and a program's written before
+    there were others, 1), and the steps."""
 
     lock: str
     ttl_ms: int
@@ -115,6 +138,7 @@ class Program:
     nodes: int
     persistence: str = "none"
     steps: tuple[Step, ...] = ()
+    capacity: int | None = 1
 
     def with_steps(self, steps: list[Step] | tuple[Step, ...]) -> Program:
         return replace(self, steps=tuple(steps))
@@ -129,7 +153,10 @@ class Program:
         return lines
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "steps": [step.to_json() for step in self.steps]}
+        data = {**asdict(self), "steps": [step.to_json() for step in self.steps]}
+        if self.capacity == 1:  # a mutex's program, as it was written before other locks
+            del data["capacity"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Program:

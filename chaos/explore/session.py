@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -135,7 +136,8 @@ class Session:
         self.seed = seed
         self.clients = [f"c{i}" for i in range(1, shape.clients + 1)]
         self.config = WorkloadConfig(
-            lock=shape.lock, ttl_ms=shape.ttl_ms, work_ms=0.0, duration_s=3600.0
+            lock=shape.lock, ttl_ms=shape.ttl_ms, work_ms=0.0, duration_s=3600.0,
+            **_grants(shape),
         )
         self._env: WorkloadEnv | None = None
         self.can_extend = _can_extend(topology, self.config)
@@ -168,7 +170,8 @@ class Session:
         self._env = WorkloadEnv(self.topology, pool, history, self.config, self.seed)
         self._open: dict[str, _Open] = {}
         self._rng = random.Random(f"targets:{self.seed}")
-        self.model = Model.of(self.clients)
+        config = self.config
+        self.model = Model.of(self.clients, config.capacity, config.modes, config.max_permits)
         self._idle_ttls = 0.0  # waited since the last step that was not a wait
 
     @property
@@ -223,7 +226,10 @@ class Session:
         if step.kind in CLIENT_OPS:
             return self._operate(step)
         if step.kind == "contend":
-            asks = [(cid, self._operate(Step("acquire", cid))) for cid in step.params["order"]]
+            asks = [
+                (cid, self._operate(Step("acquire", cid, mode=step.mode, permits=step.permits)))
+                for cid in step.params["order"]
+            ]
             return "; ".join(f"{cid} {outcome}" for cid, outcome in asks)
         if step.kind == "sleep":
             return self._sleep(step)
@@ -245,7 +251,8 @@ class Session:
         self.model.apply(step)
         self._idle_ttls = 0.0
         failed = self._fire(step) if step.stops else ""  # arm the pause point first
-        return resumed + (f"{failed}; " if failed else "") + self.pool.step(cid, step.kind)
+        outcome = self.pool.step(cid, step.kind, step.ask)
+        return resumed + (f"{failed}; " if failed else "") + outcome
 
     def _sleep(self, step: Step) -> str:
         """Wait (with a client paused, if the step says so) until every lease and key has run
@@ -358,15 +365,27 @@ class Session:
             self._heal(ref)
 
 
+def _grants(shape: Program) -> dict[str, Any]:
+    """What the lock grants, for the clients and the history's start event: the program's
+    capacity, and the modes, fairness and most permits per acquire its ``LockInfo`` declares
+    (none: a mutex's)."""
+    info = locks.info(shape.lock)
+    if info is None:
+        return {}
+    return {"capacity": shape.capacity, "modes": info.modes, "fair": info.fair,
+            "max_permits": info.max_permits}
+
+
 def _can_extend(topology: Topology, config: WorkloadConfig) -> bool:
     """Whether the lock has ``extend``: the catalog says so for a bundled lock, the ``describe``
-    answer for an ``exec:`` driver; a user's ``module:attr`` lock is made once (its
-    connections are not used) and asked."""
+    answer for an ``exec:`` driver; a user's ``module:attr`` lock (whose declaration says only
+    what it grants) is made once (its connections are not used) and asked."""
     info = locks.info(config.lock)
-    if info is not None:
+    if info is not None and not locks.is_module_attr(config.lock):
         return info.extend
     context = build_context(
-        topology.client_view("c1"), lock_name=config.lock_name, ttl_ms=config.ttl_ms
+        topology.client_view("c1"), lock_name=config.lock_name, ttl_ms=config.ttl_ms,
+        capacity=config.capacity,
     )
     try:
         return locks.can_extend(locks.create(config.lock, context))

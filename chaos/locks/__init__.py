@@ -15,6 +15,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol, cast
@@ -29,6 +30,8 @@ from chaos.errors import UsageError
 from chaos.locks.context import build_context
 from chaos.locks.contract import (
     CLIENT_CAPABILITIES,
+    MODES,
+    SHARED,
     ExtendableLockClient,
     Lease,
     LockClient,
@@ -231,15 +234,50 @@ def catalog() -> list[LockInfo]:
 
 def info(name: str) -> LockInfo | None:
     """The catalog entry of a bundled lock; what a user's ``exec:`` driver declares in its
-    ``describe`` answer (None if it gives none); ``None`` for a user's ``module:attr``."""
+    ``describe`` answer (None if it gives none); what a user's ``module:attr`` factory
+    declares in its ``info`` attribute (``contract.grants``; None if it declares nothing: a
+    mutex), checked (``UsageError``, one line, for a bad one)."""
     if name.startswith(drivers.EXEC):
         return drivers.described_info(name)
-    return next((i for i in catalog() if i.name == name), None) if name in BUNDLED else None
+    if name in BUNDLED:
+        return next(i for i in catalog() if i.name == name)
+    declared = getattr(load(name), "info", None)
+    return None if declared is None else _checked(name, declared)
+
+
+def is_module_attr(spec: str) -> bool:
+    """Whether ``spec`` is a user's ``module:attr`` lock (not bundled, not ``exec:``): its
+    declaration says what it grants, never what it can do (a client is asked that)."""
+    return spec not in BUNDLED and not spec.startswith(drivers.EXEC)
+
+
+def _checked(spec: str, declared: object) -> LockInfo:
+    """A user's declaration, named after its ``--lock``; ``UsageError`` (one line) if it does
+    not make sense."""
+    where = f"lock {spec!r}: its factory's info"
+    if not isinstance(declared, LockInfo):
+        raise UsageError(f"{where} is a {type(declared).__name__}, not a LockInfo "
+                         "(declare it with chaos.locks.contract.grants)")
+    modes = declared.modes
+    if not modes or len(set(modes)) < len(modes) or set(modes) - set(MODES):
+        raise UsageError(f"{where} declares modes {list(modes)!r}: one or both of "
+                         f"{', '.join(MODES)}, each once")
+    for field in ("capacity", "max_permits"):
+        value = getattr(declared, field)
+        if value is not None and (type(value) is not int or value < 1):
+            raise UsageError(f"{where} declares {field}={value!r}: a whole number >= 1, "
+                             "or None (unbounded)")
+    if SHARED not in modes and declared.capacity != 1:
+        raise UsageError(f"{where} declares capacity={declared.capacity!r} without shared "
+                         "holds: a lock with exclusive holds only grants one at a time (1)")
+    if not isinstance(declared.fair, bool):
+        raise UsageError(f"{where} declares fair={declared.fair!r}: True or False")
+    return replace(declared, name=spec, target=spec)
 
 
 def check_topology(spec: str, kind: str, nodes: int) -> None:
     """``UsageError`` if lock ``spec`` cannot run on this topology, as its ``info`` says (a
-    user's ``module:attr`` passes)."""
+    user's ``module:attr`` declares no needs: it passes)."""
     entry = info(spec)
     if entry is None:
         return
@@ -269,5 +307,6 @@ __all__ = [
     "check_topology",
     "create",
     "info",
+    "is_module_attr",
     "load",
 ]

@@ -42,7 +42,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import redis
 from redis.cluster import RedisCluster
@@ -266,6 +266,38 @@ def is_mutex(capacity: int | None, modes: Sequence[str]) -> bool:
     return capacity == 1 and tuple(modes) == MUTEX_MODES
 
 
+USER_LOCK = "a user's lock"  # the summary, seed and flaw of what a user's factory declares
+Factory = TypeVar("Factory", bound=Callable[..., Any])
+
+
+def grants(
+    *,
+    capacity: int | None = 1,
+    modes: Sequence[str] = MUTEX_MODES,
+    fair: bool = False,
+    max_permits: int | None = None,
+) -> Callable[[Factory], Factory]:
+    """Declare what a user's ``module:attr`` lock grants, as a bundled lock's ``INFO`` does::
+
+        @grants(capacity=3, modes=(SHARED,))
+        def make(ctx: LockContext) -> MySemaphore: ...
+
+    It sets the factory's ``info`` attribute (a ``LockInfo``; ``chaos.locks.info`` reads it
+    and checks it, one line for a bad one). On the factory rather than as an ``INFO`` in its
+    module because one module may hold several factories (a lock and its broken variants), and
+    the declaration must travel with the very callable ``--lock module:attr`` names. What it
+    can do (``extend``) is still asked of a client: only what it grants is declared."""
+
+    def declare(factory: Factory) -> Factory:
+        factory.info = LockInfo(  # type: ignore[attr-defined]
+            name="", target="", summary=USER_LOCK, seed=USER_LOCK, flaw=USER_LOCK,
+            capacity=capacity, modes=tuple(modes), fair=fair, max_permits=max_permits,
+        )
+        return factory
+
+    return declare
+
+
 __all__ = [
     "CLIENT_CAPABILITIES",
     "EXCLUSIVE",
@@ -287,6 +319,7 @@ __all__ = [
     "LockInfo",
     "PausePoints",
     "RenewalReporter",
+    "grants",
     "ignore_renewal",
     "is_lock_bug",
     "is_mutex",

@@ -16,7 +16,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from chaos import history as h
-from chaos.locks.contract import Lease
+from chaos.locks.contract import SHARED, Lease
 from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
 from chaos.workload.pool import WorkerPool
@@ -37,13 +37,15 @@ class StepError(RuntimeError):
 class StepWorker(Worker):
     """A client process that performs one operation per command and answers with its outcome.
 
-    Commands: ``(op,)`` for an op in ``OPS``, ``("arm", PausePoint)`` (no answer),
+    Commands: ``(op,)`` for an op in ``OPS`` (``("acquire", ask)`` for a lock that is not
+    a mutex: the mode and permits it asks), ``("arm", PausePoint)`` (no answer),
     ``("stop",)``. A point armed for an operation applies to the next operation of that kind
     only: it is disarmed when that operation ends, fired or not (a get-then-del release that
     finds another client's token sends no DEL), so its effect never leaks into a later one.
     """
 
     lease: Lease | None = None
+    shared = False  # the lease is a shared hold: its writes only read (``critical_section``)
 
     def run(self) -> int:
         completed = 0
@@ -57,17 +59,19 @@ class StepWorker(Worker):
             if kind == "arm":
                 injector.arm(args[0])
                 continue
-            outcome = self.step(kind, completed)
+            outcome = self.step(kind, completed, *args)
             _disarm(kind)
             completed += 1
             self.control.send(("done", outcome))
         return completed
 
-    def step(self, op: str, number: int) -> str:
-        """Perform ``op`` (the client's ``number``-th step) and say how it ended."""
+    def step(self, op: str, number: int, ask: dict[str, Any] | None = None) -> str:
+        """Perform ``op`` (the client's ``number``-th step; an acquire asking ``ask`` of a
+        lock that is not a mutex) and say how it ended."""
         if op == "acquire":  # a holder asking again keeps its lease if refused
-            lease = self.acquire()
-            self.lease = lease or self.lease
+            lease = self.acquire(asked=ask)
+            if lease:
+                self.lease, self.shared = lease, ask is not None and ask["mode"] == SHARED
             return "granted" if lease else "refused"
         if self.lease is None:
             return NOT_HOLDING
@@ -84,7 +88,7 @@ class StepWorker(Worker):
             return "extended" if self.lease is not before else "not extended"
         if op == "write":
             op_id = f"{self.cid}:{self.spec.incarnation}:{number}"
-            self.lease = self.critical_section(self.lease, op_id)
+            self.lease = self.critical_section(self.lease, op_id, self.shared)
             return "done"
         raise ValueError(f"unknown step {op!r}; expected one of {', '.join(OPS)}")
 
@@ -114,11 +118,13 @@ class StepperPool(WorkerPool):
         for cid in self._client_ids:
             self._spawn(cid, incarnation=0)
 
-    def step(self, cid: str, op: str, timeout_s: float = STEP_TIMEOUT_S) -> str:
-        """Have ``cid`` perform ``op``; its outcome, or ``STOPPED`` if a pause point fired."""
+    def step(self, cid: str, op: str, ask: dict[str, Any] | None = None,
+             timeout_s: float = STEP_TIMEOUT_S) -> str:
+        """Have ``cid`` perform ``op`` (an acquire asking ``ask``, if given); its outcome, or
+        ``STOPPED`` if a pause point fired."""
         if op not in OPS:
             raise ValueError(f"unknown step {op!r}; expected one of {', '.join(OPS)}")
-        self._send(cid, (op,))
+        self._send(cid, (op, ask) if ask else (op,))
         outcome = self._reply(cid, timeout_s)
         if outcome is None:
             self.in_flight[cid] = op

@@ -81,3 +81,42 @@ def test_a_candidate_drops_or_plains_steps_and_renumbers_their_faults() -> None:
         Step("sleep", "c1", ttls=1.5, ref="f1"),
         Step("fault-off", fault="partition"),  # its fault was dropped: it heals nothing
     )
+
+
+def test_an_ask_overfills_what_the_other_askers_may_hold_first() -> None:
+    """A semaphore of 3: with nobody asking, all three permits first (the next ask must be
+    refused); once c1 asked 2, the 2 that overfill; a read-write lock's mode clashes with the
+    other askers' (a write against reads, a read against a write), one permit each."""
+    semaphore = Model.of(["c1", "c2"], capacity=3, modes=("shared",))
+    assert semaphore.asks("c1") == [("shared", 3), ("shared", 1), ("shared", 2)]
+    semaphore.apply(Step("acquire", "c1", mode="shared", permits=2))
+    assert semaphore.asks("c2")[0] == ("shared", 2)
+    assert semaphore.asks("c1")[0] == ("shared", 3)  # its own ask is not counted against it
+    semaphore.apply(Step("release", "c1"))
+    assert semaphore.asks("c2")[0] == ("shared", 3)
+    one = Model.of(["c1", "c2"], capacity=5, modes=("shared",), max_permits=1)
+    assert one.asks() == [("shared", 1)]
+    rw = Model.of(["c1", "c2"], capacity=None, modes=("exclusive", "shared"))
+    rw.apply(Step("acquire", "c1", mode="shared", permits=1))
+    assert rw.asks("c2") == [("exclusive", 1), ("shared", 1)]
+    rw.apply(Step("crash", "c1"))
+    rw.apply(Step("acquire", "c1", mode="exclusive", permits=1))
+    assert rw.asks("c2") == [("shared", 1), ("exclusive", 1)]
+
+
+def test_a_programs_asks_read_as_words_and_survive_json() -> None:
+    shown = Program(lock="lua-semaphore", ttl_ms=100, clients=2, topology="standalone",
+                    nodes=1, capacity=3, steps=(
+                        Step("acquire", "c1", mode="shared", permits=2),
+                        Step("contend", mode="exclusive", permits=1,
+                             params={"order": ["c2", "c1"]}),
+                    ))
+    assert shown.numbered() == [
+        "1. c1 acquires 2 shared permits",
+        "2. c2, c1 ask for the lock exclusively, in that order",
+    ]
+    assert Program.from_json(shown.to_json()) == shown
+    mutex = program(Step("acquire", "c1"))
+    assert "capacity" not in mutex.to_json()  # a mutex's program reads as it always did
+    assert "mode" not in mutex.to_json()["steps"][0]
+    assert Program.from_json(mutex.to_json()).capacity == 1

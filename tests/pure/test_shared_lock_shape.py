@@ -1,6 +1,8 @@
 """A lock beyond the mutex, declared once: its catalog entry's capacity and modes reach the
-workload, ``--capacity`` is refused in one line where it means nothing, and the driver
-protocol carries mode and permits only for a lock that is not a mutex."""
+workload, ``--capacity`` is refused in one line where it means nothing, a user's
+``module:attr`` factory declares what it grants as a bundled lock does (a bad declaration:
+one line), and the driver protocol carries mode and permits only for a lock that is not a
+mutex."""
 
 from __future__ import annotations
 
@@ -15,7 +17,36 @@ from chaos.drivers.adapter import hello
 from chaos.drivers.protocol import Acquire, Described, decode, encode
 from chaos.errors import UsageError
 from chaos.history import EXCLUSIVE, SHARED
-from chaos.locks.contract import LockContext
+from chaos.locks.contract import LockContext, LockInfo, grants
+
+# Factories declared as a user's would be, loaded as `--lock THIS_FILE:name`.
+HERE = __file__
+
+
+@grants(capacity=4, modes=(SHARED,), max_permits=2)
+def user_semaphore(ctx: LockContext) -> object:
+    raise NotImplementedError  # never made: only its declaration is read
+
+
+def undeclared(ctx: LockContext) -> object:
+    raise NotImplementedError
+
+
+def _declared(**fields: object) -> object:
+    def factory(ctx: LockContext) -> object:
+        raise NotImplementedError
+    factory.info = fields.pop("info", None) or LockInfo(  # type: ignore[attr-defined]
+        name="", target="", summary="", seed="", flaw="", **fields)  # type: ignore[arg-type]
+    return factory
+
+
+not_an_info = _declared(info={"capacity": 3})
+no_modes = _declared(modes=())
+unknown_mode = _declared(modes=("shared", "upgradable"))
+zero_capacity = _declared(capacity=0, modes=(SHARED,))
+bool_permits = _declared(max_permits=True, modes=(SHARED,))
+exclusive_pool = _declared(capacity=3)
+fair_maybe = _declared(modes=(SHARED,), capacity=2, fair="yes")
 
 
 def test_the_catalog_declares_the_reference_locks_and_every_mutex_stays_one() -> None:
@@ -72,3 +103,30 @@ def test_hello_carries_the_runs_permits_only_when_they_are_not_one() -> None:
 
     assert "capacity" not in sent(1)  # a mutex's hello, as it always was
     assert sent(3)["capacity"] == 3 and sent(None)["capacity"] is None
+
+
+def test_a_users_factory_declares_what_it_grants_as_a_bundled_lock_does() -> None:
+    spec = f"{HERE}:user_semaphore"
+    info = locks.info(spec)
+    assert info is not None and (info.name, info.capacity, info.modes, info.max_permits) == (
+        spec, 4, (SHARED,), 2)
+    workload = Campaign(spec).workload()
+    assert (workload.capacity, workload.modes, workload.max_permits) == (4, (SHARED,), 2)
+    assert Campaign(spec, capacity=6).workload().capacity == 6  # --capacity, as for a bundled
+    assert locks.info(f"{HERE}:undeclared") is None  # a mutex, as before
+    assert Campaign(f"{HERE}:undeclared").workload().mutex
+
+
+@pytest.mark.parametrize(("attr", "says"), [
+    ("not_an_info", "its factory's info is a dict, not a LockInfo"),
+    ("no_modes", "declares modes []"),
+    ("unknown_mode", "declares modes ['shared', 'upgradable']"),
+    ("zero_capacity", "declares capacity=0"),
+    ("bool_permits", "declares max_permits=True"),
+    ("exclusive_pool", "declares capacity=3 without shared holds"),
+    ("fair_maybe", "declares fair='yes'"),
+])
+def test_a_bad_declaration_is_one_line(attr: str, says: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        Campaign(f"{HERE}:{attr}").validate()
+    assert says in str(refused.value) and "\n" not in str(refused.value)

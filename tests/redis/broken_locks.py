@@ -15,10 +15,12 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``racy_semaphore`` — ``lua-semaphore`` whose acquire counts the permits in one round trip
   (prune, ``ZCARD``) and adds its own in another (``ZADD``): two clients that both counted
   room for themselves both add, and the semaphore grants more permits than it has (the
-  checker's capacity rule must call it hard);
+  checker's capacity rule must call it hard); it declares what it grants (``grants``: 3
+  shared permits, as ``lua-semaphore``), so ``run`` and ``explore`` treat it as one;
 * ``leaky_semaphore`` — ``lua-semaphore`` whose permits never expire (scored ``+inf``, as a
   semaphore without timeouts keeps them): a holder that crashes keeps its permits for ever,
-  and the others make do with fewer (the checker must call it leaked permits).
+  and the others make do with fewer (the checker must call it leaked permits); declared as
+  ``racy_semaphore`` is.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ import importlib
 from dataclasses import replace
 from typing import cast
 
-from chaos.locks.contract import SHARED, Lease, LockContext
+from chaos.locks.contract import SHARED, Lease, LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
-from chaos.locks.lua_semaphore import LuaSemaphore
+from chaos.locks.lua_semaphore import DEFAULT_CAPACITY, LuaSemaphore
 from chaos.locks.scripts import Lua
 from chaos.locks.watchdog import Watchdog, WatchdogLock
 
@@ -115,6 +117,7 @@ class _RacySemaphore(LuaSemaphore):
         return Lease(token=token, validity_ms=self.ttl_ms, state=permits)
 
 
+@grants(capacity=DEFAULT_CAPACITY, modes=(SHARED,))  # what lua-semaphore declares
 def racy_semaphore(ctx: LockContext) -> _RacySemaphore:
     return _RacySemaphore(ctx)
 
@@ -139,5 +142,6 @@ class _LeakySemaphore(LuaSemaphore):
         return lease  # nothing expires
 
 
+@grants(capacity=DEFAULT_CAPACITY, modes=(SHARED,))
 def leaky_semaphore(ctx: LockContext) -> _LeakySemaphore:
     return _LeakySemaphore(ctx)

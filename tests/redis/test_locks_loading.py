@@ -169,7 +169,7 @@ def test_check_topology_refuses_redlock_where_it_cannot_run() -> None:
         check_topology("redlock", "standalone", 1)
     check_topology("redlock", "standalone", 5)
     check_topology("lua", "sentinel", 3)
-    check_topology("mypkg.locks:make_lock", "sentinel", 3)
+    check_topology("my_lock:make_lock", "sentinel", 3)  # a user's lock declares no needs
 
 
 def test_facade_exports_the_contract() -> None:

@@ -1,10 +1,11 @@
 """The pytest plugin's fixtures against real processes: the clients and checker fixtures catch
-a broken lock, the Toxiproxy fixture cuts, delays and heals one client's links. (Its option
-and marker: tests/pure/test_pytest_plugin.py.)"""
+a broken lock (a user's semaphore too, run as it declares), the Toxiproxy fixture cuts, delays
+and heals one client's links. (Its option and marker: tests/pure/test_pytest_plugin.py.)"""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -32,6 +33,27 @@ def test_the_clients_and_checker_fixtures_catch_a_broken_lock(pytester: pytest.P
                                 "del-release")  # in-process, as tests/pure/test_pytest_plugin.py
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lockchaos verdict hard (failing on hard); history *", "*•*"])
+
+
+RACY = f"{Path(__file__).resolve().parent / 'broken_locks.py'}:racy_semaphore"
+
+
+def test_a_users_semaphore_runs_as_its_declaration_says(pytester: pytest.Pytester) -> None:
+    """``racy_semaphore`` declares 3 shared permits (``grants``): the marker's ``capacity``
+    applies to it as to a bundled semaphore, and the checker counts its permits."""
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.lockchaos(lock={RACY!r}, capacity=2)
+        def test_it(lockchaos_clients, lockchaos_checker):
+            result = lockchaos_clients(clients=10, duration_s=3, ttl_ms=500, work_ms=30)
+            lockchaos_checker.assert_passes(result)
+        """
+    )
+    result = pytester.runpytest("-W", "ignore::pytest.PytestAssertRewriteWarning")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lockchaos verdict hard*", "*of a 2-permit semaphore*"])
 
 
 def _proxied(topo: Topology, client: str) -> redis.Redis:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from chaos.campaign import Campaign
 from chaos.checker import check_file
 from chaos.history import EXCLUSIVE, SHARED
 from chaos.locks import build_context, lua_semaphore, rwlock
@@ -17,7 +18,7 @@ from chaos.locks.contract import LockContext
 from chaos.nemesis import ScheduledNemesis, generate
 from chaos.nemesis.schedule import Schedule
 from chaos.topology import LocalTopology
-from chaos.workload import WorkloadConfig, run_workload
+from chaos.workload import run_workload
 
 LEAK = re.compile(r"^liveness: from .* the live holders took at most [4-7] of the 8 permits, "
                   r"yet \d+ acquires that fitted in the rest failed: permits leaked, held by no "
@@ -30,8 +31,10 @@ def test_a_semaphore_that_counts_then_adds_grants_too_many_permits(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="broken_locks:racy_semaphore", ttl_ms=500, work_ms=30,
-                            duration_s=4, capacity=2, modes=(SHARED,))
+    # What it grants comes from its own declaration (``grants``), the permits from the run.
+    config = Campaign("broken_locks:racy_semaphore", ttl_ms=500, work_ms=30, duration_s=4,
+                      capacity=2, extend_during_work=False).workload()
+    assert (config.capacity, config.modes) == (2, (SHARED,))
     run_workload(single, config, path, clients=10, seed=1)
     verdict = check_file(path)
     excesses = [v for v in verdict.violations
@@ -48,8 +51,8 @@ def test_a_semaphore_whose_permits_never_expire_leaks_them_when_holders_crash(
     """Two holders killed (SIGKILL) leak at most 4 of the 8 permits: the others go on with
     fewer, and the checker names what leaked."""
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="broken_locks:leaky_semaphore", ttl_ms=200, work_ms=50,
-                            duration_s=5, capacity=8, modes=(SHARED,))
+    config = Campaign("broken_locks:leaky_semaphore", ttl_ms=200, work_ms=50, duration_s=5,
+                      capacity=8, extend_during_work=False).workload()
     drawn = generate([("client-crash", {})], seed=1, duration_s=5, ttl_ms=200)
     kills = tuple(event for event in drawn.events if "command" not in event.params)[:2]
     run_workload(single, config, path, clients=5, seed=1,
