@@ -98,8 +98,11 @@ class _Server:
             return bool(conn.ping())
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        self._check_alive()
-        wait_until(self.ping, f"{self.name} to answer PING", timeout_s)
+        def answers() -> bool:
+            self._check_alive()  # a server that exited says why at once, not in 15 s
+            return self.ping()
+
+        wait_until(answers, f"{self.name} to answer PING", timeout_s)
 
     def _check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:

@@ -1,20 +1,64 @@
-"""Free TCP ports on 127.0.0.1, chosen by the kernel."""
+"""Free TCP ports on 127.0.0.1 for the servers a topology starts, below the kernel's
+ephemeral range.
+
+A port is chosen here, released, and bound a moment later by the server it is for. In that
+moment any outgoing connection on the machine may be given the same port as its source port
+if it lies in the ephemeral range (``net.ipv4.ip_local_port_range``), where ``bind(0)``
+would pick it: with two test workers' clients connecting all the time, a Redis node once found
+its port taken and the topology never started. Below that range only another server can take
+it, and those are chosen at random over thousands of ports.
+"""
 
 from __future__ import annotations
 
+import random
 import socket
 from contextlib import ExitStack
+from pathlib import Path
+
+LOWEST = 10_000  # ports below are the well-known and registered services' more often
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+ATTEMPTS_PER_PORT = 50  # random tries for each port before taking one the kernel picks
+# The OS's randomness, not ``random``'s: Hypothesis seeds that one the same way in every process
+# that explores, and two such processes would then try the same ports in the same order.
+_pick = random.SystemRandom()
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports that were free a moment ago.
-
-    All sockets are held open together so the kernel cannot hand out the same port twice.
-    """
+    """``count`` distinct ports that were free a moment ago, outside the ephemeral range when
+    it leaves room (else the kernel's choice). All sockets are held open together so no port
+    is handed out twice."""
+    low = _ephemeral_low()
     with ExitStack() as stack:
-        ports = []
+        ports: list[int] = []
         for _ in range(count):
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            ports.append(sock.getsockname()[1])
+            ports.append(_bind_below(sock, low) or _bind_any(sock))
         return ports
+
+
+def _bind_below(sock: socket.socket, low: int) -> int | None:
+    """Bind ``sock`` to a random free port in ``[LOWEST, low)``; None if none was found."""
+    if low - LOWEST < 1_000:
+        return None
+    for _ in range(ATTEMPTS_PER_PORT):
+        port = _pick.randrange(LOWEST, low)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return port
+    return None
+
+
+def _bind_any(sock: socket.socket) -> int:
+    sock.bind(("127.0.0.1", 0))
+    return int(sock.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    """The lowest port of the kernel's ephemeral range (32768, Linux's default, if unknown)."""
+    try:
+        return int(EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
