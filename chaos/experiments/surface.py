@@ -94,7 +94,9 @@ def learn(history: Path, nodes: int | None) -> Learned:
     seen = tally(history)
     declared = Declared(
         extend=timeline.can_extend,
-        renews=timeline.params.get("renews") is True,
+        # Declared (a bundled lock's INFO), or seen: a user's lock declares nothing, and its
+        # watchdog's renewals in the warm-up are what says it renews.
+        renews=timeline.params.get("renews") is True or bool(timeline.renewals_sent),
         reentrant=seen.nested_grants > 0,
         fencing=seen.fenced_grants > 0,
         nodes=nodes,

@@ -12,10 +12,11 @@ from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import (
     CAMPAIGN_SHARE,
+    EARLY_CAPABILITY_STEPS,
     EXPLORE_CLIENTS,
     EXTEND_WORK_TTLS,
-    MIN_CAPABILITY_STEPS,
     MUST_SURVIVE,
+    NEST_WORK_TTLS,
     AuditPlan,
     capability_steps,
     cell_seconds,
@@ -85,23 +86,41 @@ def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lo
     plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=60)
     steps, _ = plan_steps(plan, learned(extend=True, reentrant=True))
     singles = len(single_steps(plan, learned(extend=True, reentrant=True)))
-    capabilities = steps[singles:singles + MIN_CAPABILITY_STEPS]
+    # The first capability campaigns run before the singles (right after the warm-up), the
+    # next ones after them.
+    capabilities = [*steps[:EARLY_CAPABILITY_STEPS],
+                    *steps[EARLY_CAPABILITY_STEPS + singles:][:1]]
     assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
-        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, None, 2),
-        (True, EXTEND_WORK_TTLS[1] * 200, 1),
+        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, NEST_WORK_TTLS * 200, 2),
+        (True, EXTEND_WORK_TTLS[0] * 200, 1),
     ]
-    # First a pause right before the extend's command, in long work: a fault that stays on
-    # outlasts the lease, then the holder extends again; nested next.
+    # First the faults that stop the holder a while, in long work (the aimed pause first:
+    # right before the extend's command): the holder outlives its lease, then extends again;
+    # nested next.
     assert capabilities[0].name == \
-        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 800 ms)"
-    assert capabilities[1].name == "client-pause (nested)"
-    assert capabilities[2].name == "client-crash:command=EVAL:op=extend:nth=1 (extending, " \
-        "work 50 ms)"
+        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1600 ms)"
+    assert capabilities[1].name == "client-pause (nested, work 100 ms)"
+    assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1600 ms)"
     every = capability_steps(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
-    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested)"
+    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested, work 100 ms)"
+    assert {s.work_ms for s in every if s.extend} == {w * 200 for w in EXTEND_WORK_TTLS}
     nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
     assert not any(step.extend or step.nest_depth > 1 for step in nothing)
+
+
+def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
+    """Its watchdog extends while the holder works long: the campaigns that stop the holder
+    past its lease run first, the holder not extending itself (it has no extend)."""
+    renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
+                     Declared(extend=False, renews=True, reentrant=False, fencing=False,
+                              nodes=1))
+    steps, _ = plan_steps(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
+    assert [s.name for s in steps[:EARLY_CAPABILITY_STEPS]] == [
+        "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1600 ms)",
+        "client-pause:duration_ms=250 (work 1600 ms)",
+    ]
+    assert not any(step.extend for step in steps)
 
 
 @pytest.mark.parametrize(
