@@ -62,6 +62,7 @@ from chaos.experiments.execute import Outcome, run_campaign
 from chaos.experiments.surface import (
     WARM_UP_NEST_DEPTH,
     WARM_UP_S,
+    WARM_UP_WORK_TTLS,
     Learned,
     Tally,
     learn,
@@ -197,10 +198,12 @@ class AuditPlan:
 
     def warm_up_campaign(self) -> Campaign:
         """The warm-up (``chaos.experiments.surface``): no fault, ``WARM_UP_S`` long, holders
-        extending and acquiring again while they hold; it stops only at a hard violation (a
-        lock that refuses its own holder is not reentrant: that is what it asks)."""
+        extending and acquiring again while they hold, working ``WARM_UP_WORK_TTLS``; it
+        stops only at a hard violation (a lock that refuses its own holder is not
+        reentrant: that is what it asks)."""
         warm = self.campaign([], seed=self.base.seed, extend=True, duration_s=WARM_UP_S,
-                             nest_depth=WARM_UP_NEST_DEPTH)
+                             nest_depth=WARM_UP_NEST_DEPTH,
+                             work_ms=WARM_UP_WORK_TTLS * self.base.ttl_ms)
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
