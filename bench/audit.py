@@ -45,19 +45,21 @@ def extra_faults(cell: Cell) -> str:
     return ",".join(extra)
 
 
-def audits(lock: str, faults: str, seeds: int, budget_s: float) -> list[AuditResult]:
-    """One audit of ``lock`` per seed 1…``seeds``, one after the other."""
+def audits(lock: str, faults: str, seeds: int,
+           budget_s: float) -> list[tuple[AuditResult, list[str]]]:
+    """One audit of ``lock`` per seed 1…``seeds``, one after the other, each with what it
+    did not exercise (read from its runs' histories before they are deleted)."""
     results = []
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as out:
-            results.append(run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s, faults),
-                                     Path(out)))
+            result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s, faults), Path(out))
+            results.append((result, unexercised(result)))
     return results
 
 
 def detection(lock: str, faults: str, seeds: int, budget_s: float) -> dict[str, object]:
     """How often the audits of a lock that must break found a hard violation, how fast."""
-    results = audits(lock, faults, seeds, budget_s)
+    results = [result for result, _ in audits(lock, faults, seeds, budget_s)]
     firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
         "lock": lock,
@@ -92,8 +94,8 @@ def unexercised(result: AuditResult) -> list[str]:
 def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
     """How often the audits of a lock that must survive passed, each with everything it
     asked for exercised."""
-    results = audits(lock, "", seeds, budget_s)
-    missing = [unexercised(r) for r in results]
+    audited = audits(lock, "", seeds, budget_s)
+    results, missing = [r for r, _ in audited], [m for _, m in audited]
     return {
         "lock": lock,
         "seeds": seeds,

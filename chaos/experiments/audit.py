@@ -27,8 +27,8 @@ violation: nothing can make the verdict worse, and a CI gate wants the answer fa
 reports per capability what its campaigns exercised (``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
-every phase; left unset, the campaigns run the campaign's defaults and explore its own (two
-clients, a short TTL).
+every phase; left unset, the campaigns run the campaign's defaults, the warm-up its own work
+(``WARM_UP_WORK_TTLS``) and explore its own clients and TTL (two, a short one).
 """
 
 from __future__ import annotations

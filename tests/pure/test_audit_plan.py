@@ -24,7 +24,7 @@ from chaos.experiments.audit import (
     replay_command,
     single_steps,
 )
-from chaos.experiments.surface import Learned
+from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.report.audit_page import Declared
 
@@ -177,16 +177,18 @@ def test_clients_ttl_and_work_reach_every_campaign_and_the_replay(
     assert given == {"--lock": "lua", "--clients": "3", "--ttl-ms": "400",
                      "--work-ms": "300.0", "--budget": "30"}
     assert parse_audit(replayed[2:], monkeypatch) == plan
-    # Given even at its default, a value holds in explore too.
+    # Given even at its default, a value holds in explore too (the work, not given, is the
+    # warm-up's own: a TTL).
     at_default = parse_audit(["--lock", "lua", "--clients", "5", "--ttl-ms", "200"], monkeypatch)
-    assert _deployments(at_default) == {(5, 200, None)}
+    assert _deployments(at_default) == {(5, 200, None), (5, 200, WARM_UP_WORK_TTLS * 200)}
     assert parse_audit(shlex.split(replay_command(at_default))[2:], monkeypatch) == at_default
 
 
 def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = parse_audit(["--lock", "lua"], monkeypatch)
     assert plan == AuditPlan(Campaign("lua"))
-    assert _deployments(plan) == {(5, 200, None), (EXPLORE_CLIENTS, EXPLORE_TTL_MS, None)}
+    assert _deployments(plan) == {(5, 200, None), (EXPLORE_CLIENTS, EXPLORE_TTL_MS, None),
+                                  (5, 200, WARM_UP_WORK_TTLS * 200)}
     replayed = replay_command(plan)
     assert not {"--clients", "--ttl-ms", "--work-ms"} & set(shlex.split(replayed))
     assert parse_audit(shlex.split(replayed)[2:], monkeypatch) == plan
