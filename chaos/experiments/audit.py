@@ -37,7 +37,7 @@ import random
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations, zip_longest
 from pathlib import Path
 from typing import Any
@@ -208,7 +208,8 @@ class AuditPlan:
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
         """The campaign of the ``index``-th step: its own seed, ``cell_s`` long."""
-        return self.campaign(step.faults, seed=self.base.seed + index, extend=step.extend,
+        offset = index if step.seed_offset is None else step.seed_offset
+        return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
                              duration_s=cell_s, nest_depth=step.nest_depth, work_ms=step.work_ms)
 
     def explore_campaigns(self) -> list[Campaign]:
@@ -248,6 +249,10 @@ class Step:
     extend: bool = False
     work_ms: float | None = None
     nest_depth: int = 1
+    # Its seed, from the base's: its place among singles, capabilities, pairs — not its place
+    # in the run order, so that running some capability campaigns first leaves every other
+    # campaign's seed (and schedule) as it was. None: its index.
+    seed_offset: int | None = None
 
     @property
     def name(self) -> str:
@@ -361,6 +366,11 @@ def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
     always = len(singles) + min(len(capabilities), MIN_CAPABILITY_STEPS)
     cell_s = cell_seconds(plan, always)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
+    seeded = [replace(step, seed_offset=i) for i, step in
+              enumerate([*singles, *capabilities, *pairs])]
+    singles, capabilities, pairs = (seeded[:len(singles)],
+                                    seeded[len(singles):len(singles) + len(capabilities)],
+                                    seeded[len(singles) + len(capabilities):])
     early, late = capabilities[:EARLY_CAPABILITY_STEPS], capabilities[EARLY_CAPABILITY_STEPS:]
     return [*early, *singles, *late, *pairs][: max(fit, always)], cell_s
 
