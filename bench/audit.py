@@ -1,12 +1,20 @@
-"""``lockchaos audit`` over every bundled lock the truth table says breaks (a "hard" cell):
-how often the audit finds it, and how fast.
+"""``lockchaos audit`` over locks that must break and locks that must survive: how often the
+audit finds each broken one, and how fast; how often each sound one passes with every fault
+and capability it asked for exercised (no false hard).
 
-Each hard cell's lock is audited with the default faults plus, as ``--faults +name``, the
-cell's own faults that are not among them (``failover``, ``crash-restart``… are assumed away
-by default: an algorithm claims to survive them or not). Targets: detected 10/10 for each,
-median time to the first hard violation ≤ 20 s, within a 60 s budget, on 2 cores.
+By default, every bundled lock the truth table says breaks (a "hard" cell), audited with the
+default faults plus, as ``--faults +name``, the cell's own faults that are not among them
+(``failover``, ``crash-restart``… are assumed away by default: an algorithm claims to survive
+them or not). ``--broken`` audits instead locks that are not cells (``module:attr``, e.g.
+``broken_locks:extend_ignores_owner`` from tests/redis, which is put on ``sys.path``) with the
+default faults; ``--survive`` audits locks that must pass. Targets: a broken lock detected
+10/10, median time to the first hard violation ≤ 20 s, within a 60 s budget, on 2 cores; a
+surviving one passes 10/10 (exit status 0: no violation at or above ``fail_on``, not
+inconclusive) with every tested fault effective and every capability it has exercised.
 
     python bench/audit.py [--seeds 10] [--budget 60] [--cells redlock]
+    python bench/audit.py --broken broken_locks:extend_ignores_owner,broken_locks:watchdog_dies
+    python bench/audit.py --survive lua,lua-extend,watchdog,reentrant --seeds 3
 """
 
 from __future__ import annotations
@@ -19,9 +27,12 @@ import tempfile
 from pathlib import Path
 
 from chaos.campaign import Campaign
-from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, run_audit
+from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, AuditResult, run_audit
 from chaos.experiments.truth_table import CELLS, Cell
 from chaos.nemesis import parse_faults
+
+# The locks of tests/redis/broken_locks.py load as ``broken_locks:name``.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "redis"))
 
 
 def extra_faults(cell: Cell) -> str:
@@ -34,26 +45,69 @@ def extra_faults(cell: Cell) -> str:
     return ",".join(extra)
 
 
-def audit_cell(cell: Cell, seeds: int, budget_s: float) -> dict[str, object]:
-    faults = extra_faults(cell)
-    found, firsts, walls = 0, [], []
+def audits(lock: str, faults: str, seeds: int,
+           budget_s: float) -> list[tuple[AuditResult, list[str]]]:
+    """One audit of ``lock`` per seed 1…``seeds``, one after the other, each with what it
+    did not exercise (read from its runs' histories before they are deleted)."""
+    results = []
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as out:
-            plan = AuditPlan(Campaign(cell.lock, seed=seed), budget_s, faults)
-            result = run_audit(plan, Path(out))
-        walls.append(result.wall_s)
-        if result.first_hard_s is not None:
-            found += 1
-            firsts.append(result.first_hard_s)
+            result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s, faults), Path(out))
+            results.append((result, unexercised(result)))
+    return results
+
+
+def detection(lock: str, faults: str, seeds: int, budget_s: float) -> dict[str, object]:
+    """How often the audits of a lock that must break found a hard violation, how fast."""
+    results = [result for result, _ in audits(lock, faults, seeds, budget_s)]
+    firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
-        "lock": cell.lock,
-        "cell": cell.name,
+        "lock": lock,
         "faults": faults or "(defaults)",
         "seeds": seeds,
-        "detected": found,
+        "detected": len(firsts),
+        "verdicts": [r.verdict for r in results],
+        "first_hard_s": [None if r.first_hard_s is None else round(r.first_hard_s, 1)
+                         for r in results],
         "first_hard_s_median": round(statistics.median(firsts), 2) if firsts else None,
         "first_hard_s_max": round(max(firsts), 2) if firsts else None,
-        "wall_s_median": round(statistics.median(walls), 2),
+        "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
+    }
+
+
+def unexercised(result: AuditResult) -> list[str]:
+    """What an audit asked for and did not exercise: a tested fault with no effect in any
+    run, a capability the warm-up found that no campaign exercised."""
+    coverage = result.coverage
+    missing = [name for name, _ in result.plan.tested()
+               if name not in coverage or not coverage[name].effective]
+    declared, exercised = result.learned.declared if result.learned else None, result.exercised
+    if declared is not None:
+        missing += [capability for has, done, capability in (
+            (declared.extend, exercised.extends_ok, "extend"),
+            (declared.renews, exercised.renewals, "renewals"),
+            (declared.reentrant, exercised.nested_grants, "reentrancy"),
+        ) if has and not done]
+    return missing
+
+
+def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
+    """How often the audits of a lock that must survive passed, each with everything it
+    asked for exercised."""
+    audited = audits(lock, "", seeds, budget_s)
+    results, missing = [r for r, _ in audited], [m for _, m in audited]
+    return {
+        "lock": lock,
+        "seeds": seeds,
+        "passed": sum(r.exit_status == 0 for r in results),
+        "verdicts": [r.verdict for r in results],
+        "all_exercised": sum(not m for m in missing),
+        "unexercised": sorted({name for m in missing for name in m}),
+        "has": sorted({cap for r in results if r.learned for cap, has in (
+            ("extend", r.learned.declared.extend), ("renewals", r.learned.declared.renews),
+            ("reentrancy", r.learned.declared.reentrant)) if has}),
+        "hard": sum(r.first_hard_s is not None for r in results),
+        "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
 
 
@@ -62,12 +116,27 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=float, default=60.0)
     parser.add_argument("--cells", default="", help="only cells whose name contains this")
+    parser.add_argument("--broken", default="", help="locks (comma-separated) that must break")
+    parser.add_argument("--survive", default="", help="locks (comma-separated) that must pass")
     args = parser.parse_args()
     rows = []
-    for cell in CELLS:
+    broken = [lock for lock in args.broken.split(",") if lock]
+    survive = [lock for lock in args.survive.split(",") if lock]
+    for lock in broken:
+        rows.append(row := detection(lock, "", args.seeds, args.budget))
+        print(f"{lock:55} detected {row['detected']}/{args.seeds}  median "
+              f"{row['first_hard_s_median']} s  max {row['first_hard_s_max']} s",
+              file=sys.stderr, flush=True)
+    for lock in survive:
+        rows.append(row := survival(lock, args.seeds, args.budget))
+        print(f"{lock:55} passed {row['passed']}/{args.seeds}  all exercised "
+              f"{row['all_exercised']}/{args.seeds}  verdicts {row['verdicts']}",
+              file=sys.stderr, flush=True)
+    for cell in CELLS if not (broken or survive) else ():
         if cell.expected != "hard" or (args.cells and args.cells not in cell.name):
             continue
-        row = audit_cell(cell, args.seeds, args.budget)
+        row = {"cell": cell.name,
+               **detection(cell.lock, extra_faults(cell), args.seeds, args.budget)}
         rows.append(row)
         print(f"{cell.name:55} detected {row['detected']}/{args.seeds}  median "
               f"{row['first_hard_s_median']} s  max {row['first_hard_s_max']} s",

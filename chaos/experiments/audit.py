@@ -17,15 +17,18 @@ pause point and a crash once before *each* command of each operation learned (an
 with holders extending) —, then the capabilities under every fault: holders extending, their
 work alternately long and short against the TTL, and a reentrant lock's holders nesting;
 then pairs of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE`` of the budget
-(every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). Then
+(every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). The
+first ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an
+extend or a nested release shows only when holders extend or nest, and a dozen singles
+first would leave it half a minute unfound. Then
 ``explore`` (Hypothesis step programs, shrunk) on one topology until the budget is spent, as
 ``lockchaos explore`` does. Unless ``--full`` is given, the audit ends at the first hard
 violation: nothing can make the verdict worse, and a CI gate wants the answer fast. It
 reports per capability what its campaigns exercised (``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
-every phase; left unset, the campaigns run the campaign's defaults and explore its own (two
-clients, a short TTL).
+every phase; left unset, the campaigns run the campaign's defaults, the warm-up its own work
+(``WARM_UP_WORK_TTLS``) and explore its own clients and TTL (two, a short one).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import random
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations, zip_longest
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,7 @@ from chaos.experiments.execute import Outcome, run_campaign
 from chaos.experiments.surface import (
     WARM_UP_NEST_DEPTH,
     WARM_UP_S,
+    WARM_UP_WORK_TTLS,
     Learned,
     Tally,
     learn,
@@ -68,6 +72,7 @@ from chaos.experiments.surface import (
 from chaos.explore import ExploreResult, explore
 from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
+from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt
 from chaos.report import REPORT
@@ -100,10 +105,18 @@ EXPLORE_CLIENTS = 2  # in the explore phase, unless told
 # fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend left of the
 # lease, so another client takes the lock meanwhile, and short enough that the holder goes
 # on to extend after it — an extend that does not check whose key it extends then claims
-# the other's lock.
-EXTEND_WORK_TTLS = (4.0, 0.25)
+# the other's lock. The long work outlasts a short campaign's first fault (0.2–0.6 s in) by
+# far: with 4 TTLs a pause often ended after the holder's work had, and no extend followed
+# (found in 6 of 10 seeds; 8 TTLs leave at least 5 TTLs of work after the pause).
+EXTEND_WORK_TTLS = (8.0, 0.25)
 OUTLAST_TTLS = 1.25
+# Nesting holders' work, in TTLs: the outer hold works a quarter of it after the inner
+# release (``Worker.hold``), a window in which a lock whose inner release freed the whole
+# lock is taken by another client while the outer lease is still valid. At the default
+# (a quarter TTL) that window, 12 ms, was shorter than the waiters' retry.
+NEST_WORK_TTLS = 0.5
 MIN_CAPABILITY_STEPS = 3  # capability campaigns that run whatever the budget
+EARLY_CAPABILITY_STEPS = 2  # of those, run right after the warm-up, before the singles
 # The faults that aim at a command (``command=``, ``op=``): once before each command learned.
 AIMED = (ClientPauseAt.name, ClientCrash.name)
 # Of those, the one whose default does something no point does (kill a holder mid-work):
@@ -185,15 +198,18 @@ class AuditPlan:
 
     def warm_up_campaign(self) -> Campaign:
         """The warm-up (``chaos.experiments.surface``): no fault, ``WARM_UP_S`` long, holders
-        extending and acquiring again while they hold; it stops only at a hard violation (a
-        lock that refuses its own holder is not reentrant: that is what it asks)."""
+        extending and acquiring again while they hold, working ``WARM_UP_WORK_TTLS``; it
+        stops only at a hard violation (a lock that refuses its own holder is not
+        reentrant: that is what it asks)."""
         warm = self.campaign([], seed=self.base.seed, extend=True, duration_s=WARM_UP_S,
-                             nest_depth=WARM_UP_NEST_DEPTH)
+                             nest_depth=WARM_UP_NEST_DEPTH,
+                             work_ms=WARM_UP_WORK_TTLS * self.base.ttl_ms)
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
         """The campaign of the ``index``-th step: its own seed, ``cell_s`` long."""
-        return self.campaign(step.faults, seed=self.base.seed + index, extend=step.extend,
+        offset = index if step.seed_offset is None else step.seed_offset
+        return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
                              duration_s=cell_s, nest_depth=step.nest_depth, work_ms=step.work_ms)
 
     def explore_campaigns(self) -> list[Campaign]:
@@ -233,14 +249,20 @@ class Step:
     extend: bool = False
     work_ms: float | None = None
     nest_depth: int = 1
+    # Its seed, from the base's: its place among singles, capabilities, pairs — not its place
+    # in the run order, so that running some capability campaigns first leaves every other
+    # campaign's seed (and schedule) as it was. None: its index.
+    seed_offset: int | None = None
 
     @property
     def name(self) -> str:
         label = " + ".join(fault_spec(name, overrides) for name, overrides in self.faults)
-        work = f", work {self.work_ms:g} ms" if self.work_ms is not None else ""
+        work = f"work {self.work_ms:g} ms" if self.work_ms is not None else ""
         if self.extend:
-            label += f" (extending{work})"
-        return f"{label} (nested)" if self.nest_depth > 1 else label
+            label += f" (extending{', ' if work else ''}{work})"
+        elif work and self.nest_depth == 1:
+            label += f" ({work})"
+        return f"{label} (nested, {work})" if self.nest_depth > 1 else label
 
     def point(self) -> str | None:
         """The ``point_name`` this step aims its fault at, if it is one of ``AIMED``."""
@@ -283,11 +305,12 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
 
 
 def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
-    """Every tested fault with holders extending (a lock that has extend), their work
-    alternately long and short against the TTL (``EXTEND_WORK_TTLS``), those of ``AIMED``
-    first, interleaved with every tested fault with holders nesting (a reentrant lock). One
-    of ``AIMED`` aims at the last command of the operation exercised: the extend's, the
-    release's."""
+    """Every tested fault with holders extending (a lock that has extend; a lock that renews
+    in the background: holding as long): first those that stop a client for a while, with
+    long work, then the others with work alternately long and short against the TTL
+    (``EXTEND_WORK_TTLS``); interleaved with every tested fault with holders nesting (a
+    reentrant lock, ``NEST_WORK_TTLS``). One of ``AIMED`` aims at the last command of the
+    operation exercised: the extend's (the release's without one), the release's."""
     declared, tested = learned.declared, plan.tested()
 
     def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
@@ -298,27 +321,43 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
 
     def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
         work_ms = EXTEND_WORK_TTLS[index % len(EXTEND_WORK_TTLS)] * plan.base.ttl_ms
-        name, overrides = aim(fault, "extend")
+        name, overrides = aim(fault, "extend" if declared.extend else "release")
         if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
                 and FAULTS[name].parameters.get("duration_ms") is DURATION):
             overrides = {**overrides, "duration_ms": round(OUTLAST_TTLS * plan.base.ttl_ms)}
-        return Step([(name, overrides)], extend=True, work_ms=work_ms)
+        return Step([(name, overrides)], extend=declared.extend, work_ms=work_ms)
 
-    # The faults aimed at a command first: stopped right before an extend's command (always
-    # mid-work), with long work, a holder outlives its lease and then extends again.
-    aimed_first = sorted(tested, key=lambda fault: fault[0] not in AIMED)
-    extend_steps = [extending(i, fault) for i, fault in enumerate(aimed_first)] \
-        if declared.extend else []
-    nesting = [Step([aim(fault, "release")], nest_depth=WARM_UP_NEST_DEPTH)
+    # First the faults that stop the holder for a while (a pause; one aimed at the extend's
+    # command, so always mid-work, first), each with long work: the holder outlives its
+    # lease, another client takes the lock, and the holder then extends again — the one
+    # history that tells an extend checking its owner from one that does not. The others
+    # after, alternately long and short.
+    stalling = sorted((fault for fault in tested if _stalls_for_a_while(fault[0])),
+                      key=lambda fault: fault[0] not in AIMED)
+    others = [fault for fault in tested if fault not in stalling]
+    # A lock that renews in the background gets the same campaigns: its watchdog, not the
+    # holder, extends then (a renewal that does not check its owner shows the same way).
+    extend_steps = [*(extending(0, fault) for fault in stalling),
+                    *(extending(i, fault) for i, fault in enumerate(others))] \
+        if declared.extend or declared.renews else []
+    nest_ms = NEST_WORK_TTLS * plan.base.ttl_ms
+    nesting = [Step([aim(fault, "release")], work_ms=nest_ms, nest_depth=WARM_UP_NEST_DEPTH)
                for fault in tested] if declared.reentrant else []
     mixed = [step for pair in zip_longest(extend_steps, nesting) for step in pair if step]
     return mixed
 
 
+def _stalls_for_a_while(name: str) -> bool:
+    """A fault that stops a client for its ``duration_ms`` (a pause, a pause point)."""
+    fault = FAULTS[name]
+    return STALLS_CLIENT in fault.effects and fault.parameters.get("duration_ms") is DURATION
+
+
 def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
-    """Singles, the capability campaigns, then pairs in a seeded order, cut to what fits in
-    the campaigns' share of the budget (at least every single and ``MIN_CAPABILITY_STEPS``
-    capability campaigns); and how long each may run."""
+    """The first ``EARLY_CAPABILITY_STEPS`` capability campaigns, the singles, the other
+    capability campaigns, then pairs in a seeded order, cut to what fits in the campaigns'
+    share of the budget (at least every single and ``MIN_CAPABILITY_STEPS`` capability
+    campaigns); and how long each may run."""
     singles = single_steps(plan, learned)
     capabilities = capability_steps(plan, learned)
     tested = plan.tested()
@@ -327,7 +366,13 @@ def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
     always = len(singles) + min(len(capabilities), MIN_CAPABILITY_STEPS)
     cell_s = cell_seconds(plan, always)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
-    return [*singles, *capabilities, *pairs][: max(fit, always)], cell_s
+    seeded = [replace(step, seed_offset=i) for i, step in
+              enumerate([*singles, *capabilities, *pairs])]
+    singles, capabilities, pairs = (seeded[:len(singles)],
+                                    seeded[len(singles):len(singles) + len(capabilities)],
+                                    seeded[len(singles) + len(capabilities):])
+    early, late = capabilities[:EARLY_CAPABILITY_STEPS], capabilities[EARLY_CAPABILITY_STEPS:]
+    return [*early, *singles, *late, *pairs][: max(fit, always)], cell_s
 
 
 @dataclass

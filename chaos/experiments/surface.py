@@ -25,6 +25,12 @@ from chaos.report.audit_page import Declared
 POINT_OPS = ("acquire", "release", "extend")
 WARM_UP_S = 2.0  # long enough for a few lock cycles with extends and nested acquires
 WARM_UP_NEST_DEPTH = 2  # an acquire while holding: a reentrant lock lets its holder in
+# Holders' work in the warm-up, in TTLs. A lock that refuses its own holder holds only the
+# outer quarters of it (``Worker.hold``): half a TTL then, longer than a renewal period (a
+# watchdog renews every TTL/3). At the default (a quarter TTL) a hold lasted an eighth of
+# a TTL, no renewal was ever sent, and a user's lock, which declares nothing, was taken for
+# one that does not renew.
+WARM_UP_WORK_TTLS = 1.0
 CRASH = "crash"  # a pause point's action that killed its client
 
 
@@ -94,7 +100,9 @@ def learn(history: Path, nodes: int | None) -> Learned:
     seen = tally(history)
     declared = Declared(
         extend=timeline.can_extend,
-        renews=timeline.params.get("renews") is True,
+        # Declared (a bundled lock's INFO), or seen: a user's lock declares nothing, and its
+        # watchdog's renewals in the warm-up are what says it renews.
+        renews=timeline.params.get("renews") is True or bool(timeline.renewals_sent),
         reentrant=seen.nested_grants > 0,
         fencing=seen.fenced_grants > 0,
         nodes=nodes,

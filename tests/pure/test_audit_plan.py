@@ -12,10 +12,11 @@ from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import (
     CAMPAIGN_SHARE,
+    EARLY_CAPABILITY_STEPS,
     EXPLORE_CLIENTS,
     EXTEND_WORK_TTLS,
-    MIN_CAPABILITY_STEPS,
     MUST_SURVIVE,
+    NEST_WORK_TTLS,
     AuditPlan,
     capability_steps,
     cell_seconds,
@@ -23,7 +24,7 @@ from chaos.experiments.audit import (
     replay_command,
     single_steps,
 )
-from chaos.experiments.surface import Learned
+from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.report.audit_page import Declared
 
@@ -85,23 +86,41 @@ def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lo
     plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=60)
     steps, _ = plan_steps(plan, learned(extend=True, reentrant=True))
     singles = len(single_steps(plan, learned(extend=True, reentrant=True)))
-    capabilities = steps[singles:singles + MIN_CAPABILITY_STEPS]
+    # The first capability campaigns run before the singles (right after the warm-up), the
+    # next ones after them.
+    capabilities = [*steps[:EARLY_CAPABILITY_STEPS],
+                    *steps[EARLY_CAPABILITY_STEPS + singles:][:1]]
     assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
-        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, None, 2),
-        (True, EXTEND_WORK_TTLS[1] * 200, 1),
+        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, NEST_WORK_TTLS * 200, 2),
+        (True, EXTEND_WORK_TTLS[0] * 200, 1),
     ]
-    # First a pause right before the extend's command, in long work: a fault that stays on
-    # outlasts the lease, then the holder extends again; nested next.
+    # First the faults that stop the holder a while, in long work (the aimed pause first:
+    # right before the extend's command): the holder outlives its lease, then extends again;
+    # nested next.
     assert capabilities[0].name == \
-        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 800 ms)"
-    assert capabilities[1].name == "client-pause (nested)"
-    assert capabilities[2].name == "client-crash:command=EVAL:op=extend:nth=1 (extending, " \
-        "work 50 ms)"
+        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1600 ms)"
+    assert capabilities[1].name == "client-pause (nested, work 100 ms)"
+    assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1600 ms)"
     every = capability_steps(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
-    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested)"
+    assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested, work 100 ms)"
+    assert {s.work_ms for s in every if s.extend} == {w * 200 for w in EXTEND_WORK_TTLS}
     nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
     assert not any(step.extend or step.nest_depth > 1 for step in nothing)
+
+
+def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
+    """Its watchdog extends while the holder works long: the campaigns that stop the holder
+    past its lease run first, the holder not extending itself (it has no extend)."""
+    renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
+                     Declared(extend=False, renews=True, reentrant=False, fencing=False,
+                              nodes=1))
+    steps, _ = plan_steps(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
+    assert [s.name for s in steps[:EARLY_CAPABILITY_STEPS]] == [
+        "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1600 ms)",
+        "client-pause:duration_ms=250 (work 1600 ms)",
+    ]
+    assert not any(step.extend for step in steps)
 
 
 @pytest.mark.parametrize(
@@ -158,16 +177,18 @@ def test_clients_ttl_and_work_reach_every_campaign_and_the_replay(
     assert given == {"--lock": "lua", "--clients": "3", "--ttl-ms": "400",
                      "--work-ms": "300.0", "--budget": "30"}
     assert parse_audit(replayed[2:], monkeypatch) == plan
-    # Given even at its default, a value holds in explore too.
+    # Given even at its default, a value holds in explore too (the work, not given, is the
+    # warm-up's own: a TTL).
     at_default = parse_audit(["--lock", "lua", "--clients", "5", "--ttl-ms", "200"], monkeypatch)
-    assert _deployments(at_default) == {(5, 200, None)}
+    assert _deployments(at_default) == {(5, 200, None), (5, 200, WARM_UP_WORK_TTLS * 200)}
     assert parse_audit(shlex.split(replay_command(at_default))[2:], monkeypatch) == at_default
 
 
 def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = parse_audit(["--lock", "lua"], monkeypatch)
     assert plan == AuditPlan(Campaign("lua"))
-    assert _deployments(plan) == {(5, 200, None), (EXPLORE_CLIENTS, EXPLORE_TTL_MS, None)}
+    assert _deployments(plan) == {(5, 200, None), (EXPLORE_CLIENTS, EXPLORE_TTL_MS, None),
+                                  (5, 200, WARM_UP_WORK_TTLS * 200)}
     replayed = replay_command(plan)
     assert not {"--clients", "--ttl-ms", "--work-ms"} & set(shlex.split(replayed))
     assert parse_audit(shlex.split(replayed)[2:], monkeypatch) == plan

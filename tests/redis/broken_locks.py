@@ -12,6 +12,16 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
   checks the token (sbertrang/redis-distlock#2, "shouldn't extend also check the value of the
   key?"; redlock-rb#36): a holder whose lease ran out extends the next holder's key and
   believes it holds the lock again (issue 20: the audit must find it);
+* ``renewal_ignores_owner`` — the bundled ``watchdog`` whose renewal is a plain ``PEXPIRE``
+  that never checks the token (redisson/redisson#597, "Check that RLock still belongs to
+  owner during renewal expiration"): a holder paused past its TTL resumes, and its watchdog
+  re-arms the key of the client that took the lock meanwhile — both hold it, both renewed;
+* ``reentrant_release_frees_outer`` — the bundled ``reentrant`` hash lock whose release
+  deletes the key whatever the count (python-zk/kazoo#291, fixed by #292: "acquire be
+  re-entrant but release() remove the lock immediately … the first __exit__ would destroy
+  the lock"): the inner release of a nested hold frees the lock the outer hold still has
+  (the audit does not find it hard yet: the checker ends the outer hold at the nested
+  acquire; docs/results.md, 2026-11-25);
 * ``racy_semaphore`` — ``lua-semaphore`` whose acquire counts the permits in one round trip
   (prune, ``ZCARD``) and adds its own in another (``ZADD``): two clients that both counted
   room for themselves both add, and the semaphore grants more permits than it has (the
@@ -32,6 +42,7 @@ from typing import cast
 from chaos.locks.contract import SHARED, Lease, LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
 from chaos.locks.lua_semaphore import DEFAULT_CAPACITY, LuaSemaphore
+from chaos.locks.reentrant import ReentrantLock
 from chaos.locks.scripts import Lua
 from chaos.locks.watchdog import Watchdog, WatchdogLock
 
@@ -101,6 +112,36 @@ class _ExtendIgnoresOwner(LuaExtendLock):
 
 def extend_ignores_owner(ctx: LockContext) -> _ExtendIgnoresOwner:
     return _ExtendIgnoresOwner(ctx)
+
+
+class _OwnerBlindWatchdog(Watchdog):
+    def renew(self) -> bool:
+        return bool(self.client.pexpire(self.ctx.lock_name, self.ctx.ttl_ms))  # whoever's
+
+
+class _RenewalIgnoresOwner(WatchdogLock):
+    watchdog_type = _OwnerBlindWatchdog
+
+
+def renewal_ignores_owner(ctx: LockContext) -> _RenewalIgnoresOwner:
+    return _RenewalIgnoresOwner(ctx)
+
+
+# The reentrant release without its count: ours, so gone — however deep the holder is.
+_RELEASE_ALL = Lua("reentrant-release-all", """
+    if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return nil end
+    return redis.call('del', KEYS[1])
+""")
+
+
+class _ReentrantReleaseFreesOuter(ReentrantLock):
+    def release(self, lease: Lease) -> bool:
+        owner = lease.state if isinstance(lease.state, str) else self.owner
+        return _RELEASE_ALL(self.redis, [self.key], [owner]) is not None
+
+
+def reentrant_release_frees_outer(ctx: LockContext) -> _ReentrantReleaseFreesOuter:
+    return _ReentrantReleaseFreesOuter(ctx)
 
 
 class _RacySemaphore(LuaSemaphore):

@@ -104,3 +104,17 @@ def test_an_extend_that_ignores_the_owner_fails_the_audit(
     assert audit.declared is not None and audit.declared.extend
     assert audit.surface["extend"] == ["PEXPIRE"]
     assert audit.exercised.extends_ok > 0
+
+
+def test_a_renewal_that_ignores_the_owner_fails_the_audit(tmp_path: Path) -> None:
+    """A watchdog whose renewal sets a new TTL on whatever key is there
+    (tests/redis/broken_locks.py, modelled on redisson/redisson#597): a user's lock declares
+    nothing, so the warm-up's renewals are what says it renews; its holders then work long
+    while a pause stops them past their lease, and the resumed watchdog renews the next
+    holder's key. The audit runs those campaigns first and finds the two holders."""
+    code = main(["audit", "--lock", "broken_locks:renewal_ignores_owner", "--faults",
+                 "client-pause,client-pause-at", "--budget", "30", "--out", str(tmp_path)])
+    audit = load_audit(_audit_dir(tmp_path) / AUDIT)
+    assert code == 1 and audit.verdict == "hard", audit.runs
+    assert audit.declared is not None and audit.declared.renews and not audit.declared.extend
+    assert audit.exercised.renewals > 0
