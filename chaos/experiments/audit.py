@@ -552,8 +552,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
         # Each exploration on one topology until its share of the budget is spent, as
         # `lockchaos explore` runs (not a topology and a new seed, Hypothesis starting over
         # from its smallest programs, every 4 programs).
-        # (explore steps mutexes only: a lock with shared holds gets its campaigns alone)
-        campaigns = [c for c in plan.explore_campaigns() if c.workload().mutex]
+        campaigns = plan.explore_campaigns()  # shared locks too: explore steps their asks
         for index, campaign in enumerate(campaigns):
             left = deadline - CELL_OVERHEAD_S - time.monotonic()
             if broke() or left < CELL_OVERHEAD_S:
