@@ -4,9 +4,10 @@ ephemeral range.
 A port is chosen here, released, and bound a moment later by the server it is for. In that
 moment any outgoing connection on the machine may be given the same port as its source port
 if it lies in the ephemeral range (``net.ipv4.ip_local_port_range``), where ``bind(0)``
-would pick it: with two test workers' clients connecting all the time, a Redis node once found
-its port taken and the topology never started. Below that range only another server can take
-it, and those are chosen at random over thousands of ports.
+would pick it. With two test workers' clients connecting all the time, a Redis node once never
+answered PING and its topology never started; a port taken that way would explain it (not
+confirmed: its log went with the run). Below that range only another server can take a port,
+and those are chosen at random over thousands of ports.
 """
 
 from __future__ import annotations
