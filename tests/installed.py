@@ -25,6 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 WHEELHOUSE = REPO / ".cache" / "wheelhouse"
 USER_CACHE = REPO / ".cache" / "user-cache"  # XDG_CACHE_HOME of the "user"
 STEP_TIMEOUT_S = 900  # the first `lockchaos setup` builds Toxiproxy and Redis (and drivers)
+# What every `lockchaos setup` builds, with or without --drivers: a test that seeds less makes
+# its setup build them from nothing (a fresh clone's test_installed_wheel once took 207 s so,
+# and test_install waited for it on the cache's lock).
+SET_UP = ("redis", "bin/toxiproxy-server", "bin/toxiproxy-cli")
 
 
 Argv = list[str | Path]
@@ -95,15 +99,15 @@ def install(wheel: Path, venv: Path) -> None:
         ok(run([*pip, "--no-index", "--find-links", WHEELHOUSE, wheel]))
 
 
-def seed_user_cache(*builds: str) -> Path:
-    """The user's lockchaos cache, holding a copy of each of this checkout's ``builds`` that
-    exists (paths under ``.cache/``: ``redis``, ``bin/toxiproxy-server``, ``drivers``…);
+def seed_user_cache(*extra: str) -> Path:
+    """The user's lockchaos cache, holding a copy of each of this checkout's builds in
+    ``SET_UP`` and ``extra`` that exists (paths under ``.cache/``, e.g. ``drivers``);
     ``lockchaos setup`` then finds them present, as after a first set-up. Returns the cache.
 
     Each copy is made beside its place and renamed into it, so a setup running meanwhile in
     another test (two pytest workers share this cache) never sees half a build."""
     cache = USER_CACHE / "lockchaos"
-    for build in builds:
+    for build in (*SET_UP, *extra):
         source, target = REPO / ".cache" / build, cache / build
         if not source.exists() or target.exists():
             continue

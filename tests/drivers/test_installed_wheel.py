@@ -45,11 +45,14 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
     elsewhere.mkdir()
     env = installed.user_env()
     # The builds `make setup` made from this checkout's copy of the sources: setup keeps each
-    # one whose stamp is the checksum of the wheel's copy (asserted below) and builds the rest.
+    # driver whose stamp is the checksum of the wheel's copy (asserted below) and builds the rest.
     drivers = installed.seed_user_cache("drivers") / "drivers"
 
     setup = ok(run([lockchaos, "setup", "--drivers"], cwd=elsewhere, env=env))
     assert f"[drivers] ready: {drivers}" in setup.stdout
+    # Redis and Toxiproxy, which setup builds with or without --drivers, are kept too.
+    assert "[setup] redis (MALLOC=libc): present" in setup.stdout
+    assert "[setup] toxiproxy: present" in setup.stdout
     # Built from the wheel's own copy of the sources: the build's stamp is their checksum.
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert not (site / SOURCES).is_relative_to(REPO)

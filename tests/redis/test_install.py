@@ -37,7 +37,7 @@ def test_wheel_in_a_fresh_venv_sets_up_and_runs_outside_the_checkout(tmp_path: P
     elsewhere = tmp_path / "elsewhere"  # the user's project, not a lockchaos checkout
     elsewhere.mkdir()
     env = user_env()
-    seed_user_cache("redis", "bin/toxiproxy-server", "bin/toxiproxy-cli")
+    seed_user_cache()
 
     # The package ships the set-up script and finds no checkout around itself.
     site = ok(run([venv / "bin" / "python", "-c", "import chaos; print(chaos.__file__)"],
