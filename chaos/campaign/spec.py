@@ -161,6 +161,11 @@ class Campaign(msgspec.Struct, frozen=True):
         "holders call extend() every TTL/3 of work (default: when the lock has one)",
         off="--no-extend-during-work",
     )] = None
+    renews: Annotated[bool, Knob(
+        "--renews", "hold the lock to renewing its leases in the background (a watchdog): a "
+        "lease that lapses while its holder runs and its links are up is hard (bundled "
+        "renewing locks and drivers declare it themselves; the audit finds it out)",
+    )] = False
 
     @classmethod
     def from_options(cls, lock: str, faults: str = "", **options: Any) -> Campaign:
@@ -185,9 +190,17 @@ class Campaign(msgspec.Struct, frozen=True):
         not tested it (``chaos.checker.exercised``)."""
         if self.work_ms is not None:
             return self.work_ms
-        info = locks.info(self.lock)
-        share = RENEWING_WORK_TTL_SHARE if info is not None and info.renews else WORK_TTL_SHARE
+        share = RENEWING_WORK_TTL_SHARE if self.lock_renews else WORK_TTL_SHARE
         return share * self.ttl_ms
+
+    @property
+    def lock_renews(self) -> bool:
+        """Whether the lock is held to renewing in the background: its catalog entry (or a
+        driver's ``describe``) says it renews, or the campaign does (``--renews``: a user's
+        ``module:attr`` lock declares nothing; the audit sets it when its warm-up saw
+        renewals)."""
+        info = locks.info(self.lock)
+        return self.renews or (info is not None and info.renews)
 
     def validate(self) -> None:
         """``UsageError`` (one line) for anything a run of this campaign would refuse."""
@@ -237,6 +250,7 @@ class Campaign(msgspec.Struct, frozen=True):
             extend_during_work=self.extend_during_work is not False,
             client_clocks=client_clocks,
             nest_depth=self.nest_depth,
+            renews=self.lock_renews,
             **self._shape(),
         )
 

@@ -28,9 +28,10 @@ processes delayed one by 190 ms at a 200 ms TTL), is not a dead one. It counts o
   (stalled, killed, its links delayed or cut, its clock moved), no fault aimed at the servers
   rather than at clients, and no pause point the client reached.
 
-Which locks renew is what the harness start event declares (``renews: true``, from the lock's
-catalog entry). A history without it — older ones, hand-built ones, locks that declare nothing —
-is never judged here: its ``renew`` events only move deadlines, as they always did.
+Which locks renew is what the harness start event declares (``renews: true``: from the lock's
+catalog entry or driver's ``describe``, from ``--renews``, or from the audit's warm-up, which
+saw the lock renew). A history without it — older ones, hand-built ones, locks that declare
+nothing — is never judged here: its ``renew`` events only move deadlines, as they always did.
 """
 
 from __future__ import annotations

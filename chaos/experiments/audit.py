@@ -9,22 +9,23 @@ algorithm claims to survive (``+crash-restart-delayed`` for Redlock). Every cata
 out is *assumed away*, and the audit says so.
 
 It first learns the lock (``chaos.experiments.surface``): a warm-up run with no fault, holders
-extending and acquiring again while they hold, whose history says which commands each
-operation sends and what the lock has (extend, renewals, reentrancy, fences, nodes).
-audit.json lists both. Then the budget is spent in two phases. First short seeded campaigns,
-each on a fresh topology and stopping at its first hard violation: every fault alone — a
-pause point and a crash once before *each* command of each operation learned (an extend's
-with holders extending) —, then the capabilities under every fault: holders extending, their
-work alternately long and short against the TTL, and a reentrant lock's holders nesting;
-then pairs of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE`` of the budget
-(every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). The
-first ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an
-extend or a nested release shows only when holders extend or nest, and a dozen singles
-first would leave it half a minute unfound. Then
-``explore`` (Hypothesis step programs, shrunk) on one topology until the budget is spent, as
-``lockchaos explore`` does. Unless ``--full`` is given, the audit ends at the first hard
-violation: nothing can make the verdict worse, and a CI gate wants the answer fast. It
-reports per capability what its campaigns exercised (``Exercised``).
+extending and acquiring again while they hold, whose history says which commands each operation
+sends and what the lock has (extend, renewals, reentrancy, fences, nodes). audit.json lists
+both; a lock seen renewing is held to renewing in every phase (``--renews``: a lease that
+lapses while its holder runs is hard). Then the budget is spent in two phases. First short
+seeded campaigns, each on a fresh topology and stopping at its first hard violation: every
+fault alone — a pause point and a crash once before *each* command of each operation learned
+(an extend's with holders extending) —, then the capabilities under every fault: holders
+extending, their work alternately long and short against the TTL, and a reentrant lock's
+holders nesting; then pairs of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE``
+of the budget (every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always
+run). The first ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug
+in an extend or a nested release shows only when holders extend or nest, and a dozen singles
+first would leave it half a minute unfound. Then ``explore`` (Hypothesis step programs, shrunk)
+on one topology until the budget is spent, as ``lockchaos explore`` does. Unless ``--full`` is
+given, the audit ends at the first hard violation: nothing can make the verdict worse, and a CI
+gate wants the answer fast. It reports per capability what its campaigns exercised
+(``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
 every phase; left unset, the campaigns run the campaign's defaults, the warm-up its own work
@@ -131,7 +132,7 @@ Faults = list[tuple[str, dict[str, Any]]]
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
 OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
-           "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive", "capacity")
+           "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive", "capacity", "renews")
 # Of those, the deployment the audit chooses per phase unless told (explore: 2 clients and a
 # short TTL, for more programs): a value the user gave wins in every phase.
 DEPLOYMENT = ("clients", "ttl_ms", "work_ms")
@@ -535,6 +536,11 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     warm = plan.warm_up_campaign()
     result.warm_up = run_campaign(warm, directory / RUNS)
     result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
+    if result.learned.declared.renews and not plan.base.renews:
+        # A lock seen renewing is held to it in every phase: a lease that lapses while its
+        # holder runs is hard, as for a bundled watchdog (a user's lock declares nothing).
+        plan = replace(plan, base=msgspec.structs.replace(plan.base, renews=True))
+        result.plan = plan
     steps, cell_s = plan_steps(plan, result.learned)
 
     def broke() -> bool:

@@ -99,18 +99,20 @@ def record_start(
     """Write the run's start event and empty the resource; returns the harness's handle on
     the resource (for ``record_end``).
 
-    A lock whose catalog entry says it renews its leases by itself is declared so
-    (``renews: true``): the checker then holds it to renewing while its holder runs. A lock
+    A lock whose catalog entry says it renews its leases by itself, or that the run declares
+    so (``config.renews``), is declared so (``renews: true``, absent otherwise): the checker
+    then holds it to renewing while its holder runs. A lock
     that is not a mutex is declared with its ``capacity``, ``modes`` and ``fair``; a mutex's
     start event says nothing of them (absent: a mutex), as before they existed."""
     info = locks.info(config.lock)
     shape = asdict(config)
+    renews = shape.pop("renews") or (info is not None and info.renews)
     if config.mutex:
         for name in SHAPE:
             del shape[name]
     start = {
         **shape,
-        **({"renews": True} if info is not None and info.renews else {}),
+        **({"renews": True} if renews else {}),
         "clients": [f"c{i}" for i in range(1, clients + 1)],
         "seed": seed,
         "topology": topology.kind,

@@ -86,6 +86,9 @@ class WorkloadConfig:
     # reentrancy), each nested invoke marked value {"depth": d}; releases unwind innermost
     # first, each outer level working before and after its inner hold (``Worker.hold``).
     nest_depth: int = 1
+    # The lock renews its leases in the background (``Campaign.lock_renews``): the start event
+    # declares it, and the checker holds the lock to it (``chaos.checker.renewals``).
+    renews: bool = False
     # What the lock grants (its ``LockInfo``, the run's ``--capacity``): a mutex by default.
     # A lock that is not one is called ``acquire(mode=, permits=)``; each acquire draws its
     # mode (a lock with both: shared 3 times in 4, as reads outnumber writes) and its permits

@@ -118,3 +118,19 @@ def test_a_renewal_that_ignores_the_owner_fails_the_audit(tmp_path: Path) -> Non
     assert code == 1 and audit.verdict == "hard", audit.runs
     assert audit.declared is not None and audit.declared.renews and not audit.declared.extend
     assert audit.exercised.renewals > 0
+
+
+def test_a_watchdog_that_dies_fails_the_audit_as_not_renewed(tmp_path: Path) -> None:
+    """A watchdog whose thread dies after its first renewal (tests/redis/broken_locks.py): a
+    user's lock declares nothing, so the warm-up's renewals are what says it renews, and
+    every phase then holds it to renewing (``--renews``). Its holders work on under a lease
+    nobody renews: the audit calls that hard, naming the watchdog, not lost writes."""
+    code = main(["audit", "--lock", "broken_locks:watchdog_dies", "--faults", "client-pause",
+                 "--budget", "30", "--out", str(tmp_path)])
+    audit = load_audit(_audit_dir(tmp_path) / AUDIT)
+    assert code == 1 and audit.verdict == "hard", audit.runs
+    assert audit.declared is not None and audit.declared.renews
+    assert any("watchdog did not renew" in (run.explanation or "") for run in audit.runs), [
+        run.explanation for run in audit.runs
+    ]
+    assert "--renews" in audit.replay

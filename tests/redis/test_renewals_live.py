@@ -18,6 +18,7 @@ import pytest
 
 from chaos.checker import check_file
 from chaos.cli import main
+from chaos.report.run import load_run
 from chaos.topology import LocalTopology
 from chaos.workload import WorkloadConfig, run_workload
 
@@ -40,6 +41,23 @@ def test_a_watchdog_whose_thread_dies_fails_the_default_gate(
     assert lapsed and all(v.kind == "hard" for v in lapsed), verdict.explanations
     assert LAPSE.match(lapsed[0].explanation), lapsed[0].explanation
     assert main(["check-history", str(path)]) == 1  # the default gate: --fail-on hard
+
+
+def test_renews_holds_a_users_lock_to_renewing(tmp_path: Path) -> None:
+    """A user's ``module:attr`` lock declares nothing; ``--renews`` declares that it renews in
+    the background, so its dying watchdog fails the default gate as one, and the printed
+    replay command keeps the flag."""
+    argv = ["run", "--lock", "broken_locks:watchdog_dies", "--renews", "--clients", "2",
+            "--duration", "3", "--work-ms", "800", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    (run_dir,) = (path.parent for path in tmp_path.rglob("verdict.json"))
+    start = json.loads((run_dir / "history.jsonl").read_text().splitlines()[0])
+    assert start["value"]["renews"] is True
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    lapsed = [v for v in verdict["violations"] if v["cause"] == "not-renewed"]
+    assert lapsed and LAPSE.match(lapsed[0]["explanation"]), verdict["explanations"]
+    replay = load_run(run_dir).replay()
+    assert replay is not None and "--renews" in replay.split(), replay
 
 
 @pytest.fixture
