@@ -16,7 +16,7 @@ import pytest
 from chaos.campaign import Campaign
 from chaos.checker import Verdict
 from chaos.experiments.execute import Outcome, run_campaign
-from chaos.experiments.truth_table import CELLS, Cell
+from chaos.experiments.truth_table import CELLS, Cell, Unproven
 
 # Hard cells stop at their first violation, most within 1-3 s: the cap matters only where a
 # claim fails, and leaves the Redlock crash-restart cells (up to 9 s) room on a loaded machine.
@@ -36,9 +36,10 @@ def quiet_duration_s(cell: Cell, base_s: float = QUIET_DURATION_S) -> float:
 # Seeds a cell may take to test its claim. A seed does not replay the same timing, and a
 # machine loaded by other work (two pytest workers on two cores) can starve one run: a run that
 # did not test the claim (inconclusive, a fault without effect, too few lock cycles) or did not
-# find what a claim of existence says is there (a hard violation of its cause, a deadlock) tells
-# nothing, so the next seed runs. A run that contradicts a claim of absence (a hard violation
-# where the cell says "no hard") fails at once: no seed can take that back.
+# find what the claim says is there (a hard violation of its cause, a deadlock, a stale write
+# the fence rejected: the judge's ``Unproven``) tells nothing, so the next seed runs. A run that
+# contradicts the claim (a hard violation where the cell says "no hard", lost writes behind a
+# fence) fails at once: no seed can take that back.
 SEEDS = (1, 2, 3)
 
 
@@ -62,8 +63,9 @@ def run_cell(cell: Cell, duration_s: float, out: Path) -> tuple[Campaign, Outcom
         outcome = run_campaign(campaign, out / f"seed-{seed}")
         assert not outcome.nemesis_errors, outcome.nemesis_errors
         verdict = outcome.verdict
-        if cell.stop_on is None:  # a claim of absence: its judge failing is a contradiction
-            assert cell.judge(verdict) is None, (cell.judge(verdict), verdict.explanations[:3])
+        contradiction = cell.judge(verdict)
+        if not isinstance(contradiction, Unproven):
+            assert contradiction is None, (contradiction, verdict.explanations[:3])
         problem = (
             cell.check(verdict) or _too_few_cycles(cell, campaign, outcome) or _cause(cell, verdict)
         )

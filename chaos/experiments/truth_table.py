@@ -15,8 +15,19 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import INCONCLUSIVE
 
 
+class Unproven(str):
+    """A judge's answer that the run did not show what the claim says is there ("expected …,
+    found none"): another run may show it. Any other answer is a verdict that contradicts the
+    claim (a violation where it says none, lost writes behind a fence), which no other run
+    can take back (tests/cells.py runs the next seed only for this one)."""
+
+
+def _none_found(what: str) -> Unproven:
+    return Unproven(f"expected {what}, found none")
+
+
 def _hard(v: Verdict) -> str | None:
-    return None if v.hard_violations > 0 else "expected a hard violation, found none"
+    return None if v.hard_violations > 0 else _none_found("a hard violation")
 
 
 def _no_hard(v: Verdict) -> str | None:
@@ -26,15 +37,15 @@ def _no_hard(v: Verdict) -> str | None:
 
 
 def _soft_only(v: Verdict) -> str | None:
-    if v.hard_violations or not v.soft_violations:
+    if v.hard_violations:
         return f"expected soft only, found hard={v.hard_violations} soft={v.soft_violations}"
-    return None
+    return None if v.soft_violations else _none_found("a soft violation")
 
 
 def _soft_only_with_lost_writes(v: Verdict) -> str | None:
     if problem := _soft_only(v):
         return problem
-    return None if v.lost_writes else "expected lost writes, found none"
+    return None if v.lost_writes else _none_found("lost writes")
 
 
 def _fenced(v: Verdict) -> str | None:
@@ -42,7 +53,7 @@ def _fenced(v: Verdict) -> str | None:
         return problem
     if v.lost_writes:
         return f"expected no lost writes behind a fence, found {v.lost_writes}"
-    return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
+    return None if v.stale_writes_rejected else _none_found("stale accesses rejected")
 
 
 def _reentered(v: Verdict) -> str | None:
@@ -54,7 +65,7 @@ def _reentered(v: Verdict) -> str | None:
         return (f"expected reentry without hard or liveness violations, found hard="
                 f"{v.hard_violations} liveness={v.liveness_violations}")
     if not v.counts.get("reacquired"):
-        return "expected nested acquires granted to their holder, found none"
+        return _none_found("nested acquires granted to their holder")
     return None
 
 
@@ -64,8 +75,8 @@ def _hard_but_fenced(v: Verdict) -> str | None:
     Tokens issued again (by a promoted replica, or after the counter itself was evicted) are
     not behind, so some writes may still be lost: counted, not required."""
     if not v.hard_violations:
-        return "expected a hard violation (the lock granted twice), found none"
-    return None if v.stale_writes_rejected else "expected stale accesses rejected, found none"
+        return _none_found("a hard violation (the lock granted twice)")
+    return None if v.stale_writes_rejected else _none_found("stale accesses rejected")
 
 
 def _hard_fenced_none_lost(v: Verdict) -> str | None:
@@ -102,14 +113,14 @@ def _outwaited(v: Verdict) -> str | None:
         return problem
     crashes = v.coverage.get("client-crash")
     if crashes is None or not crashes.effective:
-        return "expected a holder to crash, none did"
+        return _none_found("a holder crashed")
     return None
 
 
 def _liveness(v: Verdict) -> str | None:
     if v.hard_violations:
         return f"expected a deadlock, not hard violations ({v.hard_violations})"
-    return None if v.liveness_violations else "expected a liveness violation, found none"
+    return None if v.liveness_violations else _none_found("a liveness violation")
 
 
 # Redis in Action's semaphores with one permit between two clients (why: at their cells).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cells import DURATION_S, QUIET_DURATION_S, quiet_duration_s, run_cell
+from cells import DURATION_S, QUIET_DURATION_S, SEEDS, quiet_duration_s, run_cell
 from prerequisites import driver_gap, need
 
 from chaos import history as h
@@ -86,14 +86,24 @@ def test_redisson_reports_its_watchdog_renewals(tmp_path: Path) -> None:
 def test_run_redsync_on_five_masters_with_crash_restart_exits_1_hard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The exact command: a crash that wipes a holder's keys on a majority grants the lock
+    twice. A run that saw no double grant in its 20 s (a loaded machine: the crashes missed
+    fresh holders) or was inconclusive (3) says nothing of the claim, so the next seed runs,
+    as for every cell (tests/cells.py); a usage error (2) fails at once."""
     need(driver_gap("redsync"))
-    code = main(
-        ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5", "--clients",
-         "2", "--faults", "crash-restart", "--duration", "20", "--stop-on-first",
-         "--out", str(tmp_path), "--json"]
-    )  # fmt: skip
-    printed = json.loads(capsys.readouterr().out)
-    assert code == 1 and printed["verdict"] == "hard", printed
+    printed = []
+    for seed in SEEDS:
+        code = main(
+            ["run", "--lock", "redsync", "--topology", "standalone", "--nodes", "5",
+             "--clients", "2", "--faults", "crash-restart", "--duration", "20",
+             "--stop-on-first", "--seed", str(seed), "--out", str(tmp_path), "--json"]
+        )  # fmt: skip
+        printed.append(json.loads(capsys.readouterr().out))
+        assert code in (0, 1, 3), printed
+        if code == 1:
+            assert printed[-1]["verdict"] == "hard", printed
+            return
+    raise AssertionError(f"no seed of {SEEDS} granted the lock twice: {printed}")
 
 
 # A lock driver in 30 lines: SET NX PX, Lua compare-and-delete, over redis-py, in Python.

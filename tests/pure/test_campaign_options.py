@@ -38,7 +38,7 @@ EVERYTHING = Campaign(
     provider="external", provider_config="/etc/lc/ext.toml", server="valkey-8.1", nodes=3,
     clients=2, duration_s=1.5, ttl_ms=150, work_ms=20.0, nest_depth=2, seed=7,
     stop_on_first=True, fail_on="soft", allow_inconclusive=True, extend_during_work=False,
-    capacity=2,
+    capacity=2, renews=True,
 )
 
 

@@ -17,7 +17,7 @@ import redis
 from chaos import topology
 from chaos.cli import main
 from chaos.errors import UsageError
-from chaos.topology import LocalTopology, SentinelTuning, ToxiproxyAPI
+from chaos.topology import LocalTopology, SentinelTuning, ToxiproxyAPI, ports
 from chaos.topology.node import wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import alive
@@ -132,6 +132,22 @@ def test_restart_with_aof_always_keeps_acknowledged_writes() -> None:
         node.client().set("durable", "1")
         node.restart(empty=False)
         assert node.client().get("durable") == b"1"
+
+
+def test_a_port_chosen_is_not_chosen_again_before_its_server_binds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two topologies starting at once (two pytest workers) once both found one port free:
+    the second Redis to bind it exited. A chosen port is claimed, so the next choice skips it
+    even though nothing listens on it yet."""
+    monkeypatch.setattr(ports, "CLAIMS", tmp_path)
+    first, second = ports.free_ports(2)  # free, and claimed under tmp_path
+    (tmp_path / str(first)).unlink()
+    (tmp_path / str(second)).unlink()
+    draws = iter([first, first, second])
+    monkeypatch.setattr(ports._pick, "randrange", lambda low, high: next(draws))
+    assert ports.free_ports(1) == [first]
+    assert ports.free_ports(1) == [second]  # `first` is free, but claimed a moment ago
 
 
 def test_toxiproxy_unreachable_is_a_usage_error() -> None:
