@@ -12,20 +12,20 @@ It first learns the lock (``chaos.experiments.surface``): a warm-up run with no 
 extending and acquiring again while they hold, whose history says which commands each operation
 sends and what the lock has (extend, renewals, reentrancy, fences, nodes). audit.json lists
 both; a lock seen renewing is held to renewing in every phase (``--renews``: a lease that
-lapses while its holder runs is hard). Then the budget is spent in two phases. First short
-seeded campaigns, each on a fresh topology and stopping at its first hard violation: every
-fault alone — a pause point and a crash once before *each* command of each operation learned
-(an extend's with holders extending) —, then the capabilities under every fault: holders
-extending, their work alternately long and short against the TTL, and a reentrant lock's
-holders nesting; then pairs of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE``
-of the budget (every single and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always
-run). The first ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug
-in an extend or a nested release shows only when holders extend or nest, and a dozen singles
-first would leave it half a minute unfound. Then ``explore`` (Hypothesis step programs, shrunk)
-on one topology until the budget is spent, as ``lockchaos explore`` does. Unless ``--full`` is
-given, the audit ends at the first hard violation: nothing can make the verdict worse, and a CI
-gate wants the answer fast. It reports per capability what its campaigns exercised
-(``Exercised``).
+lapses while its holder runs is hard), and one that sends EVALSHA is also flushed of its
+scripts (``CALLED_FOR``). Then the budget is spent in two phases. First short seeded campaigns,
+each on a fresh topology and stopping at its first hard violation: every fault alone — a pause
+point and a crash once before *each* command of each operation learned (an extend's with
+holders extending) —, then the capabilities under every fault: holders extending, their work
+alternately long and short against the TTL, and a reentrant lock's holders nesting; then pairs
+of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single
+and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). The first
+``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an extend or a
+nested release shows only when holders extend or nest, and a dozen singles first would leave it
+half a minute unfound. Then ``explore`` (Hypothesis step programs, shrunk) on one topology
+until the budget is spent, as ``lockchaos explore`` does. Unless ``--full`` is given, the audit
+ends at the first hard violation: nothing can make the verdict worse, and a CI gate wants the
+answer fast. It reports per capability what its campaigns exercised (``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
 every phase; left unset, the campaigns run the campaign's defaults, the warm-up its own work
@@ -96,6 +96,9 @@ MUST_SURVIVE = (
     "server-pause",
     "reply-lost",
 )
+# The faults a command the lock sends calls for, beyond ``MUST_SURVIVE``: a lock that sends
+# EVALSHA relies on the servers' script cache, which a restart or a failover empties.
+CALLED_FOR = {"EVALSHA": "script-flush"}
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
@@ -286,6 +289,23 @@ def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str) -> tuple[st
     round trip a crash's default aims at)."""
     name, overrides = fault
     return name, {**overrides, "command": command, "op": op, "nth": 1}
+
+
+def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
+    """``plan`` fitted to what the warm-up learned. A lock seen renewing is held to it in
+    every phase (``--renews``): a lease that lapses while its holder runs is hard, as for a
+    bundled watchdog (a user's lock declares nothing). The faults its commands call for
+    (``CALLED_FOR``) are added to the default ones (``+f``); a list the user chose is kept."""
+    if learned.declared.renews and not plan.base.renews:
+        plan = replace(plan, base=msgspec.structs.replace(plan.base, renews=True))
+    entries = [entry.strip() for entry in plan.faults.split(",") if entry.strip()]
+    if any(not entry.startswith("+") for entry in entries):
+        return plan
+    sent = {command for commands in learned.surface.values() for command in commands}
+    tested = {name for name, _ in plan.tested()}
+    added = [f"+{fault}" for command, fault in CALLED_FOR.items()
+             if command in sent and fault not in tested]
+    return replace(plan, faults=",".join([*entries, *added])) if added else plan
 
 
 def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
@@ -536,11 +556,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     warm = plan.warm_up_campaign()
     result.warm_up = run_campaign(warm, directory / RUNS)
     result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
-    if result.learned.declared.renews and not plan.base.renews:
-        # A lock seen renewing is held to it in every phase: a lease that lapses while its
-        # holder runs is hard, as for a bundled watchdog (a user's lock declares nothing).
-        plan = replace(plan, base=msgspec.structs.replace(plan.base, renews=True))
-        result.plan = plan
+    plan = result.plan = fitted(plan, result.learned)
     steps, cell_s = plan_steps(plan, result.learned)
 
     def broke() -> bool:

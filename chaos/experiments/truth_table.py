@@ -283,6 +283,10 @@ CELLS: tuple[Cell, ...] = (
     # Memory pressure on a Redis that evicts (maxmemory-policy allkeys-lru): the holder's key
     # goes before its TTL, and another client acquires.
     Cell("lua", "evict", "hard", _hard, "Redis docs (maxmemory-policy)", "hard", "evict"),
+    # Scripts loaded once and sent by EVALSHA: after the flush every acquire gets NOSCRIPT,
+    # and the free lock stays out of everyone's reach.
+    Cell("lua-loaded-once", "script-flush", "liveness (nobody can acquire)", _liveness,
+         "redlock-rb #148, resque-scheduler #298 (scripts loaded once)", "liveness"),
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
     # The same lost replies on SET NX PX: an unanswered grant expires on its own.
     Cell("lua", "reply-lost:client=*", "no hard", _no_hard, "000/002/004 (SET NX PX)"),

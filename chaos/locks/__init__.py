@@ -62,6 +62,7 @@ BUNDLED: dict[str, str] = {
     "php-lock": "chaos.locks.php_lock:make",
     "lua-retry-sleep": "chaos.locks.lua_retry_sleep:make",
     "lua-retry-busy": "chaos.locks.lua_retry_busy:make",
+    "lua-loaded-once": "chaos.locks.lua_loaded_once:make",  # its scripts by EVALSHA only
     "delifeq": "chaos.locks.delifeq:make",  # Valkey ≥ 9.0 only (its DELIFEQ, SET IFEQ)
     # Beyond the mutex: shared holds (LockInfo.capacity/modes), called acquire(mode=, permits=).
     "lua-semaphore": "chaos.locks.lua_semaphore:make",

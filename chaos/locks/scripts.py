@@ -44,6 +44,18 @@ COMPARE_AND_DELETE = Lua(
     """,
 )
 
+# ``lua-loaded-once``'s acquire: SET NX PX as a script (so that it is sent by EVALSHA). 1 = set.
+SET_NX_PX = Lua(
+    "set-nx-px",
+    """
+    if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then
+        return 1
+    else
+        return 0
+    end
+    """,
+)
+
 # 001 (RedisLockV2.set_lock_ttl): reset the TTL, in seconds, only if the key holds our token.
 COMPARE_AND_EXPIRE = Lua(
     "compare-and-expire",

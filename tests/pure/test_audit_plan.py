@@ -20,6 +20,7 @@ from chaos.experiments.audit import (
     AuditPlan,
     capability_steps,
     cell_seconds,
+    fitted,
     plan_steps,
     replay_command,
     single_steps,
@@ -121,6 +122,38 @@ def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
         "client-pause:duration_ms=250 (work 1600 ms)",
     ]
     assert not any(step.extend for step in steps)
+
+
+@pytest.mark.parametrize(
+    ("faults", "fitted_faults"),
+    [("", "+script-flush"), ("+latency", "+latency,+script-flush"),
+     ("client-pause", "client-pause"),  # the user's own list is kept
+     ("+script-flush:duration_ms=300", "+script-flush:duration_ms=300")],  # already asked for
+)
+def test_a_lock_that_sends_evalsha_has_its_scripts_flushed_too(
+    faults: str, fitted_faults: str
+) -> None:
+    """The warm-up saw EVALSHA: a restart or failover empties the script cache it relies on,
+    so ``script-flush`` joins the defaults (and the replay); a lock that sends EVAL does not
+    get it."""
+    evalsha = learned(surface={"acquire": ["EVALSHA"], "release": ["EVALSHA"]})
+    plan = fitted(AuditPlan(Campaign("lua-loaded-once"), faults=faults), evalsha)
+    assert plan.faults == fitted_faults
+    assert ("script-flush" in {name for name, _ in plan.tested()}) == (faults != "client-pause")
+    assert fitted(AuditPlan(Campaign("lua")), learned()).faults == ""
+
+
+def test_a_lock_seen_renewing_is_held_to_it_in_every_phase() -> None:
+    """A user's lock declares nothing: the warm-up's renewals make every campaign ``--renews``
+    (its lapses are then judged), and the replay says so."""
+    renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
+                     Declared(extend=False, renews=True, reentrant=False, fencing=False,
+                              nodes=1))
+    plan = fitted(AuditPlan(Campaign("lua")), renews)
+    steps, cell_s = plan_steps(plan, renews)
+    assert all(plan.step_campaign(i, step, cell_s).renews for i, step in enumerate(steps))
+    assert "--renews" in shlex.split(replay_command(plan))
+    assert not fitted(AuditPlan(Campaign("lua")), learned()).base.renews
 
 
 @pytest.mark.parametrize(
