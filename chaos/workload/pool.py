@@ -106,10 +106,14 @@ class WorkerPool:
         for the run would fire at no one)."""
         handles = [self._spawn(cid, incarnation=0) for cid in self._client_ids]
         _await_ready(handles, READY_TIMEOUT_S)
-        self.deadline_ns = h.now() + int(self.config.duration_s * 1e9)
+        self._begin()
         for w in handles:
             self._send(w.spec.client_id, (GO, self.deadline_ns))
         self._monitor.start()
+
+    def _begin(self) -> None:
+        """The run begins now: its deadline is ``duration_s`` from here."""
+        self.deadline_ns = h.now() + int(self.config.duration_s * 1e9)
 
     def _spawn(self, cid: str, incarnation: int) -> WorkerHandle:
         spec = WorkerSpec(

@@ -15,7 +15,6 @@ import time
 from multiprocessing.connection import wait
 from typing import Any
 
-from chaos import history as h
 from chaos.locks.contract import SHARED, Lease
 from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
@@ -114,7 +113,7 @@ class StepperPool(WorkerPool):
     def start(self) -> None:
         """Spawn the clients, the run begun at once (a step waits for its client, not a client
         for the others); no monitor thread (every reply is read by ``step``)."""
-        self.deadline_ns = h.now() + int(self.config.duration_s * 1e9)
+        self._begin()
         for cid in self._client_ids:
             self._spawn(cid, incarnation=0)
 
