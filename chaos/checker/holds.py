@@ -4,12 +4,13 @@ A hold runs from the acquire ``ok`` to the same process's next release ``invoke`
 crash, or the end of the history). Those are the only instants at which the client itself
 certainly believed it held the lock, so an overlap of two holds is never a timing artefact.
 
-A reentrant lock lets its holder acquire again while it holds (an acquire the client marks
+A reentrant mutex lets its holder acquire again while it holds (an acquire the client marks
 nested, ``value: {"depth": d}``). That grant opens a ``Level`` inside the hold, and the
 releases unwind the levels innermost first: an inner release ends only its level, the client
 still holds the lock until its outermost release. So when an inner release frees the lock
 (a release that deletes the key whatever the count, python-zk/kazoo#291), the client that
-takes it next overlaps the outer hold.
+takes it next overlaps the outer hold. (A lock with shared holds may grant its holder a
+second permit of its own instead: there a nested grant ends the hold, ``REACQUIRE``.)
 
 Separately, the lock *claimed* the hold was valid until a deadline, which an ``extend`` or a
 watchdog ``renew`` can move. Whether two overlapping holds were both inside their claimed
@@ -30,7 +31,7 @@ from chaos.history import EXCLUSIVE, FAIL
 
 NEVER = 1 << 63  # later than any monotonic timestamp
 # A hold's end: its client was granted the lock again while holding it, by an acquire it did
-# not mark nested (a nested one opens a ``Level`` instead).
+# not mark nested, or of a lock with shared holds (a mutex's nested grant opens a ``Level``).
 REACQUIRE = "reacquire"
 
 Span = tuple[int, int]  # half-open [start, end)

@@ -150,7 +150,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 oks[f] = 1
             if f == ACQUIRE:
                 hold = st.hold
-                if hold is not None and st.op == ACQUIRE and _nested(st.op_value):
+                if (hold is not None and not shaped and st.op == ACQUIRE
+                        and _nested(st.op_value)):
                     _nest(hold, t, ev, st.op_t, lease_from_ttl)  # the hold goes on
                 else:
                     if hold is not None:
@@ -317,9 +318,15 @@ def _nested(raw: Any) -> bool:
 
 def _nest(hold: Hold, t: int, ev: AnyEvent, invoked: int,
           lease_from_ttl: list[tuple[Hold, int, int]]) -> None:
-    """A nested grant (an acquire marked nested, granted while its client holds): one more
-    level inside ``hold``, and a new deadline from ``t`` on, as an extend's — the lock vouched
-    for its holder again (a reentrant lock re-arms its one key's TTL)."""
+    """A nested grant of a mutex (an acquire marked nested, granted while its client holds):
+    one more level inside ``hold``, and a new deadline from ``t`` on, as an extend's — the
+    lock vouched for its holder again (a reentrant lock re-arms its one key's TTL).
+
+    Only a mutex: it has one key, so a grant to its holder can only be that key re-entered.
+    A lock that is not one (a semaphore, a read-write lock) may grant its holder a second,
+    independent permit with a lease of its own, which neither renews the first nor is
+    released with it; its nested grant still ends the hold (``REACQUIRE``), as it always did.
+    """
     level = Level(ev.token, t)
     if hold.levels is None:
         hold.levels = [level]

@@ -80,3 +80,28 @@ def test_an_unmarked_acquire_while_holding_still_ends_the_hold() -> None:
     verdict = h.release("c1", 90).release("c2", 150).check()
     assert verdict.verdict == "ok"
     assert verdict.counts["holds"] == 3 and verdict.counts["reacquired"] == 1
+
+
+def test_a_nested_grant_of_a_lock_with_shared_holds_is_a_permit_of_its_own() -> None:
+    """A read-write lock grants its reader a second read lease of its own, which its extends
+    renew and its release gives back, not the first one's: the nested grant ends the first
+    hold (as an unmarked one does), so c2 writing once c1's first lease ran out (at 200 ms)
+    is no violation, although c1's inner lease was extended to 400 ms."""
+    h = History(ttl_ms=None, start=False)
+    h.add(0, "info", "harness", "start", value={
+        "lock": "test-rw", "ttl_ms": 200, "clients": ["c1", "c2"], "seed": 1,
+        "capacity": None, "modes": ["exclusive", "shared"]})
+    read = {"mode": "shared", "permits": 1}
+    h.add(0, "invoke", "c1", "acquire", value=read)
+    h.add(0, "ok", "c1", "acquire", token="r1", valid_until=at(200))
+    h.add(50, "invoke", "c1", "acquire", value={**read, "depth": 2})
+    h.add(50, "ok", "c1", "acquire", token="r2", valid_until=at(250))
+    h.add(150, "invoke", "c1", "extend", token="r2")
+    h.add(150, "ok", "c1", "extend", token="r2", valid_until=at(400))
+    h.add(250, "invoke", "c1", "release", token="r2").add(250, "ok", "c1", "release")
+    h.add(260, "invoke", "c2", "acquire", value={"mode": "exclusive", "permits": 1})
+    h.add(260, "ok", "c2", "acquire", token="w1", valid_until=at(460))
+    h.add(270, "invoke", "c1", "release", token="r1").add(270, "ok", "c1", "release")
+    verdict = h.add(300, "invoke", "c2", "release").add(300, "ok", "c2", "release").check()
+    assert verdict.hard_violations == 0, verdict.explanations
+    assert verdict.counts["holds"] == 3 and verdict.counts["reacquired"] == 1
