@@ -105,3 +105,14 @@ def test_a_nested_grant_of_a_lock_with_shared_holds_is_a_permit_of_its_own() -> 
     verdict = h.add(300, "invoke", "c2", "release").add(300, "ok", "c2", "release").check()
     assert verdict.hard_violations == 0, verdict.explanations
     assert verdict.counts["holds"] == 3 and verdict.counts["reacquired"] == 1
+
+
+def test_a_renewing_locks_lapse_ended_by_a_nested_grant_says_so() -> None:
+    """c1's lease ran out at 200 ms with no renewal; its nested acquire at 500 ms is what
+    shows it was running (and re-armed the lease): the lapse runs until then."""
+    h = History()
+    h.events[0].value["renews"] = True
+    h.acquire("c1", 0).nest("c1", 500).release("c1", 550).release("c1", 600)
+    (violation,) = h.check().violations
+    assert violation.cause == "not-renewed" and (violation.start_s, violation.end_s) == (0.2, 0.5)
+    assert "went on holding the lock until it acquired again at 0.500 s" in violation.explanation
