@@ -8,15 +8,19 @@ direct evidence to the least:
 1. another client's release returned true while the earlier holder held the lock (it can
    only have deleted the earlier holder's key) — unless a fault that splits the master was on
    at the time: with two masters, that release may have removed the releaser's own key on
-   the other one; or, failing a fault that loses keys (2), a release that was in flight
-   across the earlier acquire or the gap (it may have landed after the earlier key was set);
+   the other one; or, failing (2) and (3), a release that was in flight across the earlier
+   acquire or the gap (it may have landed after the earlier key was set);
 2. a fault that loses keys began or ended in between;
-3. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
-4. a fault that moves a client's wall clock was on when the later client acquired, aimed at
+3. the earlier holder's own inner release (of a nested grant, invoked while its lease was
+   valid) freed the lock its outer hold still had: a reentrant lock whose release ignores
+   its count (python-zk/kazoo#291);
+4. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
+5. a fault that moves a client's wall clock was on when the later client acquired, aimed at
    one of the two: a lock that judges expiry by client clocks gave it away early;
-5. a fault that splits the master was on when the later client acquired: split brain, two
+6. a client's losing acquire that writes first overwrote the earlier holder's expiry;
+7. a fault that splits the master was on when the later client acquired: split brain, two
    masters granting;
-6. none of the above: the lock granted a key that should still have existed.
+8. none of the above: the lock granted a key that should still have existed.
 
 Which faults lose keys, split the master or stall a client is what each fault's start event
 declares (its ``effects``, ``chaos.history.EFFECTS``): this module knows no fault by name.
@@ -31,7 +35,7 @@ from collections import defaultdict
 
 from chaos.checker.data import LostWrite
 from chaos.checker.fairness import Overtaken
-from chaos.checker.holds import NEVER, REACQUIRE, Hold
+from chaos.checker.holds import NEVER, REACQUIRE, Hold, Level
 from chaos.checker.leaks import Leak
 from chaos.checker.liveness import GaveUp, Outage
 from chaos.checker.overlaps import Overlap
@@ -176,7 +180,8 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     if found is not None and timeline.split_at(found[0].acked) is not None:
         found = None  # with two masters, it may have removed the releaser's own key
     loss = timeline.key_loss(a.start, b.start)
-    if found is not None and (found[1] or loss is None):
+    freed = _freed(a, b)
+    if found is not None and (found[1] or (loss is None and freed is None)):
         release, certain = found
         if certain:
             text = (
@@ -198,6 +203,13 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     if loss is not None:
         return _lost_to(loss, clock, f"after {a.process} acquired and before {b.process} did: "
                                      f"{a.process}'s key did not survive it")
+    if freed is not None:
+        return "inner-release", (
+            f"{a.process}'s inner release at {at(freed.end)} freed the lock its outer hold "
+            f"still had; {b.process} acquired it at {at(b.start)}: the release of "
+            f"{a.process}'s nested grant (at {at(freed.start)}) must leave the lock held until "
+            f"{a.process}'s outermost release"
+        )
     lapsed = a.lapsed_before(b.start)
     if lapsed is not None:
         return "lease-expired", (
@@ -220,6 +232,15 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     return "unexplained", (
         f"the lock granted {b.process} while {a.process}'s key should still have existed"
     )
+
+
+def _freed(a: Hold, b: Hold) -> Level | None:
+    """The inner release of ``a`` (the release of a nested grant) that may have freed the lock
+    before ``b`` acquired, invoked while ``a``'s lease was valid (else its lapse explains)."""
+    freed = a.freed_by(b.start)
+    if freed is None or a.lapsed_before(freed.end) is not None:
+        return None
+    return freed
 
 
 def _clock_moved(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
@@ -297,10 +318,11 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
     p, at = lapse.process, clock.at
     began = ("from its acquire" if lapse.since == lapse.hold.start
              else "from its renewal")
-    if lapse.renewed_again:
-        until = f"until its next renewal at {at(lapse.until)}"
-    elif lapse.hold.ended_by == REACQUIRE:
+    if any(level.start == lapse.until for level in lapse.hold.levels or ()) or (
+            not lapse.renewed_again and lapse.hold.ended_by == REACQUIRE):
         until = f"until it acquired again at {at(lapse.until)}"
+    elif lapse.renewed_again:
+        until = f"until its next renewal at {at(lapse.until)}"
     else:
         until = f"until it released it at {at(lapse.until)}"
     more = f" ({len(found)} of {p}'s leases lapsed like this in all)" if len(found) > 1 else ""

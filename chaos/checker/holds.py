@@ -4,6 +4,14 @@ A hold runs from the acquire ``ok`` to the same process's next release ``invoke`
 crash, or the end of the history). Those are the only instants at which the client itself
 certainly believed it held the lock, so an overlap of two holds is never a timing artefact.
 
+A reentrant mutex lets its holder acquire again while it holds (an acquire the client marks
+nested, ``value: {"depth": d}``). That grant opens a ``Level`` inside the hold, and the
+releases unwind the levels innermost first: an inner release ends only its level, the client
+still holds the lock until its outermost release. So when an inner release frees the lock
+(a release that deletes the key whatever the count, python-zk/kazoo#291), the client that
+takes it next overlaps the outer hold. (A lock with shared holds may grant its holder a
+second permit of its own instead: there a nested grant ends the hold, ``REACQUIRE``.)
+
 Separately, the lock *claimed* the hold was valid until a deadline, which an ``extend`` or a
 watchdog ``renew`` can move. Whether two overlapping holds were both inside their claimed
 validity at a common instant is what separates a hard violation (the lock broke its own
@@ -19,17 +27,30 @@ from bisect import bisect_right
 
 import msgspec
 
-from chaos.history import EXCLUSIVE
+from chaos.history import EXCLUSIVE, FAIL
 
 NEVER = 1 << 63  # later than any monotonic timestamp
-REACQUIRE = "reacquire"  # a hold's end: its client was granted the lock again while holding it
+# A hold's end: its client was granted the lock again while holding it, by an acquire it did
+# not mark nested, or of a lock with shared holds (a mutex's nested grant opens a ``Level``).
+REACQUIRE = "reacquire"
 
 Span = tuple[int, int]  # half-open [start, end)
 
 
+class Level(msgspec.Struct, gc=False):
+    """A nested grant inside a hold: from its acquire ``ok`` to its (inner) release invoke."""
+
+    token: str | None
+    start: int
+    end: int = NEVER
+    released: str | None = None  # its release's outcome: "ok", "fail", "info"
+    release_acked: int | None = None  # when its release returned true
+
+
 class Hold(msgspec.Struct, gc=False):
     """One hold; ``leases`` is ``[(from_t, deadline), …]``: the deadline in effect from each
-    instant on (the acquire's first, then every extend/renew), ``NEVER`` when unbounded.
+    instant on (the acquire's first, then every extend/renew, and every nested grant: the
+    lock vouched for its holder again), ``NEVER`` when unbounded.
 
     A msgspec Struct because the scan creates one per acquire: construction runs in C.
     """
@@ -47,6 +68,36 @@ class Hold(msgspec.Struct, gc=False):
     # permit; a semaphore's are shared, each taking ``permits`` of the run's capacity.
     mode: str = EXCLUSIVE
     permits: int = 1
+    # The nested grants inside it, in order (None: none, the usual case); those still open
+    # are the last ones, innermost last.
+    levels: list[Level] | None = None
+
+    def open_level(self) -> Level | None:
+        """The innermost nested level not released yet, if any: what a release ends first."""
+        if self.levels is None:
+            return None
+        return next((level for level in reversed(self.levels) if level.end == NEVER), None)
+
+    def has_token(self, token: str | None) -> bool:
+        """Whether ``token`` is this hold's or an open nested level's: an extend or renewal
+        of either moves the client's deadline (a reentrant lock's nested grants share one
+        key, whose TTL any of them re-arms)."""
+        if token == self.token:
+            return True
+        return self.levels is not None and any(
+            level.token == token for level in self.levels if level.end == NEVER)
+
+    def freed_by(self, before: int) -> Level | None:
+        """The inner release that may have freed the lock this hold still had, before
+        ``before``: the last one invoked by then that did not fail (a release that returned
+        false deleted nothing), unless a nested grant came after it (that took the lock
+        again)."""
+        levels = [level for level in self.levels or () if level.start < before]
+        freed = max((level for level in levels if level.end < before
+                     and level.released != FAIL), key=lambda level: level.end, default=None)
+        if freed is None or any(level.start > freed.end for level in levels):
+            return None
+        return freed
 
     def deadline_at(self, t: int) -> int:
         """The lease deadline in effect at ``t`` (the acquire's one before any renewal)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chaos.checker.holds import NEVER, REACQUIRE, Hold
+from chaos.checker.holds import NEVER, REACQUIRE, Hold, Level
 from chaos.checker.reader import AnyEvent, value_of
 from chaos.checker.timeline import (
     FaultSpan,
@@ -77,7 +77,8 @@ class _Process:
         self.op_t = t
         self.op_token: str | None = None
         self.op_value: Any = None
-        self.released: Hold | None = None  # the hold the outstanding release invoke ended
+        # What the outstanding release invoke ended: a hold, or a nested level inside one
+        self.released: Hold | Level | None = None
 
 
 def scan(events: Iterable[AnyEvent]) -> Timeline:
@@ -123,15 +124,23 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             if f == WRITE:
                 st.op_value = value_of(ev.value)
             elif f == RELEASE:
-                hold = st.released = st.hold
-                if hold is not None:
-                    hold.end = t
-                    hold.ended_by = RELEASE
-                    st.hold = None
+                hold = st.hold
+                level = None if hold is None or hold.levels is None else hold.open_level()
+                if level is not None:  # an inner release: the client still holds the lock
+                    level.end = t
+                    st.released = level
+                else:
+                    st.released = hold
+                    if hold is not None:
+                        hold.end = t
+                        hold.ended_by = RELEASE
+                        st.hold = None
             elif f == EXTEND:
                 st.op_token = ev.token
-            elif shaped and f == ACQUIRE:
-                st.op_value = ev.value  # its mode and permits, decoded when it is needed
+            elif f == ACQUIRE:
+                # Raw (usually absent): whether it is nested, its mode and permits, decoded
+                # when needed.
+                st.op_value = ev.value
             continue
 
         if typ == OK:
@@ -140,19 +149,24 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             except KeyError:
                 oks[f] = 1
             if f == ACQUIRE:
-                if st.hold is not None:
-                    st.hold.end = t
-                    st.hold.ended_by = REACQUIRE
-                valid_until = ev.valid_until
-                hold = st.hold = Hold(
-                    st.name, ev.token, st.op_t if st.op == ACQUIRE else t, t,
-                    [(t, NEVER if valid_until is None else valid_until)],
-                )
-                holds.append(hold)
-                if valid_until is None:
-                    lease_from_ttl.append((hold, 0, hold.invoked))
-                if shaped:
-                    _shape(hold, st.op_value if st.op == ACQUIRE else None, only_mode)
+                hold = st.hold
+                if (hold is not None and not shaped and st.op == ACQUIRE
+                        and _nested(st.op_value)):
+                    _nest(hold, t, ev, st.op_t, lease_from_ttl)  # the hold goes on
+                else:
+                    if hold is not None:
+                        hold.end = t
+                        hold.ended_by = REACQUIRE
+                    valid_until = ev.valid_until
+                    hold = st.hold = Hold(
+                        st.name, ev.token, st.op_t if st.op == ACQUIRE else t, t,
+                        [(t, NEVER if valid_until is None else valid_until)],
+                    )
+                    holds.append(hold)
+                    if valid_until is None:
+                        lease_from_ttl.append((hold, 0, hold.invoked))
+                    if shaped:
+                        _shape(hold, st.op_value if st.op == ACQUIRE else None, only_mode)
             elif f == WRITE:
                 op_id = st.op_value if st.op == WRITE else value_of(ev.value)
                 if isinstance(op_id, str):
@@ -172,7 +186,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 hold = st.hold
                 extending = f == EXTEND and st.op == EXTEND
                 token = ev.token or (st.op_token if extending else None)
-                if hold is not None and token == hold.token:
+                if hold is not None and (token == hold.token or (
+                        hold.levels is not None and hold.has_token(token))):
                     _add_lease(hold, t, ev.valid_until, st.op_t if extending else t,
                                lease_from_ttl)
             elif f == FINAL_READ:
@@ -194,7 +209,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 if ev.error == GAVE_UP:
                     timeline.gave_up.append((st.name, failed_invoked[-1], t))
                 hold = st.hold  # a nested acquire, refused while its own lease was valid
-                if hold is not None and hold.leases[-1][1] > t and _nested(ev):
+                if hold is not None and hold.leases[-1][1] > t and _nested(ev.value):
                     timeline.refused_own.append(
                         (st.name, st.op_t if st.op == ACQUIRE else t, t, hold.start)
                     )
@@ -295,10 +310,29 @@ def _info(
 _LOCK_OPS = (ACQUIRE, RELEASE, EXTEND)
 
 
-def _nested(ev: AnyEvent) -> bool:
-    """Whether an acquire event is marked nested (``value: {"depth": d}``)."""
-    value = value_of(ev.value)
+def _nested(raw: Any) -> bool:
+    """Whether an acquire event's ``value`` marks it nested (``{"depth": d}``)."""
+    value = value_of(raw)
     return isinstance(value, dict) and "depth" in value
+
+
+def _nest(hold: Hold, t: int, ev: AnyEvent, invoked: int,
+          lease_from_ttl: list[tuple[Hold, int, int]]) -> None:
+    """A nested grant of a mutex (an acquire marked nested, granted while its client holds):
+    one more level inside ``hold``, and a new deadline from ``t`` on, as an extend's — the
+    lock vouched for its holder again (a reentrant lock re-arms its one key's TTL).
+
+    Only a mutex: it has one key, so a grant to its holder can only be that key re-entered.
+    A lock that is not one (a semaphore, a read-write lock) may grant its holder a second,
+    independent permit with a lease of its own, which neither renews the first nor is
+    released with it; its nested grant still ends the hold (``REACQUIRE``), as it always did.
+    """
+    level = Level(ev.token, t)
+    if hold.levels is None:
+        hold.levels = [level]
+    else:
+        hold.levels.append(level)
+    _add_lease(hold, t, ev.valid_until, invoked, lease_from_ttl)
 
 
 def _permits(value: Any) -> int:

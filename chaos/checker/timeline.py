@@ -90,7 +90,7 @@ class Release(msgspec.Struct, frozen=True, gc=False):
     process: str
     invoked: int
     acked: int
-    hold: Hold | None  # the hold its invoke ended
+    hold: Hold | None  # the hold its invoke ended (or, an inner release, the hold it was in)
 
     @property
     def stale(self) -> bool:
@@ -279,6 +279,10 @@ class Timeline:
             self._releases = self.orphan_releases + [
                 Release(hold.process, hold.end, hold.release_acked, hold)
                 for hold in self.holds if hold.release_acked is not None
+            ] + [  # inner releases of nested grants, as the hold they were inside
+                Release(hold.process, level.end, level.release_acked, hold)
+                for hold in self.holds if hold.levels is not None
+                for level in hold.levels if level.release_acked is not None
             ]
             self._releases.sort(key=attrgetter("acked"))
             self._release_acks = [release.acked for release in self._releases]

@@ -215,8 +215,10 @@ def _hold_traces(run: RunRecord, clock: Clock, span: tuple[int, int]
         for a, b in hold.valid_spans():
             leases.add(hold.process, sec(a), sec(b),
                        f"{hold.process}'s lease valid<br>{sec(a):.3f} → {sec(b):.3f} s")
+        nested = {level.start for level in hold.levels or ()}  # grants that re-armed it
         for since, deadline in hold.leases[1:]:
-            renewals.add(hold.process, sec(since), f"{hold.process} renewed its lease at "
+            what = "acquired it again (nested)" if since in nested else "renewed its lease"
+            renewals.add(hold.process, sec(since), f"{hold.process} {what} at "
                          f"{sec(since):.3f} s<br>valid until {sec(deadline):.3f} s")
         if hold.ended_by == "crash":
             crashes.add(hold.process, end, f"{hold.process} crashed at {end:.3f} s")

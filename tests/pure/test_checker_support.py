@@ -52,6 +52,15 @@ class History:
         until = {} if lease is None else {"valid_until": at(invoked + lease)}
         return self.add(ms, "ok", p, "acquire", token=token, **until)
 
+    def nest(self, p: str, ms: float, *, lease: float = 200, depth: int = 2,
+             invoked: float | None = None) -> History:
+        """A nested acquire (marked ``{"depth": depth}``) granted at ``ms`` to ``p``, which
+        holds: invoked at ``invoked`` (default ``ms``), ``lease`` ms of validity from it."""
+        invoked = ms if invoked is None else invoked
+        self.add(invoked, "invoke", p, "acquire", value={"depth": depth})
+        return self.add(ms, "ok", p, "acquire", token=f"{p}-{len(self.events)}",
+                        valid_until=at(invoked + lease))
+
     def attempt(self, p: str, ms: float, done: float | None = None, *, outcome: str = "fail",
                 error: str | None = None) -> History:
         """An acquire that did not succeed: invoke at ``ms``, ``outcome`` at ``done``."""

@@ -19,9 +19,9 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``reentrant_release_frees_outer`` — the bundled ``reentrant`` hash lock whose release
   deletes the key whatever the count (python-zk/kazoo#291, fixed by #292: "acquire be
   re-entrant but release() remove the lock immediately … the first __exit__ would destroy
-  the lock"): the inner release of a nested hold frees the lock the outer hold still has
-  (the audit does not find it hard yet: the checker ends the outer hold at the nested
-  acquire; docs/results.md, 2026-11-25);
+  the lock"): the inner release of a nested hold frees the lock the outer hold still has,
+  and another client takes it while that outer hold's lease is valid (the checker keeps the
+  outer hold until the outermost release: hard, cause ``inner-release``);
 * ``racy_semaphore`` — ``lua-semaphore`` whose acquire counts the permits in one round trip
   (prune, ``ZCARD``) and adds its own in another (``ZADD``): two clients that both counted
   room for themselves both add, and the semaphore grants more permits than it has (the
