@@ -232,6 +232,12 @@ class Fault(ABC):
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(client=wait_for_holder(env, rng))
 
+    def evidence_for(self, env: WorkloadEnv, target: Target) -> str:
+        """The evidence this firing's start event declares: the class's ``evidence``, unless
+        the fault cannot see its effect at ``target`` (then ``activity``, never a claim of
+        ``reported`` that no event could back)."""
+        return self.evidence
+
     @abstractmethod
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal: ...
 
@@ -358,6 +364,18 @@ class SlowWork(Fault):
 
 
 # -- network faults (Toxiproxy, on one client's own links) -------------------------------------
+#
+# A network fault does something to the lock only when a command of a client it hits crosses
+# a faulted link while it is on: a holder that only works, sending nothing, is not slowed or
+# cut by it. Toxiproxy cannot say when that happens (its byte counters count a connection
+# only when it closes: tests/redis/test_toxiproxy_counters.py), the client can: once the
+# toxics are on, the fault arms a watch on each client it hits (``WorkerPool.watch``,
+# ``chaos.workload.inject.Watch``) naming the client's own links to the faulted nodes, and
+# the first command the client sends over one of them writes the firing's ``effect``
+# ("c2 sent EVAL to n0 while latency was on"). The heal ends the watches before it removes
+# the toxics. A client whose commands the harness cannot see going to a node (a driver, which
+# announces commands but not their node, when the fault is on only some of its links) makes
+# the firing declare ``activity`` instead (``LinkFault.evidence_for``).
 
 
 def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any) -> Heal:
@@ -386,7 +404,45 @@ def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
     return heal
 
 
-class Latency(Fault):
+class LinkFault(Fault):
+    """A fault on the links of the clients it hits (``hit_clients``) to some nodes
+    (``hit_nodes``): its effect is reported by the watches ``watched`` arms on them."""
+
+    evidence = h.REPORTED  # a command of a hit client crossed a faulted link while it was on
+
+    def hit_clients(self, env: WorkloadEnv, target: Target) -> list[str]:
+        assert target.client is not None
+        return sorted(env.pool.workers) if target.client == "*" else [target.client]
+
+    def hit_nodes(self, env: WorkloadEnv, target: Target) -> list[int]:
+        """The nodes whose links it faults: every one, unless it aims at some."""
+        return target.nodes or list(range(len(env.topology.nodes)))
+
+    def evidence_for(self, env: WorkloadEnv, target: Target) -> str:
+        everywhere = len(self.hit_nodes(env, target)) == len(env.topology.nodes)
+        clients = self.hit_clients(env, target)
+        if clients and all(env.pool.watchable(c, everywhere) for c in clients):
+            return h.REPORTED
+        return h.ACTIVITY
+
+    def watched(self, env: WorkloadEnv, target: Target, heal: Heal) -> Heal:
+        """Arm a watch on every hit client (the links are faulted already); the heal ends
+        them, then runs ``heal``. ``reply-lost:client=*`` watches every client: one command
+        of any of them is the firing's effect."""
+        nodes = self.hit_nodes(env, target)
+        everywhere = len(nodes) == len(env.topology.nodes)
+        unwatches = [env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
+                     for client in self.hit_clients(env, target)]
+
+        def unwatch_then_heal() -> None:
+            for unwatch in unwatches:
+                unwatch()
+            heal()
+
+        return unwatch_then_heal
+
+
+class Latency(LinkFault):
     name = "latency"
     summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -415,7 +471,7 @@ class Latency(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return toxic_on_client(
+        heal = toxic_on_client(
             env.topology,
             target.client,
             "latency",
@@ -423,9 +479,10 @@ class Latency(Fault):
             latency=params["latency_ms"],
             jitter=params["jitter_ms"],
         )
+        return self.watched(env, target, heal)
 
 
-class Partition(Fault):
+class Partition(LinkFault):
     name = "partition"
     summary = "cut a client from one node, a minority or a majority of nodes; heal"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -446,10 +503,11 @@ class Partition(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return cut_client_links(env.topology, target.client, target.nodes)
+        heal = cut_client_links(env.topology, target.client, target.nodes)
+        return self.watched(env, target, heal)
 
 
-class Reset(Fault):
+class Reset(LinkFault):
     name = "reset"
     summary = "reset one client's connections mid-command (indeterminate outcomes)"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -461,13 +519,14 @@ class Reset(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return toxic_on_client(
+        heal = toxic_on_client(
             env.topology, target.client, "reset_peer", stream="upstream",
             toxicity=params["toxicity"], timeout=0,
         )  # fmt: skip
+        return self.watched(env, target, heal)
 
 
-class ReplyLost(Fault):
+class ReplyLost(LinkFault):
     """One-way loss: the client's commands reach Redis and are applied, their replies never
     come back. A Toxiproxy ``timeout`` toxic (timeout 0) on the downstream stream of the
     client's links drops what Redis answers; removing it closes the connections whose
@@ -494,16 +553,14 @@ class ReplyLost(Fault):
         return named_or_holder(env, rng, params)
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
-        assert target.client is not None
-        clients = sorted(env.pool.workers) if target.client == "*" else [target.client]
         heals = [toxic_on_client(env.topology, client, "timeout", stream="downstream",
-                                 timeout=0) for client in clients]
+                                 timeout=0) for client in self.hit_clients(env, target)]
 
         def heal() -> None:
             for undo in heals:
                 undo()
 
-        return heal
+        return self.watched(env, target, heal)
 
 
 # -- server faults -------------------------------------------------------------------------

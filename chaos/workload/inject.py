@@ -20,6 +20,16 @@ Actions:
   stop-the-world GC); the harness sends SIGCONT after ``duration_ms``;
   ``sleep`` — only the calling thread sleeps (a slow caller; background threads keep going);
   ``crash`` — the process SIGKILLs itself (e.g. between SETNX and EXPIRE).
+
+Watches (``Watch``) are the network faults' evidence, armed the same way: "tell me when this
+client next sends a command to one of these addresses". A network fault acts on a client's
+links, and it does something to the lock only when a command of that client crosses a faulted
+link while it is on; Toxiproxy cannot say so (its byte counters count a connection only when
+it closes), the client's own connections can. The first command to a watched address writes
+one ``effect`` event and disarms the watch. The harness ends a watch at once, even while the
+client is stopped: each is live only while its slot in a shared array (``WATCH_SLOTS`` per
+client process, written by the harness) holds its serial when the command has gone out, so a
+command sent after the heal began never counts.
 """
 
 from __future__ import annotations
@@ -28,8 +38,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, MutableSequence, Sequence
+from dataclasses import dataclass, field
 
 import redis
 
@@ -44,6 +54,7 @@ Written = dict[str, tuple[list[str], list[str]]]  # "host:port" -> (keys, values
 # and decides only as it writes), so a pause point naming either fires on both.
 SCRIPT_CALLS = {"EVALSHA": "EVAL", "EVALSHA_RO": "EVAL_RO"}
 BACKGROUND = "background"  # the operation of a command sent outside acquire/release/extend
+WATCH_SLOTS = 8  # watches one client process can have at once (network faults on its links)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,28 @@ class PausePoint:
         )
 
 
+@dataclass(frozen=True)
+class Watch:
+    """Report the first command sent to one of ``nodes`` (address ``host:port`` -> ``n1``)
+    while the watch is live: what shows that fault ``fault`` (``name``) did something.
+    ``everywhere``: the fault is on every link of the client, so a command whose address is
+    unknown (a driver's announcement names only the command) crossed one too. Live while the
+    shared ``slot`` holds ``serial`` (the harness zeroes it at the heal)."""
+
+    fault: str
+    name: str
+    nodes: dict[str, str] = field(hash=False)
+    everywhere: bool
+    slot: int
+    serial: int
+
+    def describe(self, client: str, command: str, address: str | None) -> str:
+        """``command`` sent (``""``: a connection refused) to ``address``, in words."""
+        node = f" to {self.nodes[address]}" if address in self.nodes else ""
+        did = f"sent {command}" if command else "could not connect"
+        return f"{client} {did}{node} while {self.name} was on"
+
+
 class Injector:
     """Process-wide: the armed points, and the operation the worker is currently in.
 
@@ -95,6 +128,14 @@ class Injector:
         self.on_new_command: Callable[[str, str], None] = lambda op, command: None
         self._seen: set[tuple[str, str]] = set()
         self.written: Written = {}  # by the current (or last) acquire, per node address
+        # Watches by slot, and what the command path looks up: the watched addresses, and
+        # whether a watch takes a command of unknown address (``Watch.everywhere``).
+        self.slots: MutableSequence[int] = [0] * WATCH_SLOTS  # shared with the harness
+        self.on_crossed: Callable[[Watch, str, str | None], None] = lambda w, c, a: None
+        self._watches: dict[int, Watch] = {}
+        self._watched: frozenset[str] = frozenset()
+        self._everywhere = False
+        self.watching = False  # the command path's one test when nothing is watched
 
     def arm(self, point: PausePoint) -> None:
         with self._lock:
@@ -108,6 +149,43 @@ class Injector:
     def armed(self) -> list[PausePoint]:
         with self._lock:
             return list(self._armed)
+
+    @property
+    def announcing(self) -> bool:
+        """Whether a command sent now may matter to the harness: a point or a watch is armed
+        (a driver then announces its commands)."""
+        return bool(self._armed or self._watches)
+
+    def watch(self, watch: Watch) -> None:
+        """Arm ``watch`` (it replaces any older one in its slot)."""
+        with self._lock:
+            self._watches[watch.slot] = watch
+            self._index()
+
+    def unwatch(self, serial: int) -> None:
+        with self._lock:
+            self._watches = {s: w for s, w in self._watches.items() if w.serial != serial}
+            self._index()
+
+    def _index(self) -> None:
+        self._watched = frozenset(a for w in self._watches.values() for a in w.nodes)
+        self._everywhere = any(w.everywhere for w in self._watches.values())
+        self.watching = bool(self._watches)
+
+    def crossed(self, command: str, address: str | None) -> None:
+        """``command`` went to ``address`` (None: unknown; ``command`` empty: a connection
+        there was refused): each live watch it matches reports it (``on_crossed``) and is
+        disarmed. Called after the write, so a watch still live then was live when it left."""
+        if address in self._watched if address is not None else self._everywhere:
+            with self._lock:
+                hit = [w for w in self._watches.values()
+                       if (address in w.nodes if address is not None else w.everywhere)]
+                for w in hit:
+                    del self._watches[w.slot]
+                self._index()
+            for w in hit:
+                if self.slots[w.slot] == w.serial:  # not healed meanwhile
+                    self.on_crossed(w, command, address)
 
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
@@ -132,7 +210,11 @@ class Injector:
         self.current_op = None
 
     def before_command(self, command: str) -> None:
+        """A command a driver announces, right before it sends it (to a node it does not
+        say: only a watch on ``everywhere`` takes it)."""
         self.before_write((command,))
+        if self.watching:
+            self.crossed(command, None)
 
     def before_write(self, commands: Sequence[str]) -> None:
         """Before one write of ``commands``: a single command, or a pipeline's, which reach
@@ -202,10 +284,34 @@ class InjectingConnection(redis.Connection):
 
     Commands redis-py sends on its own while connecting (``CLIENT SETINFO``, ``HELLO``…) are
     not the lock's and are not counted. Sentinel-managed pools combine this class with
-    ``SentinelManagedConnection`` (which overrides neither method).
+    ``SentinelManagedConnection`` (which overrides none of these methods).
+
+    While a watch is armed, a write that went out (``send_packed_command``, whatever became
+    of it: a reset or a timeout is the fault at work), or a connection refused (a partition:
+    the command never leaves), is reported to the injector with this connection's address.
     """
 
     _handshaking = False
+    _sending = ""  # the first command of the write under way: what a watch reports
+
+    def connect(self) -> None:
+        if self._sock is not None or not injector.watching:  # the hot path: one test
+            super().connect()
+            return
+        try:
+            super().connect()
+        except redis.ConnectionError:
+            injector.crossed("", f"{self.host}:{self.port}")
+            raise
+
+    def send_packed_command(self, command: object, check_health: bool = True) -> None:
+        try:
+            super().send_packed_command(command, check_health)
+        finally:
+            if self._sending and not self._handshaking:
+                if injector.watching:
+                    injector.crossed(self._sending, f"{self.host}:{self.port}")
+                self._sending = ""
 
     def on_connect(self) -> None:
         self._handshaking = True
@@ -228,6 +334,7 @@ class InjectingConnection(redis.Connection):
     def _before_write(self, commands: list[tuple[object, ...]]) -> None:
         names = [_command_name(args) for args in commands]
         injector.before_write(names)
+        self._sending = names[0] if names else ""
         if injector.current_op == "acquire":
             for command, args in zip(names, commands, strict=True):
                 if command in WRITES:

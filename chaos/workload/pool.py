@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -21,10 +22,12 @@ from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 from chaos import history as h
+from chaos.drivers import catalog as drivers
 from chaos.locks import load
-from chaos.topology.base import Topology
+from chaos.locks.contract import PAUSE_POINTS
+from chaos.topology.base import Topology, host_port
 from chaos.workload import clocks
-from chaos.workload.inject import PausePoint, Written
+from chaos.workload.inject import WATCH_SLOTS, PausePoint, Watch, Written
 from chaos.workload.worker import (
     GO,
     UNUSABLE_LOCK_EXIT,
@@ -52,6 +55,8 @@ class WorkerHandle:
     paused: bool = False
     written: Written = field(default_factory=dict)  # what its last acquire wrote, per node
     written_for: int = 0  # the ``holding`` time of the acquire ``written`` belongs to
+    # Which watches are live (``watch``): a slot holds a watch's serial, 0 when free.
+    watch_slots: MutableSequence[int] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
@@ -95,6 +100,7 @@ class WorkerPool:
         self._client_ids = [f"c{i}" for i in range(1, clients + 1)]
         self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
         self._monitor = threading.Thread(target=self._watch, name="pool-monitor", daemon=True)
+        self._serial = 0  # the last watch's (``watch``)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -129,9 +135,10 @@ class WorkerPool:
         ctx = _ctx if clocks_dir is None else clocks.SPAWN
         ours, theirs = ctx.Pipe()
         holding: Synchronized[int] = ctx.Value("q", 0)
+        watch_slots: MutableSequence[int] = ctx.RawArray("q", WATCH_SLOTS)
         process = ctx.Process(
             target=worker_main,
-            args=(spec, theirs, holding, self.worker_class),
+            args=(spec, theirs, holding, self.worker_class, watch_slots),
             name=f"lockchaos-{cid}",
             daemon=True,
         )
@@ -142,7 +149,7 @@ class WorkerPool:
         with contextlib.suppress(OSError):  # as the worker does itself: whoever runs first
             os.setpgid(process.pid or 0, process.pid or 0)
         theirs.close()
-        handle = WorkerHandle(spec, process, ours, holding)
+        handle = WorkerHandle(spec, process, ours, holding, watch_slots=watch_slots)
         with self._lock:
             self.workers[cid] = handle
         return handle
@@ -245,6 +252,43 @@ class WorkerPool:
 
     def arm(self, cid: str, point: PausePoint) -> None:
         self._send(cid, ("arm", point))
+
+    def watchable(self, cid: str, everywhere: bool) -> bool:
+        """Whether a watch on ``cid`` can see its commands cross the links watched: a Python
+        lock's always do (its connections are the harness's); a driver's announcements name
+        no address, so only a driver that announces (``pause-points``), and only when every
+        one of its links is watched (``everywhere``: a single-node topology, or a fault on
+        all its links). (A driver's capabilities are asked once per process, then cached.)"""
+        if cid not in self.workers:
+            return False
+        caps = drivers.capabilities(self.config.lock)
+        return caps is None or (PAUSE_POINTS in caps and everywhere)
+
+    def watch(self, cid: str, fault: str, name: str, nodes: list[int],
+              everywhere: bool) -> Callable[[], None]:
+        """Watch ``cid``'s next command to one of ``nodes`` (``chaos.workload.inject.Watch``:
+        its first one writes an ``effect`` naming ``fault``); returns the unwatch, which ends
+        the watch at once, even for a client that is stopped. A client whose slots are all
+        taken (``WATCH_SLOTS`` faults on its links at once) is not watched: its firing then
+        reports nothing, never an effect that did not happen."""
+        w = self.workers[cid]
+        view = self._views[cid]
+        with self._lock:
+            slot = next((i for i, serial in enumerate(w.watch_slots) if serial == 0), None)
+            if slot is None:
+                return lambda: None
+            self._serial += 1
+            serial = w.watch_slots[slot] = self._serial
+        labels = {host_port(view.nodes[i]): f"n{i}" for i in nodes}
+        self._send(cid, ("watch", Watch(fault, name, labels, everywhere, slot, serial)))
+
+        def unwatch() -> None:
+            with self._lock:
+                if w.watch_slots[slot] == serial:
+                    w.watch_slots[slot] = 0
+            self._send(cid, ("unwatch", serial))
+
+        return unwatch
 
     def slow_work(self, cid: str, work_ms: float, count: int = 1, fault: str = "") -> None:
         """The client's next ``count`` critical sections last ``work_ms``; each writes an
