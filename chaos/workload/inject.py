@@ -102,8 +102,12 @@ class Watch:
     serial: int
 
     def describe(self, client: str, command: str, address: str | None) -> str:
-        """``command`` sent (``""``: a connection refused) to ``address``, in words."""
-        node = f" to {self.nodes[address]}" if address in self.nodes else ""
+        """``command`` sent (``""``: a connection refused) to ``address`` (None: unknown, but
+        the only node watched, if there is one), in words."""
+        nodes = list(self.nodes.values())
+        name = self.nodes.get(address) if address is not None else (
+            nodes[0] if len(nodes) == 1 else None)
+        node = f" to {name}" if name else ""
         did = f"sent {command}" if command else "could not connect"
         return f"{client} {did}{node} while {self.name} was on"
 

@@ -105,4 +105,7 @@ def test_a_latency_fault_on_a_holder_that_sends_nothing_does_nothing(
     assert verdict.coverage["latency"].fired == 1
     assert verdict.coverage["latency"].effective == 0, verdict.coverage
     assert verdict.verdict == "inconclusive", verdict.verdict
+    (reason,) = verdict.inconclusive_reasons
+    assert reason.startswith("latency fired once and did nothing to the lock: no client it hit "
+                             "sent a command over a link it disturbed"), reason
     assert sum(1 for e in events if e.f == h.ACQUIRE and e.type == h.OK) >= 2  # it ran
