@@ -367,11 +367,11 @@ class SlowWork(Fault):
 #
 # A network fault does something to the lock only when a command of a client it hits crosses
 # a faulted link while it is on: a holder that only works, sending nothing, is not slowed or
-# cut by it. Toxiproxy cannot say when that happens (its byte counters count a connection
-# only when it closes: tests/redis/test_toxiproxy_counters.py), the client can: once the
-# toxics are on, the fault arms a watch on each client it hits (``WorkerPool.watch``,
-# ``chaos.workload.inject.Watch``) naming the client's own links to the faulted nodes, and
-# the first command the client sends over one of them writes the firing's ``effect``
+# cut by it. Toxiproxy cannot say when that happens (v2.12's byte counters add a connection's
+# bytes once, when it closes), the client can: once the toxics are on, the fault arms a watch
+# on each client it hits (``WorkerPool.watch``, ``chaos.workload.inject.Watch``) naming the
+# client's own links to the faulted nodes, and the first command the client sends over one
+# of them (or a connection there refused) writes the firing's ``effect``
 # ("c2 sent EVAL to n0 while latency was on"). The heal ends the watches before it removes
 # the toxics. A client whose commands the harness cannot see going to a node (a driver, which
 # announces commands but not their node, when the fault is on only some of its links) makes
@@ -426,13 +426,15 @@ class LinkFault(Fault):
         return h.ACTIVITY
 
     def watched(self, env: WorkloadEnv, target: Target, heal: Heal) -> Heal:
-        """Arm a watch on every hit client (the links are faulted already); the heal ends
-        them, then runs ``heal``. ``reply-lost:client=*`` watches every client: one command
-        of any of them is the firing's effect."""
+        """Arm a watch on every hit client that can be watched (the links are faulted
+        already: ``evidence_for`` declared ``activity`` for a firing on any other); the heal
+        ends them, then runs ``heal``. ``reply-lost:client=*`` watches every client: one
+        command of any of them is the firing's effect."""
         nodes = self.hit_nodes(env, target)
         everywhere = len(nodes) == len(env.topology.nodes)
         unwatches = [env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
-                     for client in self.hit_clients(env, target)]
+                     for client in self.hit_clients(env, target)
+                     if env.pool.watchable(client, everywhere)]
 
         def unwatch_then_heal() -> None:
             for unwatch in unwatches:
