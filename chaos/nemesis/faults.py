@@ -368,20 +368,25 @@ class SlowWork(Fault):
 # A network fault does something to the lock only when a command of a client it hits crosses
 # a faulted link while it is on: a holder that only works, sending nothing, is not slowed or
 # cut by it. Toxiproxy cannot say when that happens (v2.12's byte counters add a connection's
-# bytes once, when it closes), the client can: once the toxics are on, the fault arms a watch
-# on each client it hits (``WorkerPool.watch``, ``chaos.workload.inject.Watch``) naming the
-# client's own links to the faulted nodes, and the first command the client sends over one
-# of them (or a connection there refused) writes the firing's ``effect``
+# bytes once, when it closes), the client can: the fault arms a watch on each client it hits
+# (``WorkerPool.watch``, ``chaos.workload.inject.Watch``) naming the client's own links to
+# the faulted nodes, live once the toxics are on, and the first command the client sends
+# over one of them after that (or a connection there refused) writes the firing's ``effect``
 # ("c2 sent EVAL to n0 while latency was on"). The heal ends the watches before it removes
 # the toxics. A client whose commands the harness cannot see going to a node (a driver, which
 # announces commands but not their node, when the fault is on only some of its links) makes
 # the firing declare ``activity`` instead (``LinkFault.evidence_for``).
 
 
-def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any) -> Heal:
-    """Add one Toxiproxy toxic to every link of ``client``; the heal removes them."""
+def toxic_on_client(topology: Topology, client: str, toxic: str,
+                    faulted: Callable[[int], None] = lambda node: None, **options: Any) -> Heal:
+    """Add one Toxiproxy toxic to every link of ``client`` (telling ``faulted`` each node
+    whose link has it); the heal removes them."""
     api, links = topology.toxiproxy, topology.client_links(client)
-    names = [api.add_toxic(link.name, toxic, **options) for link in links]
+    names = []
+    for node, link in enumerate(links):
+        names.append(api.add_toxic(link.name, toxic, **options))
+        faulted(node)
 
     def heal() -> None:
         for link, name in zip(links, names, strict=True):
@@ -390,12 +395,14 @@ def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any)
     return heal
 
 
-def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
-    """Disable ``client``'s links to ``nodes`` (open connections close, new ones are refused);
-    the heal enables them again."""
+def cut_client_links(topology: Topology, client: str, nodes: list[int],
+                     faulted: Callable[[int], None] = lambda node: None) -> Heal:
+    """Disable ``client``'s links to ``nodes`` (open connections close, new ones are refused;
+    ``faulted`` is told each node cut); the heal enables them again."""
     links = [topology.client_links(client)[i] for i in nodes]
-    for link in links:
+    for node, link in zip(nodes, links, strict=True):
         topology.toxiproxy.disable(link.name)
+        faulted(node)
 
     def heal() -> None:
         for link in links:
@@ -425,20 +432,35 @@ class LinkFault(Fault):
             return h.REPORTED
         return h.ACTIVITY
 
-    def watched(self, env: WorkloadEnv, target: Target, heal: Heal) -> Heal:
-        """Arm a watch on every hit client that can be watched (the links are faulted
-        already: ``evidence_for`` declared ``activity`` for a firing on any other); the heal
-        ends them, then runs ``heal``. ``reply-lost:client=*`` watches every client: one
-        command of any of them is the firing's effect."""
+    def watched(self, env: WorkloadEnv, target: Target,
+                apply: Callable[[Callable[[str, int], None]], Heal]) -> Heal:
+        """``apply`` the fault with a watch on every hit client that can be watched (on any
+        other, ``evidence_for`` declared ``activity``): sent before the links are faulted,
+        and live for a node once ``apply`` says (``faulted(client, node)``) that client's
+        link to it is, so a command counts only if it left after the fault was on its link
+        (a cluster's six links take a while to fault); the heal ends them before it undoes
+        ``apply``. ``reply-lost:client=*`` watches every client: one command of any of them
+        is the firing's effect."""
         nodes = self.hit_nodes(env, target)
         everywhere = len(nodes) == len(env.topology.nodes)
-        unwatches = [env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
-                     for client in self.hit_clients(env, target)
-                     if env.pool.watchable(client, everywhere)]
+        watches = {client: env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
+                   for client in self.hit_clients(env, target)
+                   if env.pool.watchable(client, everywhere)}
+
+        def faulted(client: str, node: int) -> None:
+            if client in watches:
+                watches[client].start(node)
+
+        try:
+            heal = apply(faulted)
+        except BaseException:
+            for watch in watches.values():
+                watch.stop()
+            raise
 
         def unwatch_then_heal() -> None:
-            for unwatch in unwatches:
-                unwatch()
+            for watch in watches.values():
+                watch.stop()
             heal()
 
         return unwatch_then_heal
@@ -473,15 +495,16 @@ class Latency(LinkFault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        heal = toxic_on_client(
+        client = target.client
+        return self.watched(env, target, lambda faulted: toxic_on_client(
             env.topology,
-            target.client,
+            client,
             "latency",
+            partial(faulted, client),
             stream=params["stream"],
             latency=params["latency_ms"],
             jitter=params["jitter_ms"],
-        )
-        return self.watched(env, target, heal)
+        ))
 
 
 class Partition(LinkFault):
@@ -505,8 +528,9 @@ class Partition(LinkFault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        heal = cut_client_links(env.topology, target.client, target.nodes)
-        return self.watched(env, target, heal)
+        client = target.client
+        return self.watched(env, target, lambda faulted: cut_client_links(
+            env.topology, client, target.nodes, partial(faulted, client)))
 
 
 class Reset(LinkFault):
@@ -521,11 +545,11 @@ class Reset(LinkFault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        heal = toxic_on_client(
-            env.topology, target.client, "reset_peer", stream="upstream",
+        client = target.client
+        return self.watched(env, target, lambda faulted: toxic_on_client(
+            env.topology, client, "reset_peer", partial(faulted, client), stream="upstream",
             toxicity=params["toxicity"], timeout=0,
-        )  # fmt: skip
-        return self.watched(env, target, heal)
+        ))  # fmt: skip
 
 
 class ReplyLost(LinkFault):
@@ -555,14 +579,18 @@ class ReplyLost(LinkFault):
         return named_or_holder(env, rng, params)
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
-        heals = [toxic_on_client(env.topology, client, "timeout", stream="downstream",
-                                 timeout=0) for client in self.hit_clients(env, target)]
+        def apply(faulted: Callable[[str, int], None]) -> Heal:
+            heals = [toxic_on_client(env.topology, client, "timeout", partial(faulted, client),
+                                     stream="downstream", timeout=0)
+                     for client in self.hit_clients(env, target)]
 
-        def heal() -> None:
-            for undo in heals:
-                undo()
+            def heal() -> None:
+                for undo in heals:
+                    undo()
 
-        return self.watched(env, target, heal)
+            return heal
+
+        return self.watched(env, target, apply)
 
 
 # -- server faults -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
@@ -27,7 +28,7 @@ from chaos.locks import load
 from chaos.locks.contract import PAUSE_POINTS
 from chaos.topology.base import Topology, host_port
 from chaos.workload import clocks
-from chaos.workload.inject import WATCH_SLOTS, PausePoint, Watch, Written
+from chaos.workload.inject import MAX_WATCHED_NODE, WATCH_SLOTS, PausePoint, Watch, Written
 from chaos.workload.worker import (
     GO,
     UNUSABLE_LOCK_EXIT,
@@ -55,13 +56,43 @@ class WorkerHandle:
     paused: bool = False
     written: Written = field(default_factory=dict)  # what its last acquire wrote, per node
     written_for: int = 0  # the ``holding`` time of the acquire ``written`` belongs to
-    # Which watches are live (``watch``): a slot holds a watch's serial, 0 when free.
+    # Which watches are live (``watch``): a slot holds a watch's serial (0 when free), and the
+    # slot ``WATCH_SLOTS`` further the mask of the nodes it is live for.
     watch_slots: MutableSequence[int] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
         assert self.process.pid is not None
         return self.process.pid
+
+
+@dataclass
+class Watching:
+    """One watch a pool armed on a client (``WorkerPool.watch``); without a slot, none."""
+
+    lock: threading.RLock
+    slots: MutableSequence[int] = field(default_factory=list)
+    slot: int = -1
+    serial: int = 0
+    unwatch: Callable[[], None] = lambda: None
+
+    def start(self, node: int) -> None:
+        """The fault is on ``node``'s link: a command sent there from now on counts."""
+        with self.lock:
+            if self.slot >= 0 and self.slots[self.slot] in (self.serial, -self.serial):
+                self.slots[WATCH_SLOTS + self.slot] |= 1 << node
+                self.slots[self.slot] = self.serial
+
+    def stop(self) -> None:
+        """The fault is about to heal: no command counts any more (the client forgets the
+        watch when it reads the ``unwatch`` message)."""
+        if self.slot < 0:
+            return
+        with self.lock:
+            if self.slots[self.slot] in (self.serial, -self.serial):
+                self.slots[self.slot] = 0
+                self.slots[WATCH_SLOTS + self.slot] = 0
+        self.unwatch()
 
 
 @dataclass(order=True)
@@ -135,7 +166,7 @@ class WorkerPool:
         ctx = _ctx if clocks_dir is None else clocks.SPAWN
         ours, theirs = ctx.Pipe()
         holding: Synchronized[int] = ctx.Value("q", 0)
-        watch_slots: MutableSequence[int] = ctx.RawArray("q", WATCH_SLOTS)
+        watch_slots: MutableSequence[int] = ctx.RawArray("q", 2 * WATCH_SLOTS)
         process = ctx.Process(
             target=worker_main,
             args=(spec, theirs, holding, self.worker_class, watch_slots),
@@ -259,36 +290,35 @@ class WorkerPool:
         no address, so only a driver that announces (``pause-points``), and only when every
         one of its links is watched (``everywhere``: a single-node topology, or a fault on
         all its links). (A driver's capabilities are asked once per process, then cached.)"""
-        if cid not in self.workers:
+        if cid not in self.workers or len(self.topology.nodes) > MAX_WATCHED_NODE + 1:
             return False
         caps = drivers.capabilities(self.config.lock)
         return caps is None or (PAUSE_POINTS in caps and everywhere)
 
     def watch(self, cid: str, fault: str, name: str, nodes: list[int],
-              everywhere: bool) -> Callable[[], None]:
-        """Watch ``cid``'s next command to one of ``nodes`` (``chaos.workload.inject.Watch``:
-        its first one writes an ``effect`` naming ``fault``); returns the unwatch, which ends
-        the watch at once, even for a client that is stopped. A client whose slots are all
+              everywhere: bool) -> Watching:
+        """Arm a watch on ``cid``'s commands to ``nodes`` (``chaos.workload.inject.Watch``:
+        the first one sent while it is live writes an ``effect`` naming ``fault``). It is
+        sent now, so the client has it before the fault goes on, and it is live from
+        ``Watching.start`` (call it once a node's link is faulted) to ``Watching.stop``, which
+        ends it at once, even for a client that is stopped. A client whose slots are all
         taken (``WATCH_SLOTS`` faults on its links at once) is not watched: its firing then
         reports nothing, never an effect that did not happen."""
-        w = self.workers[cid]
-        view = self._views[cid]
+        w = self.workers.get(cid)
+        if w is None or max(nodes, default=0) > MAX_WATCHED_NODE:
+            return Watching(self._lock)
         with self._lock:
-            slot = next((i for i, serial in enumerate(w.watch_slots) if serial == 0), None)
+            slot = next((i for i in range(WATCH_SLOTS) if w.watch_slots[i] == 0), None)
             if slot is None:
-                return lambda: None
+                return Watching(self._lock)
             self._serial += 1
-            serial = w.watch_slots[slot] = self._serial
-        labels = {host_port(view.nodes[i]): f"n{i}" for i in nodes}
-        self._send(cid, ("watch", Watch(fault, name, labels, everywhere, slot, serial)))
-
-        def unwatch() -> None:
-            with self._lock:
-                if w.watch_slots[slot] == serial:
-                    w.watch_slots[slot] = 0
-            self._send(cid, ("unwatch", serial))
-
-        return unwatch
+            serial = self._serial
+            w.watch_slots[slot] = -serial  # taken, not live yet
+        view = self._views[cid]
+        addresses = {host_port(view.nodes[i]): i for i in nodes}
+        self._send(cid, ("watch", Watch(fault, name, addresses, everywhere, slot, serial)))
+        return Watching(self._lock, w.watch_slots, slot, serial,
+                        partial(self._send, cid, ("unwatch", serial)))
 
     def slow_work(self, cid: str, work_ms: float, count: int = 1, fault: str = "") -> None:
         """The client's next ``count`` critical sections last ``work_ms``; each writes an
