@@ -6,14 +6,16 @@ A firing counts as *effective* by the evidence its start event declares
 (``chaos.history.EVIDENCE``), never by its name:
 
 * ``reported``: an event names its id — an ``effect`` (a slow critical section began, a node
-  carried a holder's key when it was killed), a ``pause-point`` it armed (a client really
+  carried a holder's key when it was killed, a command of the client a network fault hit
+  crossed a faulted link while it was on), a ``pause-point`` it armed (a client really
   stopped or crashed there), or a ``crash`` it caused while its client held the lock or was
-  acquiring it. Being armed, or killing a client between two attempts, does nothing to the
-  lock.
+  acquiring it. Being armed, or killing a client between two attempts, or slowing the links
+  of a holder that sends nothing meanwhile, does nothing to the lock.
 * ``activity`` (and older histories, which declare nothing): while it was on, its target
   client — any client, for a fault aimed at no client (a server's) — held the lock or was
-  acquiring it: a paused holder, a holder's links cut or slowed under a command, a clock
-  skewed under a client judging expiry, a server stopped under its clients' commands.
+  acquiring it: a paused holder, a clock skewed under a client judging expiry, a server
+  stopped under its clients' commands, and a network fault on a client whose commands the
+  harness cannot place on a link (a driver that names no node: ``Fault.evidence_for``).
 
 Everything comes from the history. No fault is known by name.
 """

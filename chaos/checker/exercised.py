@@ -31,7 +31,18 @@ from chaos.checker.coverage import coverage
 from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan, Raised, Timeline
 from chaos.checker.verdict import LockErrors
-from chaos.history import ACQUIRE, CRASH, EXTEND, FAIL, INFO, OK, RELEASE, RENEW, SHARED
+from chaos.history import (
+    ACQUIRE,
+    CRASH,
+    DISTURBS_NETWORK,
+    EXTEND,
+    FAIL,
+    INFO,
+    OK,
+    RELEASE,
+    RENEW,
+    SHARED,
+)
 
 MIN_LOCK_CYCLES = 2
 
@@ -123,6 +134,10 @@ def _no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
     command = params.get("command")
     if isinstance(command, str) and command != "*":  # it armed a pause point
         return _point_not_reached(fault.name, command, params.get("op"), timeline)
+    if fault.reported and DISTURBS_NETWORK in fault.effects:
+        return (f"{fault.name} fired {times} and did nothing to the lock: no client it hit "
+                "sent a command over a link it disturbed while it was on (a longer --duration "
+                "gives it the chance; a holder that works all the time it is on sends nothing)")
     if fault.reported:
         sends = "; ".join(f"{op} {', '.join(commands)}"
                           for op, commands in timeline.surface.items())

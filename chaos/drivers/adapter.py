@@ -8,8 +8,9 @@ addresses, and turns every reply into what the contract asks for:
 * ``error`` with ``definite: false`` → ``DriverError``: the harness records an indeterminate
   outcome, exactly as for a Python lock that raises;
 * an unasked ``renewed`` line → ``ctx.report_renewal`` (a watchdog's renewal);
-* with the ``pause-points`` capability, while the harness has a pause point armed
-  (``ctx.pause_points``), every command the driver announces passes by it before ``go``.
+* with the ``pause-points`` capability, while the harness has a pause point or a network
+  fault's watch armed (``ctx.pause_points``), every command the driver announces passes by
+  it before ``go``.
 
 A driver that dies, hangs or writes garbage makes the operation raise ``DriverBroken`` with
 one line saying so; operations on a dead driver keep raising (slowly: no hot loop).
@@ -138,7 +139,7 @@ class DriverLock:
         self._next_id += 1
         rid = self._next_id
         points = self.ctx.pause_points
-        announce = PAUSE_POINTS in self.capabilities and bool(points.armed)
+        announce = PAUSE_POINTS in self.capabilities and points.announcing
         message = request(id=rid, announce=announce, **fields)
         op = message.__struct_config__.tag  # acquire, release or extend
         self.driver.send(message)

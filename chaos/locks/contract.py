@@ -127,12 +127,16 @@ CLIENT_CAPABILITIES = {
 
 class PausePoints(Protocol):
     """The harness's pause-injection points, as a lock that sends its own commands sees them:
-    ``armed`` (empty when none waits: then nothing need be announced) and ``before_command``,
+    ``armed`` (the points that wait), ``announcing`` (false when neither a point nor a
+    network fault's watch waits: then nothing need be announced) and ``before_command``,
     called with the command's name in capitals right before it is sent (it may stop, slow or
     kill this process there)."""
 
     @property
     def armed(self) -> Sequence[object]: ...
+
+    @property
+    def announcing(self) -> bool: ...
 
     def before_command(self, command: str) -> None: ...
 
@@ -141,6 +145,7 @@ class _NoPausePoints:
     """The default ``pause_points``: nothing is ever armed (outside the harness)."""
 
     armed: tuple[()] = ()
+    announcing = False
 
     def before_command(self, command: str) -> None:
         """Nothing to fire."""

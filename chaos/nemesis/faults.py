@@ -232,6 +232,12 @@ class Fault(ABC):
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
         return Target(client=wait_for_holder(env, rng))
 
+    def evidence_for(self, env: WorkloadEnv, target: Target) -> str:
+        """The evidence this firing's start event declares: the class's ``evidence``, unless
+        the fault cannot see its effect at ``target`` (then ``activity``, never a claim of
+        ``reported`` that no event could back)."""
+        return self.evidence
+
     @abstractmethod
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal: ...
 
@@ -358,12 +364,29 @@ class SlowWork(Fault):
 
 
 # -- network faults (Toxiproxy, on one client's own links) -------------------------------------
+#
+# A network fault does something to the lock only when a command of a client it hits crosses
+# a faulted link while it is on: a holder that only works, sending nothing, is not slowed or
+# cut by it. Toxiproxy cannot say when that happens (v2.12's byte counters add a connection's
+# bytes once, when it closes), the client can: the fault arms a watch on each client it hits
+# (``WorkerPool.watch``, ``chaos.workload.inject.Watch``) naming the client's own links to
+# the faulted nodes, live once the toxics are on, and the first command the client sends
+# over one of them after that (or a connection there refused) writes the firing's ``effect``
+# ("c2 sent EVAL to n0 while latency was on"). The heal ends the watches before it removes
+# the toxics. A client whose commands the harness cannot see going to a node (a driver, which
+# announces commands but not their node, when the fault is on only some of its links) makes
+# the firing declare ``activity`` instead (``LinkFault.evidence_for``).
 
 
-def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any) -> Heal:
-    """Add one Toxiproxy toxic to every link of ``client``; the heal removes them."""
+def toxic_on_client(topology: Topology, client: str, toxic: str,
+                    faulted: Callable[[int], None] = lambda node: None, **options: Any) -> Heal:
+    """Add one Toxiproxy toxic to every link of ``client`` (telling ``faulted`` each node
+    whose link has it); the heal removes them."""
     api, links = topology.toxiproxy, topology.client_links(client)
-    names = [api.add_toxic(link.name, toxic, **options) for link in links]
+    names = []
+    for node, link in enumerate(links):
+        names.append(api.add_toxic(link.name, toxic, **options))
+        faulted(node)
 
     def heal() -> None:
         for link, name in zip(links, names, strict=True):
@@ -372,12 +395,14 @@ def toxic_on_client(topology: Topology, client: str, toxic: str, **options: Any)
     return heal
 
 
-def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
-    """Disable ``client``'s links to ``nodes`` (open connections close, new ones are refused);
-    the heal enables them again."""
+def cut_client_links(topology: Topology, client: str, nodes: list[int],
+                     faulted: Callable[[int], None] = lambda node: None) -> Heal:
+    """Disable ``client``'s links to ``nodes`` (open connections close, new ones are refused;
+    ``faulted`` is told each node cut); the heal enables them again."""
     links = [topology.client_links(client)[i] for i in nodes]
-    for link in links:
+    for node, link in zip(nodes, links, strict=True):
         topology.toxiproxy.disable(link.name)
+        faulted(node)
 
     def heal() -> None:
         for link in links:
@@ -386,7 +411,62 @@ def cut_client_links(topology: Topology, client: str, nodes: list[int]) -> Heal:
     return heal
 
 
-class Latency(Fault):
+class LinkFault(Fault):
+    """A fault on the links of the clients it hits (``hit_clients``) to some nodes
+    (``hit_nodes``): its effect is reported by the watches ``watched`` arms on them."""
+
+    evidence = h.REPORTED  # a command of a hit client crossed a faulted link while it was on
+
+    def hit_clients(self, env: WorkloadEnv, target: Target) -> list[str]:
+        assert target.client is not None
+        return sorted(env.pool.workers) if target.client == "*" else [target.client]
+
+    def hit_nodes(self, env: WorkloadEnv, target: Target) -> list[int]:
+        """The nodes whose links it faults: every one, unless it aims at some."""
+        return target.nodes or list(range(len(env.topology.nodes)))
+
+    def evidence_for(self, env: WorkloadEnv, target: Target) -> str:
+        everywhere = len(self.hit_nodes(env, target)) == len(env.topology.nodes)
+        clients = self.hit_clients(env, target)
+        if clients and all(env.pool.watchable(c, everywhere) for c in clients):
+            return h.REPORTED
+        return h.ACTIVITY
+
+    def watched(self, env: WorkloadEnv, target: Target,
+                apply: Callable[[Callable[[str, int], None]], Heal]) -> Heal:
+        """``apply`` the fault with a watch on every hit client that can be watched (on any
+        other, ``evidence_for`` declared ``activity``): sent before the links are faulted,
+        and live for a node once ``apply`` says (``faulted(client, node)``) that client's
+        link to it is, so a command counts only if it left after the fault was on its link
+        (a cluster's six links take a while to fault); the heal ends them before it undoes
+        ``apply``. ``reply-lost:client=*`` watches every client: one command of any of them
+        is the firing's effect."""
+        nodes = self.hit_nodes(env, target)
+        everywhere = len(nodes) == len(env.topology.nodes)
+        watches = {client: env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
+                   for client in self.hit_clients(env, target)
+                   if env.pool.watchable(client, everywhere)}
+
+        def faulted(client: str, node: int) -> None:
+            if client in watches:
+                watches[client].start(node)
+
+        try:
+            heal = apply(faulted)
+        except BaseException:
+            for watch in watches.values():
+                watch.stop()
+            raise
+
+        def unwatch_then_heal() -> None:
+            for watch in watches.values():
+                watch.stop()
+            heal()
+
+        return unwatch_then_heal
+
+
+class Latency(LinkFault):
     name = "latency"
     summary = "latency and jitter on one client's links (Toxiproxy), up- or downstream"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -415,17 +495,19 @@ class Latency(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return toxic_on_client(
+        client = target.client
+        return self.watched(env, target, lambda faulted: toxic_on_client(
             env.topology,
-            target.client,
+            client,
             "latency",
+            partial(faulted, client),
             stream=params["stream"],
             latency=params["latency_ms"],
             jitter=params["jitter_ms"],
-        )
+        ))
 
 
-class Partition(Fault):
+class Partition(LinkFault):
     name = "partition"
     summary = "cut a client from one node, a minority or a majority of nodes; heal"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -446,10 +528,12 @@ class Partition(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return cut_client_links(env.topology, target.client, target.nodes)
+        client = target.client
+        return self.watched(env, target, lambda faulted: cut_client_links(
+            env.topology, client, target.nodes, partial(faulted, client)))
 
 
-class Reset(Fault):
+class Reset(LinkFault):
     name = "reset"
     summary = "reset one client's connections mid-command (indeterminate outcomes)"
     effects = frozenset({h.DISTURBS_NETWORK})
@@ -461,13 +545,14 @@ class Reset(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        return toxic_on_client(
-            env.topology, target.client, "reset_peer", stream="upstream",
+        client = target.client
+        return self.watched(env, target, lambda faulted: toxic_on_client(
+            env.topology, client, "reset_peer", partial(faulted, client), stream="upstream",
             toxicity=params["toxicity"], timeout=0,
-        )  # fmt: skip
+        ))  # fmt: skip
 
 
-class ReplyLost(Fault):
+class ReplyLost(LinkFault):
     """One-way loss: the client's commands reach Redis and are applied, their replies never
     come back. A Toxiproxy ``timeout`` toxic (timeout 0) on the downstream stream of the
     client's links drops what Redis answers; removing it closes the connections whose
@@ -494,16 +579,18 @@ class ReplyLost(Fault):
         return named_or_holder(env, rng, params)
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
-        assert target.client is not None
-        clients = sorted(env.pool.workers) if target.client == "*" else [target.client]
-        heals = [toxic_on_client(env.topology, client, "timeout", stream="downstream",
-                                 timeout=0) for client in clients]
+        def apply(faulted: Callable[[str, int], None]) -> Heal:
+            heals = [toxic_on_client(env.topology, client, "timeout", partial(faulted, client),
+                                     stream="downstream", timeout=0)
+                     for client in self.hit_clients(env, target)]
 
-        def heal() -> None:
-            for undo in heals:
-                undo()
+            def heal() -> None:
+                for undo in heals:
+                    undo()
 
-        return heal
+            return heal
+
+        return self.watched(env, target, apply)
 
 
 # -- server faults -------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 The scheduled nemesis (a thread playing a schedule) and the explorer (a fault on/off step)
 both go through here, so a fault reads the same in every history: ``start`` (fault, id,
-target, params, the effects and evidence its class declares) just before it is applied,
-``stop`` (id) once it is healed, and a ``stop`` carrying the error when aiming, applying or
-healing fails. A fault that sees what it did writes an ``effect`` naming its id
-(``chaos.nemesis.faults.report_effect``).
+target, params, the effects its class declares, the evidence it can give at that target:
+``Fault.evidence_for``) just before it is applied, ``stop`` (id) once it is healed, and a
+``stop`` carrying the error when aiming, applying or healing fails. A fault that sees what
+it did writes an ``effect`` naming its id (``chaos.nemesis.faults.report_effect``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def fire(
                 "target": target.describe(),
                 "params": params,
                 "effects": sorted(fault.effects),
-                "evidence": fault.evidence,
+                "evidence": fault.evidence_for(env, target),
             },
         )
         return target, fault.apply(env, target, params)

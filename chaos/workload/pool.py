@@ -14,17 +14,21 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 from chaos import history as h
+from chaos.drivers import catalog as drivers
 from chaos.locks import load
-from chaos.topology.base import Topology
+from chaos.locks.contract import PAUSE_POINTS
+from chaos.topology.base import Topology, host_port
 from chaos.workload import clocks
-from chaos.workload.inject import PausePoint, Written
+from chaos.workload.inject import MAX_WATCHED_NODE, WATCH_SLOTS, PausePoint, Watch, Written
 from chaos.workload.worker import (
     GO,
     UNUSABLE_LOCK_EXIT,
@@ -52,11 +56,43 @@ class WorkerHandle:
     paused: bool = False
     written: Written = field(default_factory=dict)  # what its last acquire wrote, per node
     written_for: int = 0  # the ``holding`` time of the acquire ``written`` belongs to
+    # Which watches are live (``watch``): a slot holds a watch's serial (0 when free), and the
+    # slot ``WATCH_SLOTS`` further the mask of the nodes it is live for.
+    watch_slots: MutableSequence[int] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
         assert self.process.pid is not None
         return self.process.pid
+
+
+@dataclass
+class Watching:
+    """One watch a pool armed on a client (``WorkerPool.watch``); without a slot, none."""
+
+    lock: threading.RLock
+    slots: MutableSequence[int] = field(default_factory=list)
+    slot: int = -1
+    serial: int = 0
+    unwatch: Callable[[], None] = lambda: None
+
+    def start(self, node: int) -> None:
+        """The fault is on ``node``'s link: a command sent there from now on counts."""
+        with self.lock:
+            if self.slot >= 0 and self.slots[self.slot] in (self.serial, -self.serial):
+                self.slots[WATCH_SLOTS + self.slot] |= 1 << node
+                self.slots[self.slot] = self.serial
+
+    def stop(self) -> None:
+        """The fault is about to heal: no command counts any more (the client forgets the
+        watch when it reads the ``unwatch`` message)."""
+        if self.slot < 0:
+            return
+        with self.lock:
+            if self.slots[self.slot] in (self.serial, -self.serial):
+                self.slots[self.slot] = 0
+                self.slots[WATCH_SLOTS + self.slot] = 0
+        self.unwatch()
 
 
 @dataclass(order=True)
@@ -95,6 +131,7 @@ class WorkerPool:
         self._client_ids = [f"c{i}" for i in range(1, clients + 1)]
         self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
         self._monitor = threading.Thread(target=self._watch, name="pool-monitor", daemon=True)
+        self._serial = 0  # the last watch's (``watch``)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -129,9 +166,10 @@ class WorkerPool:
         ctx = _ctx if clocks_dir is None else clocks.SPAWN
         ours, theirs = ctx.Pipe()
         holding: Synchronized[int] = ctx.Value("q", 0)
+        watch_slots: MutableSequence[int] = ctx.RawArray("q", 2 * WATCH_SLOTS)
         process = ctx.Process(
             target=worker_main,
-            args=(spec, theirs, holding, self.worker_class),
+            args=(spec, theirs, holding, self.worker_class, watch_slots),
             name=f"lockchaos-{cid}",
             daemon=True,
         )
@@ -142,7 +180,7 @@ class WorkerPool:
         with contextlib.suppress(OSError):  # as the worker does itself: whoever runs first
             os.setpgid(process.pid or 0, process.pid or 0)
         theirs.close()
-        handle = WorkerHandle(spec, process, ours, holding)
+        handle = WorkerHandle(spec, process, ours, holding, watch_slots=watch_slots)
         with self._lock:
             self.workers[cid] = handle
         return handle
@@ -245,6 +283,42 @@ class WorkerPool:
 
     def arm(self, cid: str, point: PausePoint) -> None:
         self._send(cid, ("arm", point))
+
+    def watchable(self, cid: str, everywhere: bool) -> bool:
+        """Whether a watch on ``cid`` can see its commands cross the links watched: a Python
+        lock's always do (its connections are the harness's); a driver's announcements name
+        no address, so only a driver that announces (``pause-points``), and only when every
+        one of its links is watched (``everywhere``: a single-node topology, or a fault on
+        all its links). (A driver's capabilities are asked once per process, then cached.)"""
+        if cid not in self.workers or len(self.topology.nodes) > MAX_WATCHED_NODE + 1:
+            return False
+        caps = drivers.capabilities(self.config.lock)
+        return caps is None or (PAUSE_POINTS in caps and everywhere)
+
+    def watch(self, cid: str, fault: str, name: str, nodes: list[int],
+              everywhere: bool) -> Watching:
+        """Arm a watch on ``cid``'s commands to ``nodes`` (``chaos.workload.inject.Watch``:
+        the first one sent while it is live writes an ``effect`` naming ``fault``). It is
+        sent now, so the client has it before the fault goes on, and it is live from
+        ``Watching.start`` (call it once a node's link is faulted) to ``Watching.stop``, which
+        ends it at once, even for a client that is stopped. A client whose slots are all
+        taken (``WATCH_SLOTS`` faults on its links at once) is not watched: its firing then
+        reports nothing, never an effect that did not happen."""
+        w = self.workers.get(cid)
+        if w is None or max(nodes, default=0) > MAX_WATCHED_NODE:
+            return Watching(self._lock)
+        with self._lock:
+            slot = next((i for i in range(WATCH_SLOTS) if w.watch_slots[i] == 0), None)
+            if slot is None:
+                return Watching(self._lock)
+            self._serial += 1
+            serial = self._serial
+            w.watch_slots[slot] = -serial  # taken, not live yet
+        view = self._views[cid]
+        addresses = {host_port(view.nodes[i]): i for i in nodes}
+        self._send(cid, ("watch", Watch(fault, name, addresses, everywhere, slot, serial)))
+        return Watching(self._lock, w.watch_slots, slot, serial,
+                        partial(self._send, cid, ("unwatch", serial)))
 
     def slow_work(self, cid: str, work_ms: float, count: int = 1, fault: str = "") -> None:
         """The client's next ``count`` critical sections last ``work_ms``; each writes an

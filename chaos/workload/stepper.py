@@ -37,7 +37,8 @@ class StepWorker(Worker):
     """A client process that performs one operation per command and answers with its outcome.
 
     Commands: ``(op,)`` for an op in ``OPS`` (``("acquire", ask)`` for a lock that is not
-    a mutex: the mode and permits it asks), ``("arm", PausePoint)`` (no answer),
+    a mutex: the mode and permits it asks), ``("arm", PausePoint)``, ``("watch", Watch)`` and
+    ``("unwatch", serial)`` (no answer),
     ``("stop",)``. A point armed for an operation applies to the next operation of that kind
     only: it is disarmed when that operation ends, fired or not (a get-then-del release that
     finds another client's token sends no DEL), so its effect never leaks into a later one.
@@ -55,8 +56,7 @@ class StepWorker(Worker):
                 break
             if kind == "stop":
                 break
-            if kind == "arm":
-                injector.arm(args[0])
+            if self.steer(kind, args):
                 continue
             outcome = self.step(kind, completed, *args)
             _disarm(kind)

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, replace
 from functools import partial
 from multiprocessing.connection import Connection
@@ -43,7 +43,7 @@ from chaos.locks.contract import (
 )
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
-from chaos.workload.inject import InjectingConnection, PausePoint, injector
+from chaos.workload.inject import InjectingConnection, PausePoint, Watch, injector
 from chaos.workload.resource import Resource, StaleToken
 
 SHARED_SHARE = 0.75  # of the acquires of a lock with both modes: 3 reads to 1 write
@@ -118,10 +118,16 @@ class WorkerSpec:
 
 
 class Worker:
-    """The loop of one client process. ``control`` is its end of the pipe to the harness."""
+    """The loop of one client process. ``control`` is its end of the pipe to the harness;
+    ``watch_slots`` the array, shared with it, that says which watches are still live
+    (``chaos.workload.inject.Watch``; None: this client can have none)."""
 
     def __init__(
-        self, spec: WorkerSpec, control: Connection, holding: Synchronized[int]
+        self,
+        spec: WorkerSpec,
+        control: Connection,
+        holding: Synchronized[int],
+        watch_slots: MutableSequence[int] | None = None,
     ) -> None:
         self.spec = spec
         self.cid = spec.client_id
@@ -141,6 +147,9 @@ class Worker:
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
         injector.on_new_command = self._new_command
+        injector.on_crossed = self._crossed
+        if watch_slots is not None:
+            injector.slots = watch_slots
         context = build_context(
             spec.view,
             lock_name=self.config.lock_name,
@@ -174,14 +183,33 @@ class Worker:
                 self.stopping.set()
                 return
             kind, *args = message
-            if kind == "arm":
-                injector.arm(args[0])
-            elif kind == "slow-work":
+            if self.steer(kind, args):
+                continue
+            if kind == "slow-work":
                 ms, count, fault = args
                 self._slow_work.extend([(ms, fault)] * count)
                 self._nudged.set()  # a critical section under way takes it (``work``)
             elif kind == "stop":
                 self.stopping.set()
+
+    @staticmethod
+    def steer(kind: str, args: list[Any]) -> bool:
+        """Apply a message that arms the injector (a pause point, a watch, the end of one);
+        False for any other message."""
+        if kind == "arm":
+            injector.arm(args[0])
+        elif kind == "watch":
+            injector.watch(args[0])
+        elif kind == "unwatch":
+            injector.unwatch(args[0])
+        else:
+            return False
+        return True
+
+    def _crossed(self, watch: Watch, command: str, address: str | None) -> None:
+        """A command of this client crossed a link a network fault is on: its effect."""
+        self.history.log(h.INFO, self.cid, h.EFFECT, value={
+            "id": watch.fault, "what": watch.describe(self.cid, command, address)})
 
     def _fired(self, point: PausePoint) -> None:
         value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}
@@ -434,6 +462,7 @@ def worker_main(
     control: Connection,
     holding: Synchronized[int],
     worker_class: type[Worker] = Worker,
+    watch_slots: MutableSequence[int] | None = None,
 ) -> None:
     """Process entry point (forked by the pool); ``worker_class`` decides what ``run`` does."""
     die_with_parent(signal.SIGKILL)
@@ -444,7 +473,7 @@ def worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        worker = worker_class(spec, control, holding)
+        worker = worker_class(spec, control, holding, watch_slots)
     except INDETERMINATE_ERRORS as exc:  # a fault while it connected: a fresh one may do better
         _record_start_failure(spec, h.CRASH, exc)
         os._exit(1)

@@ -28,6 +28,7 @@ class Announced(list[str]):
     """Pause points that are armed and record every command announced to them."""
 
     armed = ("any command",)
+    announcing = True
 
     def before_command(self, command: str) -> None:
         self.append(command)

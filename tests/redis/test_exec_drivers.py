@@ -282,6 +282,7 @@ class RecordingPausePoints:
 
     def __init__(self, armed: tuple[str, ...]) -> None:
         self.armed = armed
+        self.announcing = bool(armed)
         self.commands: list[str] = []
 
     def before_command(self, command: str) -> None:

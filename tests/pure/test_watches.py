@@ -1,0 +1,82 @@
+"""A network fault's watch (``chaos.workload.inject.Watch``): which commands it reports, once,
+and never one that left before the fault was on or after the harness ended it (its slot did
+not hold its serial both before and after the command left). The live path (a real client
+behind Toxiproxy) is tests/redis/test_network_evidence.py."""
+
+from __future__ import annotations
+
+from chaos.workload.inject import WATCH_SLOTS, Injector, Watch
+
+N0, N1 = "127.0.0.1:7000", "127.0.0.1:7001"
+
+
+def _watching(*watches: Watch) -> tuple[Injector, list[str]]:
+    injector = Injector()
+    seen: list[str] = []
+    injector.on_crossed = lambda w, command, address: seen.append(
+        f"{w.fault}: " + w.describe("c2", command, address))
+    for watch in watches:  # live on every node it names, as the harness makes it
+        injector.slots[watch.slot] = watch.serial
+        injector.slots[WATCH_SLOTS + watch.slot] = watch.bit(None)
+        injector.watch(watch)
+    return injector, seen
+
+
+def test_the_first_command_to_a_watched_address_is_reported_once() -> None:
+    injector, seen = _watching(Watch("f1", "partition", {N1: 1}, False, 0, 1))
+    assert injector.watching and injector.announcing
+    live = injector.live()
+    assert live == {1: 0b10}  # serial 1, live on n1
+    injector.crossed("EVAL", N0, live)  # a link the fault left alone
+    injector.crossed("EVAL", None, live)  # a driver's: no address, not a fault everywhere
+    assert seen == []
+    injector.crossed("", N1, live)
+    injector.crossed("EVAL", N1, live)
+    assert seen == ["f1: c2 could not connect to n1 while partition was on"]
+    assert not injector.watching and not injector.announcing
+
+
+def test_a_driver_command_counts_only_for_a_fault_on_every_link() -> None:
+    injector, seen = _watching(Watch("f2", "latency", {N0: 0}, True, 3, 7))
+    injector.before_command("EVALSHA")
+    assert seen == ["f2: c2 sent EVALSHA to n0 while latency was on"]
+
+
+def test_a_watch_the_harness_ended_reports_nothing() -> None:
+    """The heal zeroes the slot before the links heal: a command the client sends before its
+    ``unwatch`` message arrives crossed a healed link."""
+    healed = Watch("f3", "reset", {N0: 0}, True, WATCH_SLOTS - 1, 9)
+    injector, seen = _watching(healed, Watch("f4", "latency", {N0: 0}, True, 0, 10))
+    live = injector.live()
+    injector.slots[healed.slot] = 0  # healed while the SET was on its way
+    injector.crossed("SET", N0, live)
+    assert seen == ["f4: c2 sent SET to n0 while latency was on"]
+    assert not injector.watching
+
+
+def test_a_command_that_left_before_the_fault_was_on_its_link_reports_nothing() -> None:
+    """The watch reaches the client before the links are faulted (``-serial``: taken, not
+    live), and goes live one node at a time as each link is faulted: a command that left
+    before its own link was does not count, even if it is done once it is, and the watch
+    stays armed for the next one."""
+    watch = Watch("f6", "latency", {N0: 0, N1: 1}, True, 2, 12)
+    injector, seen = _watching(watch)
+    injector.slots[watch.slot], injector.slots[WATCH_SLOTS + watch.slot] = -watch.serial, 0
+    before = injector.live()
+    assert before == {}
+    injector.slots[watch.slot], injector.slots[WATCH_SLOTS + watch.slot] = watch.serial, 0b1
+    injector.crossed("SET", N0, before)
+    injector.before_command("SET")  # a driver's: counts once every link is faulted
+    injector.crossed("SET", N1, injector.live())  # n1's link is not faulted yet
+    assert seen == [] and injector.watching
+    injector.crossed("SET", N0, injector.live())
+    assert seen == ["f6: c2 sent SET to n0 while latency was on"]
+
+
+def test_unwatch_disarms_and_nothing_is_watched_by_default() -> None:
+    injector, seen = _watching(Watch("f5", "reply-lost", {N0: 0}, True, 1, 11))
+    live = injector.live()
+    injector.unwatch(11)
+    injector.crossed("SET", N0, live)
+    assert seen == [] and not injector.watching
+    assert not Injector().watching
