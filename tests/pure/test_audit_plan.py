@@ -18,6 +18,7 @@ from chaos.experiments.audit import (
     MUST_SURVIVE,
     NEST_WORK_TTLS,
     AuditPlan,
+    AuditResult,
     capability_steps,
     cell_seconds,
     fitted,
@@ -51,11 +52,15 @@ def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
 def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
     short, _ = plan_steps(AuditPlan(Campaign("lua"), budget_s=10), learned(surface={}))
     assert [step.name for step in short] == list(MUST_SURVIVE)
+    assert all(step.required for step in short)  # they run even past the budget
     long, cell_s = plan_steps(AuditPlan(Campaign("lua-extend"), budget_s=300),
                               learned(extend=True))
     assert any(step.extend for step in long)
     assert any(len(step.faults) == 2 for step in long)
     assert len(long) * (cell_s + 0.8) <= 300 * CAMPAIGN_SHARE + 1e-9
+    singles = [step for step in long if len(step.faults) == 1 and not step.extend]
+    assert all(step.required for step in singles)
+    assert not any(step.required for step in long if len(step.faults) == 2)  # pairs: if time
     lua = Campaign("lua")
     assert cell_seconds(AuditPlan(lua, budget_s=20), 8) < cell_seconds(AuditPlan(lua), 8)
 
@@ -260,3 +265,11 @@ def test_capacity_on_a_mutex_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert "is a mutex: --capacity must be 1" in err and err.count("\n") == 1
     assert not any(tmp_path.iterdir())
+
+
+def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
+    """A tested fault that never fired (its campaign never ran) was not tested: said as such,
+    not passed over because it has no coverage entry at all."""
+    result = AuditResult(AuditPlan(Campaign("lua"), faults="client-pause"), tmp_path)
+    assert result.inconclusive_reasons == ["client-pause never fired in any run"]
+    assert result.verdict == "inconclusive" and result.exit_status == 3
