@@ -1,9 +1,9 @@
 """lua-loaded-once — lua's scripts loaded once (SCRIPT LOAD) and then only ever run by EVALSHA.
 
-Seed: none directly — it is ``lua`` (000, 002, 004's SET NX + Lua compare-and-delete) written
-as lock libraries often write it, to spare the script's text on every call: load the scripts
-when the client starts, then send their SHA1 (redlock-rb #148 and resque-scheduler #298
-report the bug; the ``script-flush`` fault reproduces it).
+Seed: beyond 000_8a1b5bedde93f492.txt, 002_497f2475c0bb3b16.txt and 004_8e2bee48344fb8f7.txt
+(their SET NX + Lua compare-and-delete, ``lua``), written as lock libraries often write it, to
+spare the script's text on every call: load each script once, then send only its SHA1
+(redlock-rb #148 and resque-scheduler #298 report the bug; ``script-flush`` reproduces it).
 
 Known flaw: a server that forgets its scripts (a restart, a failover to a replica, ``SCRIPT
 FLUSH``) answers every EVALSHA with NOSCRIPT, and a lock that never loads them again can
@@ -28,20 +28,27 @@ from chaos.locks.contract import Lease, LockContext
 class LoadedOnceLock(SingleNodeLock):
     def __init__(self, ctx: LockContext) -> None:
         super().__init__(ctx)
-        self.acquire_sha = str(self.redis.script_load(scripts.SET_NX_PX.source))
-        self.release_sha = str(self.redis.script_load(scripts.COMPARE_AND_DELETE.source))
+        self.loaded: dict[str, str] = {}  # a script's name → its SHA1, loaded at its first use
+
+    def sha(self, script: scripts.Lua) -> str:
+        """The script's SHA1, from the ``SCRIPT LOAD`` of its first use — and never again."""
+        if script.name not in self.loaded:
+            self.loaded[script.name] = str(self.redis.script_load(script.source))
+        return self.loaded[script.name]
 
     def acquire(self) -> Lease | None:
         token = self.new_token()
+        sha = self.sha(scripts.SET_NX_PX)
         try:
-            granted = self.redis.evalsha(self.acquire_sha, 1, self.key, token, str(self.ttl_ms))
+            granted = self.redis.evalsha(sha, 1, self.key, token, str(self.ttl_ms))
         except NoScriptError:
             return None  # an error reply: not granted
         return Lease(token=token, validity_ms=self.ttl_ms) if granted else None
 
     def release(self, lease: Lease) -> bool:
+        sha = self.sha(scripts.COMPARE_AND_DELETE)
         try:
-            return bool(self.redis.evalsha(self.release_sha, 1, self.key, lease.token))
+            return bool(self.redis.evalsha(sha, 1, self.key, lease.token))
         except NoScriptError:
             return False  # an error reply: not released (the key goes by its TTL)
 
