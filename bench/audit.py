@@ -5,12 +5,14 @@ and capability it asked for exercised (no false hard).
 By default, every bundled lock the truth table says breaks (a "hard" cell), audited with the
 default faults plus, as ``--faults +name``, the cell's own faults that are not among them
 (``failover``, ``crash-restart``… are assumed away by default: an algorithm claims to survive
-them or not). ``--broken`` audits instead locks that are not cells (``module:attr``, e.g.
-``broken_locks:extend_ignores_owner`` from tests/redis, which is put on ``sys.path``) with the
-default faults; ``--survive`` audits locks that must pass. Targets: a broken lock detected
-10/10, median time to the first hard violation ≤ 20 s, within a 60 s budget, on 2 cores; a
-surviving one passes 10/10 (exit status 0: no violation at or above ``fail_on``, not
-inconclusive) with every tested fault effective and every capability it has exercised.
+them or not), in the cell's deployment where the audit takes it (``--clients``, ``--ttl-ms``,
+``--capacity``…: ``deployment``). ``--broken`` audits instead locks that are not cells
+(``module:attr``, e.g. ``broken_locks:extend_ignores_owner`` from tests/redis, which is put on
+``sys.path``) with the default faults; ``--survive`` audits locks that must pass. Targets: a
+broken lock detected 10/10, median time to the first hard violation ≤ 20 s, within a 60 s
+budget, on 2 cores; a surviving one passes 10/10 (exit status 0: no violation at or above
+``fail_on``, not inconclusive) with every tested fault effective and every capability it has
+exercised.
 
     python bench/audit.py [--seeds 10] [--budget 60] [--cells redlock]
     python bench/audit.py --broken broken_locks:extend_ignores_owner,broken_locks:watchdog_dies
@@ -25,9 +27,17 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from chaos.campaign import Campaign
-from chaos.experiments.audit import MUST_SURVIVE, AuditPlan, AuditResult, run_audit
+from chaos.experiments.audit import (
+    DEPLOYMENT,
+    MUST_SURVIVE,
+    OPTIONS,
+    AuditPlan,
+    AuditResult,
+    run_audit,
+)
 from chaos.experiments.truth_table import CELLS, Cell
 from chaos.nemesis import parse_faults
 
@@ -45,24 +55,37 @@ def extra_faults(cell: Cell) -> str:
     return ",".join(extra)
 
 
-def audits(lock: str, faults: str, seeds: int,
-           budget_s: float) -> list[tuple[AuditResult, list[str]]]:
-    """One audit of ``lock`` per seed 1…``seeds``, one after the other, each with what it
-    did not exercise (read from its runs' histories before they are deleted)."""
+def deployment(cell: Cell) -> dict[str, Any]:
+    """The cell's options that ``lockchaos audit`` takes too (``--clients``, ``--ttl-ms``,
+    ``--capacity``…): the deployment its claim is about, which a user would give the audit.
+    The others (``nest_depth``, ``extend_during_work``) are the audit's own choice."""
+    return {name: value for name, value in cell.options if name in OPTIONS}
+
+
+def audits(lock: str, faults: str, seeds: int, budget_s: float,
+           options: dict[str, Any] | None = None) -> list[tuple[AuditResult, list[str]]]:
+    """One audit of ``lock`` (with campaign ``options``, as given on the command line) per
+    seed 1…``seeds``, one after the other, each with what it did not exercise (read from its
+    runs' histories before they are deleted)."""
+    options = options or {}
+    told = frozenset(name for name in options if name in DEPLOYMENT)
     results = []
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as out:
-            result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s, faults), Path(out))
+            plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, faults, told=told)
+            result = run_audit(plan, Path(out))
             results.append((result, unexercised(result)))
     return results
 
 
-def detection(lock: str, faults: str, seeds: int, budget_s: float) -> dict[str, object]:
+def detection(lock: str, faults: str, seeds: int, budget_s: float,
+              options: dict[str, Any] | None = None) -> dict[str, object]:
     """How often the audits of a lock that must break found a hard violation, how fast."""
-    results = [result for result, _ in audits(lock, faults, seeds, budget_s)]
+    results = [result for result, _ in audits(lock, faults, seeds, budget_s, options)]
     firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
         "lock": lock,
+        "options": options or {},
         "faults": faults or "(defaults)",
         "seeds": seeds,
         "detected": len(firsts),
@@ -136,7 +159,8 @@ def main() -> None:
         if cell.expected != "hard" or (args.cells and args.cells not in cell.name):
             continue
         row = {"cell": cell.name,
-               **detection(cell.lock, extra_faults(cell), args.seeds, args.budget)}
+               **detection(cell.lock, extra_faults(cell), args.seeds, args.budget,
+                           deployment(cell))}
         rows.append(row)
         print(f"{cell.name:55} detected {row['detected']}/{args.seeds}  median "
               f"{row['first_hard_s_median']} s  max {row['first_hard_s_max']} s",
