@@ -16,13 +16,20 @@ violation was found (a violation is evidence, whatever else went wrong):
    that can test mutual exclusion.
 
 Only the first of these that holds is reported: it is the one that explains the others. With
-enough cycles, every rule of the second kind that holds is reported, one line each:
+enough cycles, every rule of the second kind that holds is reported, one line each
+(``untested``):
 
 4. **a fault the run asked for did nothing to the lock** (``chaos.checker.coverage``: a pause
    point never reached, a pause that met no holder…), with what would reach it;
 5. **a capability the run asked for was never used**: asked to extend during work, and the
    clients' locks have ``extend``, but no extend ran; the lock declares background renewals,
-   but none was recorded.
+   but none was recorded;
+6. **a mode or a count the lock grants was never granted** (a lock that is not a mutex).
+
+The rules of the second kind are judged on a finished run with violations too: a violation
+is evidence, so they never make its verdict inconclusive, but a run whose violations all
+fall below the gate (``--fail-on``) vouches for the lock only as far as it tested it, and
+does not pass while something it asked for had no effect (``exit_status``).
 """
 
 from __future__ import annotations
@@ -88,8 +95,7 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
         return [f"the lock was never acquired: {_why_never_acquired(timeline, clock)}"]
     cycles = lock_cycles(timeline)
     if cycles >= MIN_LOCK_CYCLES:
-        return (_faults_that_missed(timeline) + _capabilities_unused(timeline)
-                + _sharing_untested(timeline))
+        return untested(timeline)
     if not _outcome(timeline, OK, RELEASE) and not _outcome(timeline, FAIL, RELEASE) and (
         first := timeline.raised.get(RELEASE)
     ):
@@ -105,6 +111,13 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
         f"returned) in {len(timeline.holds)} holds: at least {MIN_LOCK_CYCLES} are needed to "
         "test mutual exclusion"
     ]
+
+
+def untested(timeline: Timeline) -> list[str]:
+    """What the run asked of the lock and the lock never met (rules 4–6): a fault without
+    effect, a capability never used, a mode or count never granted (empty: none)."""
+    return _faults_that_missed(timeline) + _capabilities_unused(timeline) + _sharing_untested(
+        timeline)
 
 
 def _faults_that_missed(timeline: Timeline) -> list[str]:

@@ -74,10 +74,12 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
     if not timeline.has_start_event:
         notes.append("no harness start event: times are counted from the first event")
 
-    # Whether the run exercised the lock: only a finished run without violations can say.
+    # Whether the run exercised the lock: only a finished run can say. Beside violations,
+    # only what it asked for and never met counts (the violations show the lock was used).
     reasons: list[str] = []
-    if not violations and timeline.has_end_event:
-        reasons = exercised.inconclusive_reasons(timeline, clock)
+    if timeline.has_end_event:
+        reasons = (exercised.untested(timeline) if violations
+                   else exercised.inconclusive_reasons(timeline, clock))
     elif not violations and timeline.has_start_event:
         notes.append("the history has no end event (a run cut short?): whether it exercised "
                      "the lock was not judged")
@@ -107,7 +109,7 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         lock_errors=exercised.lock_errors(timeline, clock),
         coverage=coverage(timeline),
         inconclusive_reasons=reasons,
-        lock_unusable=exercised.unusable(timeline) if reasons else None,
+        lock_unusable=exercised.unusable(timeline) if reasons and not violations else None,
     )
 
 

@@ -16,7 +16,9 @@ Kinds of violation, from least to most severe:
 
 ``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
 did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``),
-else ``ok``. A violation is evidence whatever else happened, so it always wins.
+else ``ok``. A violation is evidence whatever else happened, so it always wins the verdict;
+but a run whose violations all fall below the gate passes only if it tested what it was asked
+to (``exit_status``).
 
 Exit statuses of the commands that judge a run: ``exit_status``.
 """
@@ -88,8 +90,10 @@ class Verdict(msgspec.Struct, kw_only=True):
     """The whole answer. ``lost_writes``/``lost_write_ids`` are None when the history has no
     final read to judge them by; ``notes`` says what could not be judged and why.
 
-    ``inconclusive_reasons`` are the sentences behind an ``inconclusive`` verdict (empty
-    otherwise); ``lock_unusable`` is the one among them that means the lock never started in
+    ``inconclusive_reasons`` are the sentences behind an ``inconclusive`` verdict; beside
+    violations, what the run asked for and the lock never met (a fault without effect, an
+    extend that never ran: ``chaos.checker.exercised.untested``); empty when the run tested
+    all it asked. ``lock_unusable`` is the one among them that means the lock never started in
     any client (its factory failed in all of them): bad input, not a finding. The last three
     fields have defaults so that a ``verdict.json`` written before them still loads."""
 
@@ -151,11 +155,12 @@ def reaches(kind: str, fail_on: str) -> bool:
 
 def exit_status(verdict: Verdict, fail_on: str, *, allow_inconclusive: bool = False) -> int:
     """The exit status of a command that judged a run: ``EXIT_VIOLATION`` for a violation at
-    or above ``fail_on``; ``EXIT_INCONCLUSIVE`` for a run that did not exercise the lock, unless
-    allowed — whatever ``fail_on`` says, a gate must not go green on a run that tested
-    nothing; else ``EXIT_OK``."""
+    or above ``fail_on``; ``EXIT_INCONCLUSIVE`` for a run that did not exercise the lock or
+    did not test all it asked for (violations below the gate and a fault that had no effect),
+    unless allowed — whatever ``fail_on`` says, a gate must not go green on what was not
+    tested; else ``EXIT_OK``."""
     if fails(verdict, fail_on):
         return EXIT_VIOLATION
-    if verdict.inconclusive and not allow_inconclusive:
+    if verdict.inconclusive_reasons and not allow_inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK

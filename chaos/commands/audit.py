@@ -5,7 +5,7 @@ must survive (alone — before each command learned —, extending, nested, in p
 ``explore``, within ``--budget`` seconds; one verdict, one page linking every run, one
 junit.xml. Exit
 status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input, 3
-inconclusive (the audit did not exercise the lock).
+inconclusive (the audit did not exercise the lock, or did not test all it planned).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from chaos.campaign import DEFAULTS, Campaign
+from chaos.checker.verdict import INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.experiments.audit import (
     DEPLOYMENT,
@@ -36,7 +37,7 @@ from chaos.report.audit_page import (
     surface_line,
 )
 from chaos.report.matrix import INDEX
-from chaos.report.style import marked
+from chaos.report.style import LOOKS, marked
 from chaos.report.summary import coverage_line
 from chaos.signals import sigterm_unwinds
 
@@ -91,8 +92,9 @@ def audit(
         console.print(f"  exercised: {exercised_line(record.exercised)}")
         console.print("  coverage: " + "; ".join(
             coverage_line(name, entry) for name, entry in record.coverage.items()))
+        said = "inconclusive" if record.verdict == INCONCLUSIVE else "not tested"
         for reason in record.inconclusive_reasons:
-            console.print(f"  {marked('inconclusive')}: {reason}")
+            console.print(f"  [{LOOKS[INCONCLUSIVE].terminal}]{said}[/]: {reason}")
         if record.first_hard_s is not None:
             console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
         for run in record.runs[:5]:

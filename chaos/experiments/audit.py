@@ -459,7 +459,7 @@ class AuditResult:
         aimed at was never reached, or a capability the lock has was never exercised."""
         verdicts = [s.outcome.verdict for s in self.steps]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
-            first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive_reasons),
+            first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive),
                          "no campaign completed two lock cycles")
             return [f"no campaign exercised the lock: {first}"]
         covered = self.coverage
@@ -520,10 +520,12 @@ class AuditResult:
 
     @property
     def exit_status(self) -> int:
-        """As ``run``'s: 1 a violation at or above ``fail_on``, 3 inconclusive, else 0."""
+        """As ``run``'s: 1 a violation at or above ``fail_on``; 3 when the audit did not
+        exercise the lock or did not test all it planned (``inconclusive_reasons``, beside
+        violations below the gate too); else 0."""
         if self.failed:
             return EXIT_VIOLATION
-        if self.verdict == INCONCLUSIVE and not self.plan.base.allow_inconclusive:
+        if self.inconclusive_reasons and not self.plan.base.allow_inconclusive:
             return EXIT_INCONCLUSIVE
         return EXIT_OK
 

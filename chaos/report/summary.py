@@ -69,8 +69,9 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
     ):
         if facts:
             console.print(Text(INDENT + facts))
+    said = "inconclusive" if verdict.inconclusive else "not tested"  # beside violations
     for reason in verdict.inconclusive_reasons:
-        console.print(Text(f"{INDENT}inconclusive: {reason}", style=LOOKS["inconclusive"].terminal))
+        console.print(Text(f"{INDENT}{said}: {reason}", style=LOOKS["inconclusive"].terminal))
     _print_lock_errors(verdict, console)
     _print_coverage(verdict, console)
     if (first_hard := verdict.first_hard_violation_s) is not None:

@@ -7,6 +7,7 @@ from test_checker_support import History
 
 from chaos.checker import scan
 from chaos.checker.coverage import FaultCoverage, coverage
+from chaos.checker.verdict import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, exit_status
 
 
 def _coverage(history: History) -> dict[str, FaultCoverage]:
@@ -143,3 +144,33 @@ def test_a_reported_fault_without_effect_says_what_the_lock_sends() -> None:
     (reason,) = _cycles(h).final_read(300, []).check().inconclusive_reasons
     assert reason.startswith("script-flush fired once and did nothing to the lock")
     assert reason.endswith("it sends acquire SET; release EVAL)")
+
+
+def test_violations_below_the_gate_do_not_pass_a_run_whose_fault_never_reached_the_lock() -> None:
+    """A soft overlap is evidence (the verdict is soft, not inconclusive), but a gate on hard
+    must not go green on a run whose only fault never reached the lock: exit 3, saying why;
+    at the gate the violation fails it (1), and the reason stays said beside it."""
+    h = History()
+    h.events[0].value["faults"] = ["client-pause-at"]
+    h.command("c1", 1, "acquire", "SET").command("c1", 2, "release", "EVAL")
+    h.fault("f1", "client-pause-at", 5, 200, target={"client": "c1"},
+            params={"command": "DEL", "op": "release", "duration_ms": 300})
+    _cycles(h)
+    h.acquire("c1", 300, lease=10).acquire("c2", 320)  # c1's lease lapsed: soft
+    verdict = h.final_read(400, []).check()
+    assert verdict.verdict == "soft" and not verdict.inconclusive
+    assert verdict.inconclusive_reasons == [
+        "client-pause-at:command=DEL never reached: this lock's release sends EVAL; "
+        "try command=EVAL"
+    ]
+    assert exit_status(verdict, "hard") == EXIT_INCONCLUSIVE
+    assert exit_status(verdict, "hard", allow_inconclusive=True) == EXIT_OK
+    assert exit_status(verdict, "soft") == EXIT_VIOLATION
+    reached = History()
+    reached.events[0].value["faults"] = ["client-pause"]
+    _cycles(reached)
+    reached.fault("f1", "client-pause", 5, 200, target={"client": "c1"})
+    reached.acquire("c1", 300, lease=10).acquire("c2", 320)
+    met = reached.final_read(400, []).check()
+    assert met.verdict == "soft" and met.inconclusive_reasons == []
+    assert exit_status(met, "hard") == EXIT_OK

@@ -149,3 +149,25 @@ def test_a_lock_the_server_cannot_run_is_refused_in_one_line_and_exit_2(
         "(Valkey ≥ 9.0): this server is redis 7.0."
     ), line
     assert "; run it with --provider docker --server valkey-9.1 (lock delifeq; run " in line
+
+
+def test_violations_below_the_gate_beside_a_fault_that_never_reached_the_lock_exit_3(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """lua under slow work loses writes (below the default gate, hard), and its release sends
+    EVAL, so a pause before DEL is never reached: the run must not pass (issue 20). Whatever
+    this seed's timing finds, the exit status is 3 and the line says why; a junit case fails."""
+    code = main(["run", "--lock", "lua", "--faults", "slow-work,client-pause-at:command=DEL",
+                 "--duration", "3", "--out", str(tmp_path)])
+    out, _ = capfd.readouterr()
+    assert code == 3, out
+    run_dir = _run_dir(tmp_path)
+    verdict = _verdict(run_dir)
+    reason = ("client-pause-at:command=DEL never reached: this lock's release sends EVAL; try "
+              "command=EVAL")
+    assert reason in verdict["inconclusive_reasons"]
+    assert verdict["coverage"]["slow-work"]["effective"] >= 1
+    said = "inconclusive" if verdict["verdict"] == "inconclusive" else "not tested"
+    assert f"{said}: {reason}" in out
+    assert "<failure" in (run_dir / "junit.xml").read_text()
+    assert main(["check-history", str(run_dir / "history.jsonl")]) == 3
