@@ -211,10 +211,12 @@ class AuditPlan:
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long."""
+        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long after its
+        faults had time to act (``Step.acts_after_s``)."""
         offset = index if step.seed_offset is None else step.seed_offset
         return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
-                             duration_s=cell_s, nest_depth=step.nest_depth, work_ms=step.work_ms)
+                             duration_s=cell_s + step.acts_after_s, nest_depth=step.nest_depth,
+                             work_ms=step.work_ms)
 
     def explore_campaigns(self) -> list[Campaign]:
         """The explorations of the explore phase, one after the other: first with the
@@ -271,6 +273,13 @@ class Step:
         elif work and self.nest_depth == 1:
             label += f" ({work})"
         return f"{label} (nested, {work})" if self.nest_depth > 1 else label
+
+    @property
+    def acts_after_s(self) -> float:
+        """How long its slowest fault may take to act (``Fault.acts_after_s``): its campaign
+        runs that much longer than the others. A failover fired 0.7 s into a 2 s campaign
+        once split the clients 2.1 s later, after they had all stopped."""
+        return max((FAULTS[name].acts_after_s for name, _ in self.faults), default=0.0)
 
     def point(self) -> str | None:
         """The ``point_name`` this step aims its fault at, if it is one of ``AIMED``."""

@@ -9,8 +9,10 @@ Two independent guarantees:
   it is gone, kills whatever pid is still listed in the run directory and deletes the
   directory, so even SIGKILL leaves no temp dir behind.
 
-``PDEATHSIG`` fires when the *thread* that forked the child exits: start topologies from a
-thread that lives as long as they do (the main thread, normally).
+``PDEATHSIG`` fires when the *thread* that forked the child exits, so a ``Supervisor`` forks
+every child from one thread of its own, which lives until it is closed: a node that the
+nemesis thread restarted (``crash-restart``) used to die with that thread, as soon as the
+schedule's last fault was played.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -77,11 +80,13 @@ _SETPRIV = shutil.which("setpriv")
 
 
 class Supervisor:
-    """Starts children for one run directory and records their pids for the reaper."""
+    """Starts children for one run directory and records their pids for the reaper; forks
+    them all from its own thread (``PDEATHSIG``: a child lives as long as that thread)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._children: list[subprocess.Popen[bytes]] = []
+        self._forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="supervisor")
         self._reaper = subprocess.Popen(
             [sys.executable, "-m", "chaos.topology.reaper", str(os.getpid()), str(run_dir)],
             stdin=subprocess.DEVNULL,
@@ -95,6 +100,10 @@ class Supervisor:
         log: Path,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
+        return self._forker.submit(self._spawn, argv, log, env).result()
+
+    def _spawn(self, argv: Sequence[str], log: Path,
+               env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
         prefix = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
         with open(log, "ab") as out:
             proc = subprocess.Popen(
@@ -127,8 +136,10 @@ class Supervisor:
         self._children.clear()
 
     def close(self) -> None:
-        """Stop children, then dismiss the reaper (it would find nothing left to do)."""
+        """Stop children and the thread that forked them, then dismiss the reaper (it would
+        find nothing left to do)."""
         self.stop_all()
+        self._forker.shutdown()
         if self._reaper.poll() is None:
             self._reaper.send_signal(signal.SIGUSR1)
             try:

@@ -28,6 +28,7 @@ from chaos.experiments.audit import (
 )
 from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned
 from chaos.explore.explorer import EXPLORE_TTL_MS
+from chaos.nemesis import FAULTS
 from chaos.report.audit_page import Declared
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
@@ -63,6 +64,21 @@ def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
     assert not any(step.required for step in long if len(step.faults) == 2)  # pairs: if time
     lua = Campaign("lua")
     assert cell_seconds(AuditPlan(lua, budget_s=20), 8) < cell_seconds(AuditPlan(lua), 8)
+
+
+def test_a_campaign_lasts_as_much_longer_as_its_faults_take_to_act() -> None:
+    """A failover acts only once Sentinel has promoted a replica (about 3 s): its campaigns,
+    alone or paired, run that much longer than the others, which keep their length."""
+    plan = AuditPlan(Campaign("lua"), faults="+failover")
+    steps, cell_s = plan_steps(plan, learned())
+    durations = {step.name: plan.step_campaign(i, step, cell_s).duration_s
+                 for i, step in enumerate(steps)}
+    slow = FAULTS["failover"].acts_after_s
+    assert slow > 0
+    assert durations["failover"] == pytest.approx(cell_s + slow)
+    assert durations["latency"] == pytest.approx(cell_s)
+    assert all(duration == pytest.approx(cell_s + slow)
+               for name, duration in durations.items() if "failover" in name)
 
 
 def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
