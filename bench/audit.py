@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from chaos.campaign import Campaign
 from chaos.experiments.audit import (
@@ -62,11 +62,20 @@ def deployment(cell: Cell) -> dict[str, Any]:
     return {name: value for name, value in cell.options if name in OPTIONS}
 
 
+class Audited(NamedTuple):
+    """One audit, with what reads its runs' histories (what it did not exercise, its verdict
+    and exit status: ``inconclusive_reasons`` reads them) read before they are deleted."""
+
+    result: AuditResult
+    missing: list[str]
+    verdict: str
+    exit_status: int
+
+
 def audits(lock: str, faults: str, seeds: int, budget_s: float,
-           options: dict[str, Any] | None = None) -> list[tuple[AuditResult, list[str]]]:
+           options: dict[str, Any] | None = None) -> list[Audited]:
     """One audit of ``lock`` (with campaign ``options``, as given on the command line) per
-    seed 1…``seeds``, one after the other, each with what it did not exercise (read from its
-    runs' histories before they are deleted)."""
+    seed 1…``seeds``, one after the other."""
     options = options or {}
     told = frozenset(name for name in options if name in DEPLOYMENT)
     results = []
@@ -74,14 +83,16 @@ def audits(lock: str, faults: str, seeds: int, budget_s: float,
         with tempfile.TemporaryDirectory() as out:
             plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, faults, told=told)
             result = run_audit(plan, Path(out))
-            results.append((result, unexercised(result)))
+            results.append(Audited(result, unexercised(result), result.verdict,
+                                   result.exit_status))
     return results
 
 
 def detection(lock: str, faults: str, seeds: int, budget_s: float,
               options: dict[str, Any] | None = None) -> dict[str, object]:
     """How often the audits of a lock that must break found a hard violation, how fast."""
-    results = [result for result, _ in audits(lock, faults, seeds, budget_s, options)]
+    audited = audits(lock, faults, seeds, budget_s, options)
+    results = [a.result for a in audited]
     firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
         "lock": lock,
@@ -89,7 +100,7 @@ def detection(lock: str, faults: str, seeds: int, budget_s: float,
         "faults": faults or "(defaults)",
         "seeds": seeds,
         "detected": len(firsts),
-        "verdicts": [r.verdict for r in results],
+        "verdicts": [a.verdict for a in audited],
         "first_hard_s": [None if r.first_hard_s is None else round(r.first_hard_s, 1)
                          for r in results],
         "first_hard_s_median": round(statistics.median(firsts), 2) if firsts else None,
@@ -118,12 +129,12 @@ def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
     """How often the audits of a lock that must survive passed, each with everything it
     asked for exercised."""
     audited = audits(lock, "", seeds, budget_s)
-    results, missing = [r for r, _ in audited], [m for _, m in audited]
+    results, missing = [a.result for a in audited], [a.missing for a in audited]
     return {
         "lock": lock,
         "seeds": seeds,
-        "passed": sum(r.exit_status == 0 for r in results),
-        "verdicts": [r.verdict for r in results],
+        "passed": sum(a.exit_status == 0 for a in audited),
+        "verdicts": [a.verdict for a in audited],
         "all_exercised": sum(not m for m in missing),
         "unexercised": sorted({name for m in missing for name in m}),
         "has": sorted({cap for r in results if r.learned for cap, has in (

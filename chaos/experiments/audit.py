@@ -15,15 +15,18 @@ both; a lock seen renewing is held to renewing in every phase (``--renews``: a l
 lapses while its holder runs is hard), and one that sends EVALSHA is also flushed of its
 scripts (``CALLED_FOR``). Then the budget is spent in two phases. First short seeded campaigns,
 each on a fresh topology and stopping at its first hard violation: every fault alone — a pause
-point and a crash once before *each* command of each operation learned (an extend's with
-holders extending) —, then the capabilities under every fault: holders extending, their work
-alternately long and short against the TTL, and a reentrant lock's holders nesting; then pairs
-of faults in a seeded order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single
-and the first ``MIN_CAPABILITY_STEPS`` capability campaigns always run). The first
+point and a crash once before *each* command of each operation learned, its last-sent first (an
+extend's with holders extending; a pause in an acquire shorter than the TTL) —, then the
+capabilities under every fault: holders extending, their work alternately long and short
+against the TTL, and a reentrant lock's holders nesting; then pairs of faults in a seeded
+order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single and the first
+``MIN_CAPABILITY_STEPS`` capability campaigns always run). The first
 ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an extend or a
 nested release shows only when holders extend or nest, and a dozen singles first would leave it
-half a minute unfound. Then ``explore`` (Hypothesis step programs, shrunk) on one topology
-until the budget is spent, as ``lockchaos explore`` does. Unless ``--full`` is given, the audit
+half a minute unfound. Before them still, each fault added to the defaults (``+f``: the user
+suspects it, or the lock's commands call for it) runs alone, ``CELL_S`` long whatever the
+budget. Then ``explore`` (Hypothesis step programs, shrunk) on one topology until the budget
+is spent, as ``lockchaos explore`` does. Unless ``--full`` is given, the audit
 ends at the first hard violation: nothing can make the verdict worse, and a CI gate wants the
 answer fast. It reports per capability what its campaigns exercised (``Exercised``).
 
@@ -76,6 +79,7 @@ from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt
+from chaos.nemesis.schedule import FIRST_AT_S
 from chaos.report import REPORT
 from chaos.report.audit_page import (
     AuditFile,
@@ -104,21 +108,34 @@ MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alon
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
 EXPLORE_CLIENTS = 2  # in the explore phase, unless told
-# Extending holders' work, in TTLs, alternately: long (extends keep the lease alive through
-# work longer than the TTL, every TTL/3) and short (one extend, halfway). In a long one a
-# fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend left of the
-# lease, so another client takes the lock meanwhile, and short enough that the holder goes
-# on to extend after it — an extend that does not check whose key it extends then claims
-# the other's lock. The long work outlasts a short campaign's first fault (0.2–0.6 s in) by
-# far: with 4 TTLs a pause often ended after the holder's work had, and no extend followed
-# (found in 6 of 10 seeds; 8 TTLs leave at least 5 TTLs of work after the pause).
-EXTEND_WORK_TTLS = (8.0, 0.25)
+# Extending holders' work, alternately long (extends keep the lease alive through work
+# longer than the TTL, every TTL/3) and short (``EXTEND_SHORT_TTLS``: one extend, halfway). In
+# a long one a fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend
+# left of the lease, so another client takes the lock meanwhile, and short enough that the
+# holder goes on to extend after it — an extend that does not check whose key it extends then
+# claims the other's lock. The long work lasts until a short campaign's first fault has
+# started (``FIRST_AT_S``: 0.2–0.6 s in, whatever the TTL) and ``EXTEND_AFTER_FAULT_TTLS``
+# more: a pause aimed at the extend fires at the next one (TTL/3), lasts ``OUTLAST_TTLS``, and
+# the holder extends again within TTL/3 of its end, with a TTL to spare. With one TTL after
+# it (4 TTLs at 200 ms) a pause often ended after the holder's work had, and no extend
+# followed (6 of 10 seeds). Counted in TTLs alone (8), the work held a holder 8 s at a 1 s
+# TTL: each such campaign took 9.5 s of its 3.
+EXTEND_AFTER_FAULT_TTLS = 3.0
+EXTEND_SHORT_TTLS = 0.25
 OUTLAST_TTLS = 1.25
 # Nesting holders' work, in TTLs: the outer hold works a quarter of it after the inner
 # release (``Worker.hold``), a window in which a lock whose inner release freed the whole
 # lock is taken by another client while the outer lease is still valid. At the default
 # (a quarter TTL) that window, 12 ms, was shorter than the waiters' retry.
 NEST_WORK_TTLS = 0.5
+# A pause aimed inside an acquire, in TTLs: shorter than the lease, which is measured from
+# the acquire's invoke. At the fault's default (1.5-3 TTLs, to outlast a holder's lease before
+# its release) the paused acquire was granted a lease already lapsed, and what it overlapped
+# was soft at most: Redis in Action's fair semaphore, paused before its ZADD, never hard.
+# Shorter, the others acquire meanwhile (their back-off is milliseconds) and the paused client
+# then acts on what it checked before, its lease still valid: a check-then-act race is hard
+# (the truth table's cells pause 0.3 and 0.5 TTLs there).
+ACQUIRE_PAUSE_TTLS = 0.3
 MIN_CAPABILITY_STEPS = 3  # capability campaigns that run whatever the budget
 EARLY_CAPABILITY_STEPS = 2  # of those, run right after the warm-up, before the singles
 # The faults that aim at a command (``command=``, ``op=``): once before each command learned.
@@ -154,11 +171,22 @@ class AuditPlan:
     full: bool = False  # run the whole budget even after a hard violation
     told: frozenset[str] = frozenset()
 
+    def _entries(self) -> tuple[list[str], list[str]]:
+        """``faults``' entries: those added to the defaults (``+f``, without the ``+``), and
+        those replacing them."""
+        entries = [part.strip() for part in self.faults.split(",") if part.strip()]
+        return ([entry[1:] for entry in entries if entry.startswith("+")],
+                [entry for entry in entries if not entry.startswith("+")])
+
+    def added(self) -> set[str]:
+        """The names of the faults added to the defaults (``+f``): the user's, and those the
+        lock's commands call for (``fitted``)."""
+        added, _ = self._entries()
+        return {name for name, _ in parse_faults(",".join(added))}
+
     def tested(self) -> Faults:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
-        entries = [part.strip() for part in self.faults.split(",") if part.strip()]
-        added = [entry[1:] for entry in entries if entry.startswith("+")]
-        replacing = [entry for entry in entries if not entry.startswith("+")]
+        added, replacing = self._entries()
         kept = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
         # The added ones first: what the user asked for by name is tried soonest.
         chosen = parse_faults(",".join([*added, kept]))
@@ -211,11 +239,12 @@ class AuditPlan:
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long after its
-        faults had time to act (``Step.acts_after_s``)."""
+        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (``CELL_S`` if
+        ``named``) after its faults had time to act (``Step.acts_after_s``)."""
         offset = index if step.seed_offset is None else step.seed_offset
+        length = CELL_S if step.named else cell_s
         return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
-                             duration_s=cell_s + step.acts_after_s, nest_depth=step.nest_depth,
+                             duration_s=length + step.acts_after_s, nest_depth=step.nest_depth,
                              work_ms=step.work_ms)
 
     def explore_campaigns(self) -> list[Campaign]:
@@ -263,6 +292,12 @@ class Step:
     # (``plan_steps``). Under load those took longer than the budget and the last singles
     # were skipped: a fault never tried, and the audit still went green.
     required: bool = False
+    # A fault added by name alone (``AuditPlan.added``): it runs ``CELL_S`` long, not as short
+    # as a small budget squeezes the others. Squeezed to 1.5 s at a 1 s TTL (six lock cycles),
+    # ``+client-clock:client=c2`` missed Redis in Action's semaphore with a lock in 2 seeds of
+    # 10: c2 re-acquired 2 ms after each release and held the permit the whole campaign, and
+    # its clock breaks the lock only when it acquires while c1 holds.
+    named: bool = False
 
     @property
     def name(self) -> str:
@@ -297,11 +332,27 @@ def cell_seconds(plan: AuditPlan, steps: int) -> float:
     return max(MIN_CELL_S, min(CELL_S, share))
 
 
-def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str) -> tuple[str, dict[str, Any]]:
+def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str,
+           ttl_ms: int) -> tuple[str, dict[str, Any]]:
     """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
-    round trip a crash's default aims at)."""
+    round trip a crash's default aims at); a pause in an acquire, unless told how long,
+    ``ACQUIRE_PAUSE_TTLS`` long."""
     name, overrides = fault
-    return name, {**overrides, "command": command, "op": op, "nth": 1}
+    aimed = {**overrides, "command": command, "op": op, "nth": 1}
+    if op == "acquire" and "duration_ms" not in overrides and _stalls_for_a_while(name):
+        aimed["duration_ms"] = round(ACQUIRE_PAUSE_TTLS * ttl_ms)
+    return name, aimed
+
+
+def _aim_order(learned: Learned) -> list[tuple[str, str]]:
+    """The points the singles aim at: per operation (acquire's first), its commands last-sent
+    first. A pause or a crash between a check and the act that trusts it stops the client
+    before the act, which comes after; before an operation's first command it only stops the
+    client before it asks, as ``client-pause`` and ``client-crash`` alone do. Redis in
+    Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth."""
+    points = learned.points()
+    return [point for op in dict.fromkeys(op for op, _ in points)
+            for point in reversed([point for point in points if point[0] == op])]
 
 
 def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
@@ -323,8 +374,8 @@ def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
 
 def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     """Every tested fault alone; one of ``AIMED`` the user did not aim (no ``command=``)
-    once before each command of each operation learned instead — before an extend's with
-    holders extending — and a crash also as its default."""
+    once before each command of each operation learned instead (``_aim_order``) — before an
+    extend's with holders extending — and a crash also as its default."""
     steps = []
     for fault in plan.tested():
         name, overrides = fault
@@ -333,8 +384,8 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
             continue
         if name in KEEPS_DEFAULT:
             steps.append(Step([fault]))
-        steps += [Step([_aimed(fault, op, command)], extend=op == "extend")
-                  for op, command in learned.points()]
+        steps += [Step([_aimed(fault, op, command, plan.base.ttl_ms)], extend=op == "extend")
+                  for op, command in _aim_order(learned)]
     return steps
 
 
@@ -342,7 +393,7 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     """Every tested fault with holders extending (a lock that has extend; a lock that renews
     in the background: holding as long): first those that stop a client for a while, with
     long work, then the others with work alternately long and short against the TTL
-    (``EXTEND_WORK_TTLS``); interleaved with every tested fault with holders nesting (a
+    (``extend_work_ms``); interleaved with every tested fault with holders nesting (a
     reentrant lock, ``NEST_WORK_TTLS``). One of ``AIMED`` aims at the last command of the
     operation exercised: the extend's (the release's without one), the release's."""
     declared, tested = learned.declared, plan.tested()
@@ -351,10 +402,10 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
         commands = learned.surface.get(op, [])
         if fault[0] not in AIMED or "command" in fault[1] or not commands:
             return fault
-        return _aimed(fault, op, commands[-1])
+        return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
 
     def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
-        work_ms = EXTEND_WORK_TTLS[index % len(EXTEND_WORK_TTLS)] * plan.base.ttl_ms
+        work_ms = extend_work_ms(index, plan.base.ttl_ms)
         name, overrides = aim(fault, "extend" if declared.extend else "release")
         if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
                 and FAULTS[name].parameters.get("duration_ms") is DURATION):
@@ -381,6 +432,13 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     return mixed
 
 
+def extend_work_ms(index: int, ttl_ms: int) -> float:
+    """The ``index``-th extending campaign's work: long, then short, alternately."""
+    if index % 2:
+        return EXTEND_SHORT_TTLS * ttl_ms
+    return FIRST_AT_S[1] * 1000 + EXTEND_AFTER_FAULT_TTLS * ttl_ms
+
+
 def _stalls_for_a_while(name: str) -> bool:
     """A fault that stops a client for its ``duration_ms`` (a pause, a pause point)."""
     fault = FAULTS[name]
@@ -388,10 +446,13 @@ def _stalls_for_a_while(name: str) -> bool:
 
 
 def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
-    """The first ``EARLY_CAPABILITY_STEPS`` capability campaigns, the singles, the other
-    capability campaigns, then pairs in a seeded order, cut to what fits in the campaigns'
-    share of the budget (at least every single and ``MIN_CAPABILITY_STEPS`` capability
-    campaigns); and how long each may run."""
+    """The singles of the faults added to the defaults (``AuditPlan.added``), the first
+    ``EARLY_CAPABILITY_STEPS`` capability campaigns, the other singles, the other capability
+    campaigns, then pairs in a seeded order, cut to what fits in the campaigns' share of the
+    budget (at least every single and ``MIN_CAPABILITY_STEPS`` capability campaigns); and how
+    long each may run. A fault added is one the user suspects, or the lock's commands call
+    for: at a 1 s TTL the early capability campaigns' long holds took 19 s, and a
+    ``+client-clock`` that broke the lock in its first second waited behind them."""
     singles = single_steps(plan, learned)
     capabilities = capability_steps(plan, learned)
     tested = plan.tested()
@@ -406,7 +467,10 @@ def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
                                     seeded[len(singles):len(singles) + len(capabilities)],
                                     seeded[len(singles) + len(capabilities):])
     early, late = capabilities[:EARLY_CAPABILITY_STEPS], capabilities[EARLY_CAPABILITY_STEPS:]
-    ordered = [*early, *singles, *late, *pairs]
+    added = plan.added()
+    named = [replace(step, named=True) for step in singles if step.faults[0][0] in added]
+    others = [step for step in singles if step.faults[0][0] not in added]
+    ordered = [*named, *early, *others, *late, *pairs]
     required = [replace(step, required=True) for step in ordered[:always]]
     return [*required, *ordered[always:max(fit, always)]], cell_s
 

@@ -12,15 +12,16 @@ from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import (
     CAMPAIGN_SHARE,
+    CELL_S,
     EARLY_CAPABILITY_STEPS,
     EXPLORE_CLIENTS,
-    EXTEND_WORK_TTLS,
     MUST_SURVIVE,
     NEST_WORK_TTLS,
     AuditPlan,
     AuditResult,
     capability_steps,
     cell_seconds,
+    extend_work_ms,
     fitted,
     plan_steps,
     replay_command,
@@ -69,39 +70,57 @@ def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
 def test_a_campaign_lasts_as_much_longer_as_its_faults_take_to_act() -> None:
     """A failover acts only once Sentinel has promoted a replica (about 3 s): its campaigns,
     alone or paired, run that much longer than the others, which keep their length."""
-    plan = AuditPlan(Campaign("lua"), faults="+failover")
-    steps, cell_s = plan_steps(plan, learned())
-    durations = {step.name: plan.step_campaign(i, step, cell_s).duration_s
-                 for i, step in enumerate(steps)}
     slow = FAULTS["failover"].acts_after_s
     assert slow > 0
-    assert durations["failover"] == pytest.approx(cell_s + slow)
-    assert durations["latency"] == pytest.approx(cell_s)
-    assert all(duration == pytest.approx(cell_s + slow)
-               for name, duration in durations.items() if "failover" in name)
+    for budget_s in (60, 300):  # squeezed (no pairs), and with pairs
+        plan = AuditPlan(Campaign("lua"), budget_s=budget_s, faults="+failover")
+        steps, cell_s = plan_steps(plan, learned())
+        durations = {step.name: plan.step_campaign(i, step, cell_s).duration_s
+                     for i, step in enumerate(steps)}
+        assert durations["failover"] == pytest.approx(CELL_S + slow)  # added: CELL_S long
+        assert durations["latency"] == pytest.approx(cell_s)
+        assert all(duration == pytest.approx(cell_s + slow)
+                   for name, duration in durations.items() if "failover +" in name)
+    assert "failover + client-pause" in durations
 
 
 def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
-    """Once before each command of each operation (an extend's with holders extending); a
-    crash also as its default, which kills a holder mid-work; an aimed one as the user said."""
+    """Once before each command of each operation (an extend's with holders extending), its
+    last-sent first; a pause in an acquire shorter than the TTL; a crash also as its default,
+    which kills a holder mid-work; an aimed one as the user said."""
     plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,client-crash,latency")
-    surface = {"acquire": ["SET"], "release": ["GET", "DEL"], "extend": ["PEXPIRE"],
+    surface = {"acquire": ["EXISTS", "SET"], "release": ["GET", "DEL"], "extend": ["PEXPIRE"],
                "background": ["PEXPIRE"]}
     names = [(step.name, step.extend) for step in single_steps(plan, learned(surface=surface))]
     assert names == [
-        ("client-pause-at:command=SET:op=acquire:nth=1", False),
-        ("client-pause-at:command=GET:op=release:nth=1", False),
+        ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
+        ("client-pause-at:command=EXISTS:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=DEL:op=release:nth=1", False),
+        ("client-pause-at:command=GET:op=release:nth=1", False),
         ("client-pause-at:command=PEXPIRE:op=extend:nth=1 (extending)", True),
         ("client-crash", False),
         ("client-crash:command=SET:op=acquire:nth=1", False),
-        ("client-crash:command=GET:op=release:nth=1", False),
+        ("client-crash:command=EXISTS:op=acquire:nth=1", False),
         ("client-crash:command=DEL:op=release:nth=1", False),
+        ("client-crash:command=GET:op=release:nth=1", False),
         ("client-crash:command=PEXPIRE:op=extend:nth=1 (extending)", True),
         ("latency", False),
     ]
     told = AuditPlan(Campaign("lua"), faults="client-pause-at:command=EVAL")
     assert [s.name for s in single_steps(told, learned())] == ["client-pause-at:command=EVAL"]
+
+
+def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
+    """At a 1 s TTL the early capability campaigns' long holds took 19 s, and a
+    ``+client-clock`` that breaks the lock in its first second waited behind them."""
+    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), faults="+client-clock:client=c2")
+    steps, _ = plan_steps(plan, learned(extend=True))
+    assert steps[0].name == "client-clock:client=c2"
+    assert plan.step_campaign(0, steps[0], 1.5).duration_s == CELL_S  # not squeezed
+    assert plan.step_campaign(1, steps[1], 1.5).duration_s == 1.5
+    assert all(step.extend for step in steps[1:1 + EARLY_CAPABILITY_STEPS])
+    assert steps[1 + EARLY_CAPABILITY_STEPS].name == MUST_SURVIVE[0]
+    assert plan_steps(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
 
 
 def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lock() -> None:
@@ -113,20 +132,20 @@ def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lo
     capabilities = [*steps[:EARLY_CAPABILITY_STEPS],
                     *steps[EARLY_CAPABILITY_STEPS + singles:][:1]]
     assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
-        (True, EXTEND_WORK_TTLS[0] * 200, 1), (False, NEST_WORK_TTLS * 200, 2),
-        (True, EXTEND_WORK_TTLS[0] * 200, 1),
+        (True, extend_work_ms(0, 200), 1), (False, NEST_WORK_TTLS * 200, 2),
+        (True, extend_work_ms(0, 200), 1),
     ]
     # First the faults that stop the holder a while, in long work (the aimed pause first:
     # right before the extend's command): the holder outlives its lease, then extends again;
     # nested next.
     assert capabilities[0].name == \
-        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1600 ms)"
+        "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1200 ms)"
     assert capabilities[1].name == "client-pause (nested, work 100 ms)"
-    assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1600 ms)"
+    assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1200 ms)"
     every = capability_steps(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
     assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested, work 100 ms)"
-    assert {s.work_ms for s in every if s.extend} == {w * 200 for w in EXTEND_WORK_TTLS}
+    assert {s.work_ms for s in every if s.extend} == {extend_work_ms(i, 200) for i in (0, 1)}
     nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
     assert not any(step.extend or step.nest_depth > 1 for step in nothing)
 
@@ -139,8 +158,8 @@ def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
                               nodes=1))
     steps, _ = plan_steps(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
     assert [s.name for s in steps[:EARLY_CAPABILITY_STEPS]] == [
-        "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1600 ms)",
-        "client-pause:duration_ms=250 (work 1600 ms)",
+        "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1200 ms)",
+        "client-pause:duration_ms=250 (work 1200 ms)",
     ]
     assert not any(step.extend for step in steps)
 
