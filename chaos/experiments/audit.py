@@ -105,6 +105,12 @@ MUST_SURVIVE = (
 CALLED_FOR = {"EVALSHA": "script-flush"}
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
+# A fault added by name runs alone at least this many TTLs (``CELL_S`` is 15 at the default
+# TTL, 3 at 1 s). At 3 s, ``+client-clock:client=c2`` missed Redis in Action's semaphore with a
+# lock (1 s TTL) in 1 seed of 10: c2 took the permit again right after each release, so it
+# never acquired while c1 held, which is when its clock breaks the lock. A found violation
+# ends the campaign at once: the length costs only a lock that survives.
+NAMED_CELL_TTLS = 6.0
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
 EXPLORE_CLIENTS = 2  # in the explore phase, unless told
@@ -239,10 +245,12 @@ class AuditPlan:
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (``CELL_S`` if
-        ``named``) after its faults had time to act (``Step.acts_after_s``)."""
+        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (if ``named``,
+        ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer) after its faults had time to act
+        (``Step.acts_after_s``)."""
         offset = index if step.seed_offset is None else step.seed_offset
-        length = CELL_S if step.named else cell_s
+        named_s = max(CELL_S, NAMED_CELL_TTLS * self.base.ttl_ms / 1000)
+        length = named_s if step.named else cell_s
         return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
                              duration_s=length + step.acts_after_s, nest_depth=step.nest_depth,
                              work_ms=step.work_ms)
@@ -292,11 +300,12 @@ class Step:
     # (``plan_steps``). Under load those took longer than the budget and the last singles
     # were skipped: a fault never tried, and the audit still went green.
     required: bool = False
-    # A fault added by name alone (``AuditPlan.added``): it runs ``CELL_S`` long, not as short
-    # as a small budget squeezes the others. Squeezed to 1.5 s at a 1 s TTL (six lock cycles),
-    # ``+client-clock:client=c2`` missed Redis in Action's semaphore with a lock in 2 seeds of
-    # 10: c2 re-acquired 2 ms after each release and held the permit the whole campaign, and
-    # its clock breaks the lock only when it acquires while c1 holds.
+    # A fault added by name alone (``AuditPlan.added``): it runs at least ``CELL_S`` long
+    # (``NAMED_CELL_TTLS``), not as short as a small budget squeezes the others. Squeezed to
+    # 1.5 s at a 1 s TTL (six lock cycles), ``+client-clock:client=c2`` missed Redis in
+    # Action's semaphore with a lock in 2 seeds of 10: c2 re-acquired 2 ms after each release
+    # and held the permit the whole campaign, and its clock breaks the lock only when it
+    # acquires while c1 holds.
     named: bool = False
 
     @property

@@ -16,6 +16,7 @@ from chaos.experiments.audit import (
     EARLY_CAPABILITY_STEPS,
     EXPLORE_CLIENTS,
     MUST_SURVIVE,
+    NAMED_CELL_TTLS,
     NEST_WORK_TTLS,
     AuditPlan,
     AuditResult,
@@ -116,11 +117,15 @@ def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), faults="+client-clock:client=c2")
     steps, _ = plan_steps(plan, learned(extend=True))
     assert steps[0].name == "client-clock:client=c2"
-    assert plan.step_campaign(0, steps[0], 1.5).duration_s == CELL_S  # not squeezed
+    # not squeezed, and at a long TTL long enough for its races (6 TTLs: 6 s at 1 s)
+    assert plan.step_campaign(0, steps[0], 1.5).duration_s == NAMED_CELL_TTLS * 1.0 > CELL_S
     assert plan.step_campaign(1, steps[1], 1.5).duration_s == 1.5
     assert all(step.extend for step in steps[1:1 + EARLY_CAPABILITY_STEPS])
     assert steps[1 + EARLY_CAPABILITY_STEPS].name == MUST_SURVIVE[0]
     assert plan_steps(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
+    short = AuditPlan(Campaign("lua-extend"), faults="+client-clock:client=c2")  # 200 ms TTL
+    steps, _ = plan_steps(short, learned(extend=True))
+    assert short.step_campaign(0, steps[0], 1.5).duration_s == CELL_S
 
 
 def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lock() -> None:
