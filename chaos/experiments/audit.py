@@ -24,11 +24,12 @@ order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single and the 
 ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an extend or a
 nested release shows only when holders extend or nest, and a dozen singles first would leave it
 half a minute unfound. Before them still, each fault added to the defaults (``+f``: the user
-suspects it, or the lock's commands call for it) runs alone, ``CELL_S`` long whatever the
-budget. Then ``explore`` (Hypothesis step programs, shrunk) on one topology until the budget
-is spent, as ``lockchaos explore`` does. Unless ``--full`` is given, the audit
-ends at the first hard violation: nothing can make the verdict worse, and a CI gate wants the
-answer fast. It reports per capability what its campaigns exercised (``Exercised``).
+suspects it, or the lock's commands call for it) runs alone, ``CELL_S`` (at a long TTL,
+``NAMED_CELL_TTLS``) long whatever the budget. Then ``explore`` (Hypothesis step programs,
+shrunk) on one topology until the budget is spent, as ``lockchaos explore`` does. Unless
+``--full`` is given, the audit ends at the first hard violation: nothing can make the
+verdict worse, and a CI gate wants the answer fast. It reports per capability what its
+campaigns exercised (``Exercised``).
 
 The deployment a user gives (``--nodes``, ``--clients``, ``--ttl-ms``, ``--work-ms``) holds in
 every phase; left unset, the campaigns run the campaign's defaults, the warm-up its own work
