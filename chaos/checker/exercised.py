@@ -34,7 +34,7 @@ does not pass while something it asked for had no effect (``exit_status``).
 
 from __future__ import annotations
 
-from chaos.checker.coverage import coverage
+from chaos.checker.coverage import FaultCoverage
 from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan, Raised, Timeline
 from chaos.checker.verdict import LockErrors
@@ -85,7 +85,8 @@ def unusable(timeline: Timeline) -> str | None:
     return f"the lock factory failed in every client: {first.error}"
 
 
-def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
+def inconclusive_reasons(timeline: Timeline, clock: Clock,
+                         covered: dict[str, FaultCoverage]) -> list[str]:
     """Why the run did not exercise the lock (empty: it did). The caller asks only about a
     finished run without violations."""
     never_started = unusable(timeline)
@@ -95,7 +96,7 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
         return [f"the lock was never acquired: {_why_never_acquired(timeline, clock)}"]
     cycles = lock_cycles(timeline)
     if cycles >= MIN_LOCK_CYCLES:
-        return untested(timeline)
+        return untested(timeline, covered)
     if not _outcome(timeline, OK, RELEASE) and not _outcome(timeline, FAIL, RELEASE) and (
         first := timeline.raised.get(RELEASE)
     ):
@@ -113,21 +114,21 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock) -> list[str]:
     ]
 
 
-def untested(timeline: Timeline) -> list[str]:
-    """What the run asked of the lock and the lock never met (rules 4–6): a fault without
-    effect, a capability never used, a mode or count never granted (empty: none)."""
-    return _faults_that_missed(timeline) + _capabilities_unused(timeline) + _sharing_untested(
-        timeline)
+def untested(timeline: Timeline, covered: dict[str, FaultCoverage]) -> list[str]:
+    """What the run asked of the lock and the lock never met (rules 4–6), judged with the
+    run's fault ``covered`` (``chaos.checker.coverage``, computed once by the caller): a fault
+    without effect, a capability never used, a mode or count never granted (empty: none)."""
+    return (_faults_that_missed(timeline, covered) + _capabilities_unused(timeline)
+            + _sharing_untested(timeline))
 
 
-def _faults_that_missed(timeline: Timeline) -> list[str]:
+def _faults_that_missed(timeline: Timeline, covered: dict[str, FaultCoverage]) -> list[str]:
     """A fault the run asked for (the harness start event's ``faults``) that did nothing to
     the lock (``chaos.checker.coverage``): the lock was not tested against it, whatever else
     the run shows. Each reason says why, and what would reach the lock."""
     asked = timeline.params.get("faults")
     if not isinstance(asked, list):
         return []
-    covered = coverage(timeline)
     reasons = []
     for name in dict.fromkeys(str(fault) for fault in asked):
         entry = covered.get(name)

@@ -76,10 +76,11 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
 
     # Whether the run exercised the lock: only a finished run can say. Beside violations,
     # only what it asked for and never met counts (the violations show the lock was used).
+    covered = coverage(timeline)
     reasons: list[str] = []
     if timeline.has_end_event:
-        reasons = (exercised.untested(timeline) if violations
-                   else exercised.inconclusive_reasons(timeline, clock))
+        reasons = (exercised.untested(timeline, covered) if violations
+                   else exercised.inconclusive_reasons(timeline, clock, covered))
     elif not violations and timeline.has_start_event:
         notes.append("the history has no end event (a run cut short?): whether it exercised "
                      "the lock was not judged")
@@ -107,7 +108,7 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str]) -> Ve
         counts=_counts(timeline),
         notes=notes,
         lock_errors=exercised.lock_errors(timeline, clock),
-        coverage=coverage(timeline),
+        coverage=covered,
         inconclusive_reasons=reasons,
         lock_unusable=exercised.unusable(timeline) if reasons and not violations else None,
     )
