@@ -37,7 +37,7 @@ from chaos.report.audit_page import (
     surface_line,
 )
 from chaos.report.matrix import INDEX
-from chaos.report.style import LOOKS, marked
+from chaos.report.style import LOOKS, marked, reasons_label
 from chaos.report.summary import coverage_line
 from chaos.signals import sigterm_unwinds
 
@@ -92,7 +92,7 @@ def audit(
         console.print(f"  exercised: {exercised_line(record.exercised)}")
         console.print("  coverage: " + "; ".join(
             coverage_line(name, entry) for name, entry in record.coverage.items()))
-        said = "inconclusive" if record.verdict == INCONCLUSIVE else "not tested"
+        said = reasons_label(record.verdict)
         for reason in record.inconclusive_reasons:
             console.print(f"  [{LOOKS[INCONCLUSIVE].terminal}]{said}[/]: {reason}")
         if record.first_hard_s is not None:

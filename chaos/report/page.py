@@ -16,7 +16,7 @@ from plotly.offline import get_plotlyjs
 
 from chaos.report.figure import MAX_VIOLATIONS, choose_window, figure_html, timeline_figure
 from chaos.report.run import RunRecord
-from chaos.report.style import LOOKS
+from chaos.report.style import LOOKS, reasons_label
 
 TABLE_ROWS = 500  # violations listed in the report's table at most (verdict.json has all)
 
@@ -40,8 +40,9 @@ def _plotlyjs() -> Markup:
 
 def render(template: str, path: Path, **context: Any) -> None:
     """Render ``template`` with ``context`` into ``path``; every page gets the verdicts'
-    ``looks`` (``chaos.report.style``)."""
-    text = _environment().get_template(template).render(looks=LOOKS, **context)
+    ``looks`` and ``reasons_label`` (``chaos.report.style``)."""
+    text = _environment().get_template(template).render(looks=LOOKS, reasons_label=reasons_label,
+                                                        **context)
     path.write_text(text, encoding="utf-8")
 
 

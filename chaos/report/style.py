@@ -43,3 +43,9 @@ LOOKS: dict[str, Look] = {
 def marked(verdict: str, width: int = 0) -> str:
     """``verdict`` in its terminal style as rich markup, right-aligned in ``width``."""
     return f"[{LOOKS[verdict].terminal}]{verdict:>{width}}[/]"
+
+
+def reasons_label(verdict: str) -> str:
+    """What a verdict's ``inconclusive_reasons`` are called beside it: why an inconclusive run
+    tested nothing, or, beside violations, what the run asked for and did not test."""
+    return "inconclusive" if verdict == "inconclusive" else "not tested"

@@ -15,7 +15,7 @@ from chaos.checker import LockErrors, Verdict, check_file
 from chaos.checker.coverage import FaultCoverage
 from chaos.errors import UsageError
 from chaos.history import HistoryError
-from chaos.report.style import LOOKS
+from chaos.report.style import LOOKS, reasons_label
 
 SHOWN = 20  # explanations printed in the summary; --json has them all
 INDENT = "  "  # the lines under the headline
@@ -69,7 +69,7 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
     ):
         if facts:
             console.print(Text(INDENT + facts))
-    said = "inconclusive" if verdict.inconclusive else "not tested"  # beside violations
+    said = reasons_label(verdict.verdict)
     for reason in verdict.inconclusive_reasons:
         console.print(Text(f"{INDENT}{said}: {reason}", style=LOOKS["inconclusive"].terminal))
     _print_lock_errors(verdict, console)
