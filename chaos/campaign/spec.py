@@ -103,6 +103,11 @@ class Campaign(msgspec.Struct, frozen=True):
         "--faults", "comma-separated faults (lockchaos list), each with its overrides as "
         "name:key=value", type=str, default="", parse=parse_faults, text=_faults_text,
     )] = []
+    faults_in_order: Annotated[bool, Knob(
+        "--faults-in-order", "the faults take turns in the order --faults lists them, not in a "
+        "seeded shuffle: a pause point armed before the fault that makes the lock reach it "
+        "(client-pause-at:command=SCRIPT:client=*,script-flush)",
+    )] = False
     topology: Annotated[str, Knob(
         "--topology", "auto, standalone, sentinel or cluster (not external)", choices=TOPOLOGIES
     )] = "auto"

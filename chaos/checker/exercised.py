@@ -52,6 +52,10 @@ from chaos.history import (
 )
 
 MIN_LOCK_CYCLES = 2
+# Commands a lock sends only when a reply said the server lacks something, never its act:
+# ``SCRIPT`` (LOAD) after a ``NOSCRIPT`` — a script's first run on a fresh node (before any
+# fault's first turn), or its first after the node's cache was emptied.
+RELOADS = frozenset({"SCRIPT"})
 
 
 def lock_cycles(timeline: Timeline) -> int:
@@ -171,13 +175,23 @@ def _point_not_reached(name: str, command: str, op: object, timeline: Timeline) 
     ops = [op] if isinstance(op, str) else list(timeline.surface)
     every = [c for o in ops for c in timeline.surface.get(o, [])]
     where = f"this lock's {op}" if isinstance(op, str) else "this lock"
+    if command in RELOADS and command in every:
+        return (f"{said} while armed: {where} sends it only after a NOSCRIPT reply, when a "
+                "node's script cache is empty (a restart, a failover, SCRIPT FLUSH): a fault "
+                "that empties it after the point is armed reaches it (--faults-in-order)")
     if command in every:
         return (f"{said} while armed: {where} sends it, but never while the point was armed "
                 "(a longer --duration gives it more chances)")
     sent = [c for c in every if c != command]
     if not sent:
         return f"{said}: {where} sent no command in this run"
-    return f"{said}: {where} sends {', '.join(sent)}; try command={sent[-1]}"
+    return f"{said}: {where} sends {', '.join(sent)}; try command={acts(sent)[-1]}"
+
+
+def acts(commands: list[str]) -> list[str]:
+    """``commands`` without those sent only on demand (``RELOADS``), unless nothing else is
+    left: the commands an operation sends every time, its act the last of them."""
+    return [c for c in commands if c not in RELOADS] or commands
 
 
 def _capabilities_unused(timeline: Timeline) -> list[str]:

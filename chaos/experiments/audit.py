@@ -53,7 +53,7 @@ from chaos.campaign import DEFAULTS, HISTORY, Campaign, choose_layout, stamped_p
 from chaos.campaign.spec import fault_spec
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
-from chaos.checker.exercised import MIN_LOCK_CYCLES
+from chaos.checker.exercised import MIN_LOCK_CYCLES, RELOADS, acts
 from chaos.checker.verdict import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
@@ -79,7 +79,7 @@ from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
-from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt
+from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt, ScriptFlush
 from chaos.nemesis.schedule import FIRST_AT_S
 from chaos.report import REPORT
 from chaos.report.audit_page import (
@@ -103,7 +103,13 @@ MUST_SURVIVE = (
 )
 # The faults a command the lock sends calls for, beyond ``MUST_SURVIVE``: a lock that sends
 # EVALSHA relies on the servers' script cache, which a restart or a failover empties.
-CALLED_FOR = {"EVALSHA": "script-flush"}
+CALLED_FOR = {"EVALSHA": ScriptFlush.name}
+# The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
+# aimed there is armed on every client, then the fault comes (``Step.in_order``), and the
+# first client to run a script after it stops there. Aimed alone, the point waited for a
+# ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
+# any fault's first turn: never reached, in 3 audits of 3.
+REACHED_BY = dict.fromkeys(RELOADS, ScriptFlush.name)
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
 # A fault added by name runs alone at least this many TTLs (``CELL_S`` is 15 at the default
@@ -221,7 +227,7 @@ class AuditPlan:
         return self.told | moved
 
     def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
-                 nest_depth: int = 1, **chosen: Any) -> Campaign:
+                 nest_depth: int = 1, in_order: bool = False, **chosen: Any) -> Campaign:
         """One campaign of the audit: the base's, with ``faults``, and ``chosen`` — the
         audit's own choice of fields of ``DEPLOYMENT`` for this phase — where not ``kept``."""
         unknown = sorted(set(chosen) - set(DEPLOYMENT))
@@ -232,7 +238,7 @@ class AuditPlan:
                if name not in kept and value is not None}
         return msgspec.structs.replace(
             self.base, faults=faults, seed=seed, duration_s=duration_s, stop_on_first=True,
-            extend_during_work=extend, nest_depth=nest_depth, **own,
+            extend_during_work=extend, nest_depth=nest_depth, faults_in_order=in_order, **own,
         )
 
     def warm_up_campaign(self) -> Campaign:
@@ -246,15 +252,16 @@ class AuditPlan:
         return msgspec.structs.replace(warm, fail_on="hard")
 
     def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (if ``named``,
-        ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer) after its faults had time to act
+        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (if ``named``
+        or ``in_order``, ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer: a point armed
+        first waits for the fault that follows) after its faults had time to act
         (``Step.acts_after_s``)."""
         offset = index if step.seed_offset is None else step.seed_offset
         named_s = max(CELL_S, NAMED_CELL_TTLS * self.base.ttl_ms / 1000)
-        length = named_s if step.named else cell_s
+        length = named_s if step.named or step.in_order else cell_s
         return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
                              duration_s=length + step.acts_after_s, nest_depth=step.nest_depth,
-                             work_ms=step.work_ms)
+                             work_ms=step.work_ms, in_order=step.in_order)
 
     def explore_campaigns(self) -> list[Campaign]:
         """The explorations of the explore phase, one after the other: first with the
@@ -308,10 +315,14 @@ class Step:
     # and held the permit the whole campaign, and its clock breaks the lock only when it
     # acquires while c1 holds.
     named: bool = False
+    # Its faults take turns in the order listed (``--faults-in-order``), not shuffled: a
+    # point armed before the fault that makes the lock reach it (``REACHED_BY``).
+    in_order: bool = False
 
     @property
     def name(self) -> str:
-        label = " + ".join(fault_spec(name, overrides) for name, overrides in self.faults)
+        joint = " then " if self.in_order else " + "
+        label = joint.join(fault_spec(name, overrides) for name, overrides in self.faults)
         work = f"work {self.work_ms:g} ms" if self.work_ms is not None else ""
         if self.extend:
             label += f" (extending{', ' if work else ''}{work})"
@@ -327,9 +338,9 @@ class Step:
         return max((FAULTS[name].acts_after_s for name, _ in self.faults), default=0.0)
 
     def point(self) -> str | None:
-        """The ``point_name`` this step aims its fault at, if it is one of ``AIMED``."""
-        (name, overrides), *others = self.faults
-        if others or name not in AIMED or "command" not in overrides:
+        """The ``point_name`` its first fault aims at, if that is one of ``AIMED``."""
+        name, overrides = self.faults[0]
+        if name not in AIMED or "command" not in overrides:
             return None
         return point_name(str(overrides.get("op")), str(overrides["command"]))
 
@@ -345,10 +356,13 @@ def cell_seconds(plan: AuditPlan, steps: int) -> float:
 def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str,
            ttl_ms: int) -> tuple[str, dict[str, Any]]:
     """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
-    round trip a crash's default aims at); a pause in an acquire, unless told how long,
+    round trip a crash's default aims at), at every client for a command sent on demand
+    (``REACHED_BY``: whoever sends it); a pause in an acquire, unless told how long,
     ``ACQUIRE_PAUSE_TTLS`` long."""
     name, overrides = fault
     aimed = {**overrides, "command": command, "op": op, "nth": 1}
+    if command in REACHED_BY:
+        aimed.setdefault("client", "*")
     if op == "acquire" and "duration_ms" not in overrides and _stalls_for_a_while(name):
         aimed["duration_ms"] = round(ACQUIRE_PAUSE_TTLS * ttl_ms)
     return name, aimed
@@ -359,10 +373,17 @@ def _aim_order(learned: Learned) -> list[tuple[str, str]]:
     first. A pause or a crash between a check and the act that trusts it stops the client
     before the act, which comes after; before an operation's first command it only stops the
     client before it asks, as ``client-pause`` and ``client-crash`` alone do. Redis in
-    Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth."""
+    Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth.
+    A command sent only on demand (``RELOADS``, seen after the one that asked for it) comes
+    after those sent every time."""
     points = learned.points()
-    return [point for op in dict.fromkeys(op for op, _ in points)
-            for point in reversed([point for point in points if point[0] == op])]
+    order = []
+    for op in dict.fromkeys(op for op, _ in points):
+        commands = [command for o, command in points if o == op]
+        every_time = acts(commands)
+        order += [(op, command) for command in [*reversed(every_time),
+                                                *(c for c in commands if c not in every_time)]]
+    return order
 
 
 def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
@@ -394,8 +415,11 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
             continue
         if name in KEEPS_DEFAULT:
             steps.append(Step([fault]))
-        steps += [Step([_aimed(fault, op, command, plan.base.ttl_ms)], extend=op == "extend")
-                  for op, command in _aim_order(learned)]
+        for op, command in _aim_order(learned):
+            aimed = _aimed(fault, op, command, plan.base.ttl_ms)
+            reached_by: Faults = [(REACHED_BY[command], {})] if command in REACHED_BY else []
+            steps.append(Step([aimed, *reached_by], extend=op == "extend",
+                              in_order=bool(reached_by)))
     return steps
 
 
@@ -405,14 +429,15 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     long work, then the others with work alternately long and short against the TTL
     (``extend_work_ms``); interleaved with every tested fault with holders nesting (a
     reentrant lock, ``NEST_WORK_TTLS``). One of ``AIMED`` aims at the last command of the
-    operation exercised: the extend's (the release's without one), the release's."""
+    operation exercised: the extend's (the release's without one), the release's — the last
+    it sends every time (``acts``), not a ``SCRIPT LOAD`` seen after its first run."""
     declared, tested = learned.declared, plan.tested()
 
     def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
         commands = learned.surface.get(op, [])
         if fault[0] not in AIMED or "command" in fault[1] or not commands:
             return fault
-        return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
+        return _aimed(fault, op, acts(commands)[-1], plan.base.ttl_ms)
 
     def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
         work_ms = extend_work_ms(index, plan.base.ttl_ms)

@@ -68,7 +68,8 @@ def run_campaign(campaign: Campaign, out: Path, schedule: Schedule | None = None
     campaign.validate()
     layout = choose_layout(campaign)
     schedule = schedule or generate(
-        campaign.faults, seed=campaign.seed, duration_s=campaign.duration_s, ttl_ms=campaign.ttl_ms
+        campaign.faults, seed=campaign.seed, duration_s=campaign.duration_s,
+        ttl_ms=campaign.ttl_ms, in_order=campaign.faults_in_order,
     )
     run_dir = run_dir_for(out, campaign)
     run_dir.mkdir(parents=True)

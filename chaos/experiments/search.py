@@ -123,6 +123,9 @@ def search(campaign: Campaign, out: Path, *, tries: int) -> SearchOutcome:
     if not 1 <= tries <= MAX_TRIES:
         raise UsageError(f"--search must be between 1 and {MAX_TRIES} (got {tries})")
     campaign.validate()
+    if campaign.faults_in_order:
+        raise UsageError("--faults-in-order does nothing with --search: the search draws which "
+                         "fault comes when; drop one of them")
     strategy = schedules(
         campaign.faults, ttl_ms=campaign.ttl_ms, duration_s=campaign.duration_s, seed=campaign.seed
     )

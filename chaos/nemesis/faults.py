@@ -319,27 +319,37 @@ class ClientPauseAt(Fault):
 
 class ClientCrash(Fault):
     """Half the time a plain SIGKILL of the holder; half the time a crash armed between the
-    first and second round trip of an acquire (between SETNX and EXPIRE, where there is one)."""
+    first and second round trip of an acquire (between SETNX and EXPIRE, where there is one).
+
+    ``client=`` names the client instead of the holder; ``client=*`` arms every client (with
+    ``command=``: the first to get there crashes — a ``SCRIPT LOAD`` only the first client to
+    run a script after a flush sends) or kills every one (without it)."""
 
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
     effects = frozenset({h.KILLS_CLIENT})
     evidence = h.REPORTED  # a crash at the point, or a kill while the client was at the lock
-    parameters = takes(duration_ms=ON_ITS_OWN, command=COMMAND, op=OP, nth=NTH)
+    parameters = takes(duration_ms=ON_ITS_OWN, command=COMMAND, op=OP, nth=NTH,
+                       client=NAMED_OR_EVERY)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         if rng.random() < 0.5:
             return {"duration_ms": 0}
         return {"duration_ms": 0, "command": "*", "op": "acquire", "nth": 2}
 
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return named_or_holder(env, rng, params)
+
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        if params.get("command"):
-            point = PausePoint(params["command"], action="crash", op=params["op"],
-                               nth=params.get("nth", 1), fault=target.fault_id)
-            env.pool.arm(target.client, point)
-        else:
-            env.pool.kill(target.client, target.fault_id)
+        clients = sorted(env.pool.workers) if target.client == "*" else [target.client]
+        for client in clients:
+            if params.get("command"):
+                point = PausePoint(params["command"], action="crash", op=params["op"],
+                                   nth=params.get("nth", 1), fault=target.fault_id)
+                env.pool.arm(client, point)
+            else:
+                env.pool.kill(client, target.fault_id)
         return _nothing
 
 

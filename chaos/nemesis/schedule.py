@@ -75,9 +75,11 @@ def _number(value: str) -> Any:
 
 
 def generate(
-    faults: list[tuple[str, dict[str, Any]]], *, seed: int, duration_s: float, ttl_ms: int
+    faults: list[tuple[str, dict[str, Any]]], *, seed: int, duration_s: float, ttl_ms: int,
+    in_order: bool = False,
 ) -> Schedule:
-    """Faults drawn in turn (round robin from a seeded shuffle) until the run is over.
+    """Faults drawn in turn (round robin from a seeded shuffle, or in the order given:
+    ``in_order``) until the run is over.
 
     Every fault asked for gets its turn: when the first round would not fit in the run at the
     usual quiet gaps (a short run with several faults), the gaps of that round shrink (to
@@ -88,7 +90,8 @@ def generate(
     if not faults:
         return Schedule(seed, ())
     order = list(faults)
-    rng.shuffle(order)
+    if not in_order:
+        rng.shuffle(order)
     first_at = rng.uniform(*FIRST_AT_S)
     bound = 10_000  # bounded in count as well as by the run's duration
     draws: list[tuple[str, dict[str, Any], float]] = []  # fault, params, gap after it (s)

@@ -34,7 +34,8 @@ from chaos.report import load_run
 
 # Every field away from its default (a replay that dropped one would come back as the default).
 EVERYTHING = Campaign(
-    lock="lua", faults=[("latency", {"latency_ms": 30}), ("reset", {})], topology="sentinel",
+    lock="lua", faults=[("latency", {"latency_ms": 30}), ("reset", {})], faults_in_order=True,
+    topology="sentinel",
     provider="external", provider_config="/etc/lc/ext.toml", server="valkey-8.1", nodes=3,
     clients=2, duration_s=1.5, ttl_ms=150, work_ms=20.0, nest_depth=2, seed=7,
     stop_on_first=True, fail_on="soft", allow_inconclusive=True, extend_during_work=False,
