@@ -111,6 +111,33 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
     assert [s.name for s in single_steps(told, learned())] == ["client-pause-at:command=EVAL"]
 
 
+def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_flushed(
+) -> None:
+    """redis-py sends ``SCRIPT LOAD`` only after a ``NOSCRIPT``: at a script's first run on a
+    fresh node (before any fault's turn) and after a flush. Its point is armed on every
+    client, then the flush comes (in that order, full length); the act (EVALSHA) is aimed
+    before it, and the capability campaigns aim at the act, never at the load."""
+    plan = AuditPlan(Campaign("redis-py"), faults="client-pause-at,client-crash")
+    surface = {"acquire": ["SET"], "release": ["EVALSHA", "SCRIPT"],
+               "extend": ["EVALSHA", "SCRIPT"]}
+    steps = single_steps(plan, learned(extend=True, surface=surface))
+    assert [(step.name, step.in_order) for step in steps[:5]] == [
+        ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
+        ("client-pause-at:command=EVALSHA:op=release:nth=1", False),
+        ("client-pause-at:command=SCRIPT:op=release:nth=1:client=* then script-flush", True),
+        ("client-pause-at:command=EVALSHA:op=extend:nth=1 (extending)", False),
+        ("client-pause-at:command=SCRIPT:op=extend:nth=1:client=* then script-flush "
+         "(extending)", True),
+    ]
+    crash = next(step for step in steps if step.name.startswith("client-crash:command=SCRIPT"))
+    assert crash.faults[0][1]["client"] == "*" and crash.point() == "release SCRIPT"
+    paired = plan.step_campaign(0, steps[2], cell_s=1.5)
+    assert paired.faults_in_order and paired.duration_s == CELL_S
+    assert not plan.step_campaign(0, steps[1], cell_s=1.5).faults_in_order
+    capabilities = capability_steps(plan, learned(extend=True, surface=surface))
+    assert {step.faults[0][1]["command"] for step in capabilities} == {"EVALSHA"}
+
+
 def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     """At a 1 s TTL the early capability campaigns' long holds took 19 s, and a
     ``+client-clock`` that breaks the lock in its first second waited behind them."""

@@ -81,3 +81,12 @@ def test_different_seeds_give_different_schedules() -> None:
         for s in range(10)
     }
     assert len(schedules) == 10
+
+
+@given(names=fault_names, seed=st.integers(0, 2**32))
+def test_faults_in_order_take_turns_in_the_order_given(names: list[str], seed: int) -> None:
+    """``--faults-in-order``: the faults come round robin in the order ``--faults`` lists
+    them (a point armed before the fault that makes the lock reach it), each round whole."""
+    faults: list[tuple[str, dict[str, Any]]] = [(name, {}) for name in names]
+    events = generate(faults, seed=seed, duration_s=600, ttl_ms=200, in_order=True).events
+    assert [e.fault for e in events[:2 * len(names)]] == names * 2

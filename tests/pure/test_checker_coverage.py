@@ -102,6 +102,31 @@ def test_a_pause_point_never_reached_says_what_the_lock_sends_instead() -> None:
     ]
 
 
+def test_a_script_load_never_reached_says_a_flush_reaches_it_and_is_never_the_advice() -> None:
+    """redis-py's release sends EVALSHA, and SCRIPT (LOAD) only after a NOSCRIPT: a point
+    there waits for an emptied script cache, and a point the lock never sends is pointed at
+    the act, not at the load."""
+    def reasons(command: str) -> list[str]:
+        h = History()
+        h.events[0].value["faults"] = ["client-pause-at"]
+        h.command("c1", 1, "acquire", "SET").command("c1", 2, "release", "EVALSHA")
+        h.command("c1", 3, "release", "SCRIPT")
+        h.fault("f1", "client-pause-at", 5, 200, target={"client": "*"},
+                params={"command": command, "op": "release", "duration_ms": 300})
+        return _cycles(h).final_read(300, []).check().inconclusive_reasons
+
+    assert reasons("DEL") == [
+        "client-pause-at:command=DEL never reached: this lock's release sends EVALSHA, "
+        "SCRIPT; try command=EVALSHA"
+    ]
+    assert reasons("SCRIPT") == [
+        "client-pause-at:command=SCRIPT never reached while armed: this lock's release sends "
+        "it only after a NOSCRIPT reply, when a node's script cache is empty (a restart, a "
+        "failover, SCRIPT FLUSH): a fault that empties it after the point is armed reaches "
+        "it (--faults-in-order)"
+    ]
+
+
 def test_a_run_asked_to_extend_that_never_extended_is_inconclusive() -> None:
     h = History()
     h.events[0].value.update(extend_during_work=True, work_ms=0)

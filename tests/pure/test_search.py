@@ -4,13 +4,15 @@ fit the run, and a failing one shrinks to fewer, shorter faults. Pure: no proces
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chaos.campaign import Campaign
 from chaos.errors import UsageError
-from chaos.experiments.search import fault_time_s, schedules
+from chaos.experiments.search import fault_time_s, schedules, search
 from chaos.nemesis import parse_faults
 from chaos.nemesis.schedule import Schedule
 
@@ -80,3 +82,10 @@ def faults(schedule: Schedule) -> list[str]:
 def test_a_search_without_faults_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="--search needs --faults"):
         schedules([], ttl_ms=TTL_MS, duration_s=5.0)
+
+
+def test_a_search_with_faults_in_order_is_a_usage_error(tmp_path: Path) -> None:
+    """The search draws which fault comes when: an order asked for would do nothing."""
+    campaign = Campaign("lua", faults=parse_faults("latency,reset"), faults_in_order=True)
+    with pytest.raises(UsageError, match="--faults-in-order does nothing with --search"):
+        search(campaign, tmp_path, tries=1)

@@ -7,8 +7,13 @@ ioredis's ``defineCommand`` EVAL the first time on a socket): ``command=EVAL`` a
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from chaos.campaign.rundir import SCHEDULE
+from chaos.cli import main
 from chaos.locks.context import build_context
 from chaos.topology import LocalTopology
 from chaos.workload.inject import InjectingConnection, PausePoint, injector
@@ -53,3 +58,23 @@ def test_a_point_naming_eval_stops_redis_pys_evalsha(single: LocalTopology) -> N
         injector.disarm_all()
         injector.on_fire = lambda point: None
         ctx.close()
+
+
+@pytest.mark.parametrize("fault", ["client-pause-at:duration_ms=150", "client-crash"])
+def test_a_point_before_a_script_load_is_reached_when_a_flush_follows_it(
+    fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """redis-py sends SCRIPT LOAD only after a NOSCRIPT. Armed on every client and followed
+    by a flush (``--faults-in-order``), the point stops or kills whoever runs a script first
+    after it; the run is not inconclusive (exit 0), and both faults had an effect."""
+    code = main(["run", "--lock", "redis-py", "--faults",
+                 f"{fault}:command=SCRIPT:op=release:client=*,script-flush",
+                 "--faults-in-order", "--duration", "3", "--clients", "3", "--seed", "4",
+                 "--out", str(tmp_path), "--json"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 0, verdict
+    name = fault.split(":")[0]
+    assert verdict["coverage"][name]["effective"] > 0, verdict["coverage"]
+    assert verdict["coverage"]["script-flush"]["effective"] > 0, verdict["coverage"]
+    schedule = json.loads((Path(verdict["run_dir"]) / SCHEDULE).read_text())
+    assert [event["fault"] for event in schedule["events"][:2]] == [name, "script-flush"]
