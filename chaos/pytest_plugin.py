@@ -46,9 +46,10 @@ from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"
 MARKER_HELP = (
-    "lockchaos(lock=None, faults='', topology='auto', nodes=None, capacity=None): the lock "
-    "under test (module:attr or a bundled name; overrides --lock), the faults its clients run "
-    "under, the topology's shape, and a semaphore's permits (overrides --lockchaos-capacity)"
+    "lockchaos(lock=None, faults='', topology='auto', nodes=None, capacity=None, "
+    "faults_in_order=False): the lock under test (module:attr or a bundled name; overrides "
+    "--lock), the faults its clients run under (in the order given: faults_in_order), the "
+    "topology's shape, and a semaphore's permits (overrides --lockchaos-capacity)"
 )
 
 
@@ -62,7 +63,7 @@ OPTIONS = {
 }
 NUMBERS = ("capacity",)  # the options that are integers on the command line
 # The marker's campaign fields; ``lock`` and ``capacity`` override their options.
-MARKED = ("topology", "nodes", "capacity")
+MARKED = ("topology", "nodes", "capacity", "faults_in_order")
 LOCK_HELP = "the lock under test, for tests whose lockchaos marker names none: "
 
 
@@ -201,17 +202,20 @@ NemesisFactory = Callable[..., ScheduledNemesis]
 @pytest.fixture
 def lockchaos_nemesis(lockchaos_campaign: Campaign) -> NemesisFactory:
     """``lockchaos_nemesis("latency,partition", seed=1, duration_s=2, ttl_ms=200)``: a seeded
-    schedule of faults for ``lockchaos_clients(nemesis=...)``."""
+    schedule of faults for ``lockchaos_clients(nemesis=...)`` (``in_order=True``: they take
+    turns in the order given, as ``--faults-in-order``)."""
 
     def make(
-        faults: str, *, seed: int = 1, duration_s: float = 2.0, ttl_ms: int = 200
+        faults: str, *, seed: int = 1, duration_s: float = 2.0, ttl_ms: int = 200,
+        in_order: bool = False,
     ) -> ScheduledNemesis:
         with _as_test_failure():
             parsed = parse_faults(faults)
             refuse_unsupported(
                 lockchaos_campaign.provider, CAPABILITIES, [FAULTS[name] for name, _ in parsed]
             )
-        return ScheduledNemesis(generate(parsed, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms))
+        return ScheduledNemesis(generate(parsed, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms,
+                                         in_order=in_order))
 
     return make
 
@@ -223,7 +227,6 @@ ClientsRunner = Callable[..., WorkloadResult]
 def lockchaos_clients(
     lockchaos_campaign: Campaign,
     lockchaos_topology: topology.Topology,
-    lockchaos_nemesis: NemesisFactory,
     tmp_path: Path,
 ) -> ClientsRunner:
     """``lockchaos_clients(clients=3, duration_s=2.0, ttl_ms=200, work_ms=20, seed=1)``: run
@@ -242,9 +245,11 @@ def lockchaos_clients(
         nemesis: Nemesis | None = None,
         extend_during_work: bool = False,
     ) -> WorkloadResult:
-        faults = ",".join(campaign.fault_names)
-        if nemesis is None and faults:
-            nemesis = lockchaos_nemesis(faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms)
+        if nemesis is None and campaign.faults:  # the marker's, validated with their overrides
+            nemesis = ScheduledNemesis(generate(
+                campaign.faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms,
+                in_order=campaign.faults_in_order,
+            ))
         config = msgspec.structs.replace(
             campaign, ttl_ms=ttl_ms, work_ms=work_ms, duration_s=duration_s,
             extend_during_work=extend_during_work,

@@ -81,3 +81,25 @@ def test_toxiproxy_fixture_cuts_delays_and_heals_one_clients_links(
     started = time.monotonic()
     c1.ping()
     assert time.monotonic() - started < 0.5  # healed: not the half second the latency added
+
+
+def test_the_markers_faults_keep_their_overrides_and_order(pytester: pytest.Pytester) -> None:
+    """``faults`` with overrides, in order: a point before redis-py's SCRIPT LOAD, armed on
+    every client, then a flush. Played without its overrides (the plugin once passed only the
+    names), the point was the default, DEL, which redis-py never sends: inconclusive."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        FAULTS = "client-pause-at:command=SCRIPT:op=release:client=*:duration_ms=100,script-flush"
+
+        @pytest.mark.lockchaos(lock="redis-py", faults=FAULTS, faults_in_order=True)
+        def test_it(lockchaos_clients, lockchaos_checker):
+            result = lockchaos_clients(clients=3, duration_s=3, ttl_ms=200, work_ms=40)
+            verdict = lockchaos_checker.assert_passes(result)
+            assert verdict.coverage["client-pause-at"].effective > 0
+            assert '"command":"SCRIPT","action":"pause"' in result.history_path.read_text()
+        """
+    )
+    result = pytester.runpytest("-W", "ignore::pytest.PytestAssertRewriteWarning")
+    result.assert_outcomes(passed=1)
