@@ -113,14 +113,17 @@ def coverage_line(name: str, entry: FaultCoverage) -> str:
 
 
 def _print_coverage(verdict: Verdict, console: Console) -> None:
-    """What each fault did to the lock: a fault that had no effect on it tested nothing."""
+    """What each fault did to the lock: a fault that had no effect on it tested nothing. The
+    warning is left out where a reason above already says it, and why (a finished run's)."""
     if not verdict.coverage:
         return
     console.print(Text(INDENT + "faults: " + "; ".join(
         coverage_line(name, entry) for name, entry in verdict.coverage.items()
     )))
     for name, entry in verdict.coverage.items():
-        if not entry.effective:
+        said = any(reason.startswith((f"{name} ", f"{name}:"))
+                   for reason in verdict.inconclusive_reasons)
+        if not entry.effective and not said:
             warning = f"{INDENT}warning: {name} had no effect on the lock"
             console.print(Text(warning, style="yellow"))
 

@@ -14,6 +14,7 @@ from junitparser import JUnitXml
 from markupsafe import escape
 from rich.console import Console
 from rich.text import Text
+from test_checker_support import History
 
 from chaos.checker import Verdict, check_file
 from chaos.checker.coverage import FaultCoverage
@@ -159,3 +160,26 @@ def test_the_demo_page_lists_the_truth_tables_claims_one_per_row(
     assert main(["report", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(index)
     assert index.read_text() == page
+
+
+def test_a_fault_without_effect_is_said_once_in_the_summary(tmp_path: Path) -> None:
+    """A finished run says why the fault did nothing (its reason), and the summary does not
+    repeat it as a warning; a history cut short has no reason, and keeps the warning."""
+    def summary(*, finished: bool) -> str:
+        h = History()
+        h.events[0].value["faults"] = ["client-pause-at"]
+        h.command("c1", 1, "acquire", "SET").command("c1", 2, "release", "EVAL")
+        h.fault("f1", "client-pause-at", 5, 200, target={"client": "c1"},
+                params={"command": "DEL", "op": "release", "duration_ms": 300})
+        for i in range(3):
+            h.acquire("c1", 10 + 40 * i).release("c1", 30 + 40 * i)
+        if finished:
+            h.final_read(300, [])
+        console = Console(record=True, width=300)
+        print_summary(h.check(), console, RunFacts(tmp_path, 1, []))
+        return console.export_text()
+
+    finished = summary(finished=True)
+    assert "client-pause-at:command=DEL never reached" in finished
+    assert "warning: client-pause-at had no effect" not in finished
+    assert "warning: client-pause-at had no effect on the lock" in summary(finished=False)
