@@ -43,6 +43,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import combinations, zip_longest
 from pathlib import Path
 from typing import Any
@@ -516,8 +517,11 @@ class StepResult:
     outcome: Outcome
     started_s: float  # since the audit began
 
+    @cached_property
     def tally(self) -> Tally:
-        """What its history shows the lock did (``chaos.experiments.surface.tally``)."""
+        """What its history shows the lock did (``chaos.experiments.surface.tally``): read
+        once, the history being final once its campaign has run (the audit's verdict, exit
+        status and record each ask)."""
         return tally(self.outcome.run_dir / HISTORY)
 
 
@@ -616,7 +620,7 @@ class AuditResult:
         seen = Tally()
         extends = renewals = 0
         for s in self.steps:
-            seen.add(s.tally())
+            seen.add(s.tally)
             extends += s.outcome.verdict.counts.get("extend_ok", 0)
             renewals += s.outcome.verdict.counts.get("renew_ok", 0)
         return Exercised(extends_ok=extends, renewals=renewals, nested_grants=seen.nested_grants,
