@@ -941,15 +941,18 @@ class Failover(Fault):
     """Seed 003's cluster problem: the master is lost before the lock reached any replica.
 
     Cutting the master's cluster links (``Topology.cluster_links``: replication and
-    Sentinel's view, or in a Redis Cluster replication and the cluster bus) stops replication
-    and hides it from whoever elects a new master, while clients still reach it through their
-    own links and keep locking it. Once a replica (which never got the key) is promoted —
-    by Sentinel, or by the cluster's own vote — every client but the current holder loses its
-    connection to the old master, as clients do when a master goes away, and finds the new
-    one (through Sentinel, or the cluster's slot map): the holder still locks the old master,
-    the others the new one. Healing rejoins the old master, which is then demoted. The split
-    is its effect, reported only while the run's clients still run: a promotion that came
-    after they had stopped did nothing to the lock.
+    Sentinel's view, or in a Redis Cluster replication and its and its replicas' cluster bus)
+    stops replication and hides it from whoever elects a new master, and the new master from
+    it, while clients still reach it through their own links and keep locking it. Once a
+    replica (which never got the key) is promoted — by Sentinel, or by its own takeover in a
+    cluster — every client but the current holder loses its links to the old master until
+    healed, as clients on the majority's side of a partition do, and finds the new one
+    (through Sentinel, or the cluster's slot map: with its link only closed and opened again
+    a cluster client could reconnect to the old master, which still claims the slots, and
+    lock it in turn with the holder, no split): the holder still locks the old master, the
+    others the new one. Healing rejoins the old master, which is then demoted, and then the
+    others' links to it. The split is its effect, reported only while the run's clients
+    still run: a promotion that came after they had stopped did nothing to the lock.
     """
 
     name = "failover"
@@ -983,18 +986,23 @@ class Failover(Fault):
             time.sleep(0.02)
         keep = wait_for_holder(env, random.Random(params.get("seed", 0)))
         target.client = keep
-        for client in sorted(env.pool.workers):
-            if client != keep:
-                name = env.topology.client_links(client)[old].name
-                api.disable(name)  # closes the client's connections to the old master
-                api.enable(name)
-        if new != old and h.now() < (env.pool.deadline_ns or 0):
+        moved = [env.topology.client_links(client)[old] for client in sorted(env.pool.workers)
+                 if client != keep]
+        for link in moved:
+            api.disable(link.name)  # closes the client's connections to the old master
+        if new == old:  # not promoted: the others reconnect to the only master there is
+            for link in moved:
+                api.enable(link.name)
+            moved = []
+        elif h.now() < (env.pool.deadline_ns or 0):
             report_effect(env, target, f"{keep} kept n{old}; the others were moved to n{new}, "
                                        "promoted")
 
         def heal() -> None:
             for link in links:
                 api.enable(link.name)  # the old master rejoins and is demoted to a replica
+            for link in moved:
+                api.enable(link.name)
 
         return heal
 

@@ -144,14 +144,17 @@ class Topology(Protocol):
 
     def cluster_links(self, node: int) -> list[Link]:
         """The links through which the rest of the topology (replicas, Sentinels, the cluster
-        bus) reaches ``node``: cutting them isolates it while clients still reach it."""
+        bus) reaches ``node`` and, in a cluster, through which ``node`` reaches its replicas'
+        buses: cutting them isolates it from the replica that takes over while clients still
+        reach it."""
         ...
 
     def elect(self, node: int) -> None:
         """Have a replica of master ``node`` (cut off by ``cluster_links``) take over. Sentinel
         does this by itself once the master stops answering it (nothing to do); a Redis Cluster
         of Redis 7 still hears a master that only its own links reach, so a replica is asked
-        to fail over (``CLUSTER FAILOVER FORCE``: the other masters still vote)."""
+        to take over (``CLUSTER FAILOVER TAKEOVER``: its own bus is cut too, no vote would
+        reach it)."""
         ...
 
     @property

@@ -4,6 +4,7 @@ the slot map through their own proxies, and seed 003's failover problem reproduc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from chaos.cli import main
 from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context, create
 from chaos.topology import LocalTopology, start
+from chaos.topology.node import wait_until
 from chaos.workload.inject import InjectingConnection
 
 KEY = "lockchaos:lock"
@@ -71,6 +73,28 @@ def test_failover_on_a_cluster_breaks_the_lua_lock(tmp_path: Path) -> None:
     )
     assert outcome.verdict.hard_violations > 0, outcome.verdict.explanations[:3]
     assert outcome.verdict.violations[0].cause == "failover"
+
+
+def test_a_cut_off_master_stays_master_until_healed_while_its_replica_takes_over() -> None:
+    """The split a failover makes lasts as long as the cut: with only its own bus cut, the
+    old master still pinged its replica through the replica's bus link, heard it claim the
+    slots with a newer epoch and stepped down 0.1–0.4 s after the promotion (seed 6 of
+    ``lua (topology=cluster) × failover``: the kept holder followed ``MOVED``)."""
+    with start("cluster") as topo:
+        old = topo.master_index(KEY)
+        links = topo.cluster_links(old)
+        for link in links:
+            topo.toxiproxy.disable(link.name)
+        topo.elect(old)
+        wait_until(lambda: topo.master_index(KEY) != old, "the promotion", 5.0)
+        time.sleep(1.5)  # longer than the 0.4 s it took, longer than the fault's 3–5 TTLs
+        with topo.nodes[old].client(decode_responses=True) as conn:
+            assert conn.execute_command("ROLE")[0] == "master"
+            assert conn.set(KEY, "old") is True
+            for link in links:
+                topo.toxiproxy.enable(link.name)
+            wait_until(lambda: conn.execute_command("ROLE")[0] == "slave",
+                       "the healed old master to step down", 15.0)
 
 
 @pytest.mark.parametrize(
