@@ -446,17 +446,21 @@ class LinkFault(Fault):
         return h.ACTIVITY
 
     def watched(self, env: WorkloadEnv, target: Target,
-                apply: Callable[[Callable[[str, int], None]], Heal]) -> Heal:
+                apply: Callable[[Callable[[str, int], None]], Heal],
+                holds_replies: bool = False) -> Heal:
         """``apply`` the fault with a watch on every hit client that can be watched (on any
         other, ``evidence_for`` declared ``activity``): sent before the links are faulted,
         and live for a node once ``apply`` says (``faulted(client, node)``) that client's
         link to it is, so a command counts only if it left after the fault was on its link
         (a cluster's six links take a while to fault); the heal ends them before it undoes
         ``apply``. ``reply-lost:client=*`` watches every client: one command of any of them
-        is the firing's effect."""
+        is the firing's effect. ``holds_replies``: the fault keeps replies from coming back (lost,
+        delayed downstream, its link cut), so a command whose reply was still awaited once it
+        was on counts too (``chaos.workload.inject.Watch``)."""
         nodes = self.hit_nodes(env, target)
         everywhere = len(nodes) == len(env.topology.nodes)
-        watches = {client: env.pool.watch(client, target.fault_id, self.name, nodes, everywhere)
+        watches = {client: env.pool.watch(client, target.fault_id, self.name, nodes, everywhere,
+                                          holds_replies)
                    for client in self.hit_clients(env, target)
                    if env.pool.watchable(client, everywhere)}
 
@@ -517,7 +521,7 @@ class Latency(LinkFault):
             stream=params["stream"],
             latency=params["latency_ms"],
             jitter=params["jitter_ms"],
-        ))
+        ), holds_replies=params["stream"] == "downstream")
 
 
 class Partition(LinkFault):
@@ -543,7 +547,7 @@ class Partition(LinkFault):
         assert target.client is not None
         client = target.client
         return self.watched(env, target, lambda faulted: cut_client_links(
-            env.topology, client, target.nodes, partial(faulted, client)))
+            env.topology, client, target.nodes, partial(faulted, client)), holds_replies=True)
 
 
 class Reset(LinkFault):
@@ -603,7 +607,7 @@ class ReplyLost(LinkFault):
 
             return heal
 
-        return self.watched(env, target, apply)
+        return self.watched(env, target, apply, holds_replies=True)
 
 
 # -- server faults -------------------------------------------------------------------------

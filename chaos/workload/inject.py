@@ -31,7 +31,11 @@ while the client is stopped: a shared array (``WATCH_SLOTS`` per client process,
 the harness) holds, per watch, its serial while it is live and the nodes whose link is
 faulted already (a bit each, set as each link's toxic goes on), until the heal begins. A
 command counts only if its node's bit was live both before it left and once it had gone out:
-it crossed that link while it was faulted.
+it crossed that link while it was faulted. So does a command that left before, whose reply
+was still awaited while the fault was on its link (``Injector.check_awaited``, from the
+worker's control thread), for a fault that holds replies (``Watch.holds_replies``: lost,
+delayed downstream, cut): the first command a ``reply-lost`` met was often such a one, its
+acquire sent a millisecond before the watch went live and its reply never back.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import time
 from collections.abc import Callable, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 import redis
 
@@ -105,6 +110,9 @@ class Watch:
     everywhere: bool
     slot: int
     serial: int
+    # Whether the fault acts on replies on their way back (a reply lost or delayed
+    # downstream, a link cut): a command whose reply was awaited while it was on met it.
+    holds_replies: bool = False
 
     def bit(self, address: str | None) -> int:
         """The mask bit a command to ``address`` needs live (None: every node's)."""
@@ -112,12 +120,17 @@ class Watch:
             return sum(1 << i for i in self.nodes.values())
         return 1 << self.nodes[address]
 
-    def describe(self, client: str, command: str, address: str | None) -> str:
-        """``command`` sent (``""``: a connection refused) to ``address`` (None: unknown, but
-        the only node watched, if there is one), in words."""
+    def describe(self, client: str, command: str, address: str | None,
+                 awaited: bool = False) -> str:
+        """``command`` sent (``""``: a connection refused; ``awaited``: sent before, its reply
+        awaited) to ``address`` (None: unknown, but the only node watched, if there is one),
+        in words."""
         nodes = list(self.nodes.values())
         index = self.nodes.get(address) if address is not None else (
             nodes[0] if len(nodes) == 1 else None)
+        if awaited:
+            node = f" from n{index}" if index is not None else ""
+            return f"{client} awaited the reply to {command}{node} while {self.name} was on"
         node = f" to n{index}" if index is not None else ""
         did = f"sent {command}" if command else "could not connect"
         return f"{client} {did}{node} while {self.name} was on"
@@ -147,8 +160,12 @@ class Injector:
         # whether a watch takes a command of unknown address (``Watch.everywhere``).
         # Shared with the harness: each watch's serial, then each watch's mask of live nodes.
         self.slots: MutableSequence[int] = [0] * (2 * WATCH_SLOTS)
-        self.on_crossed: Callable[[Watch, str, str | None], None] = lambda w, c, a: None
+        self.on_crossed: Callable[[Watch, str, str | None, bool], None] = (
+            lambda w, c, a, awaited: None)
         self._watches: dict[int, Watch] = {}
+        # Commands whose reply a connection awaits (by connection), with the live watches
+        # before each left: what ``check_awaited`` reads.
+        self._awaited: dict[int, tuple[str, str, Mapping[int, int]]] = {}
         self._watched: frozenset[str] = frozenset()
         self._everywhere = False
         self.watching = False  # the command path's one test when nothing is watched
@@ -213,7 +230,38 @@ class Injector:
                         del self._watches[w.slot]
                 self._index()
             for w in hit:
-                self.on_crossed(w, command, address)
+                self.on_crossed(w, command, address, False)
+
+    def awaiting(self, connection: int, command: str, address: str,
+                 live: Mapping[int, int]) -> None:
+        """``connection`` sent ``command`` to ``address`` (``live``: the live watches before it
+        left) and awaits its reply. Every command, watched or not: a watch may arrive while it
+        waits. (One dict store: atomic, no lock on the command path.)"""
+        self._awaited[connection] = (command, address, live)
+
+    def answered(self, connection: int) -> None:
+        """``connection`` has its reply (or gave up on it)."""
+        self._awaited.pop(connection, None)
+
+    def check_awaited(self) -> None:
+        """Each command still awaiting its reply now, from a node where a watch that holds
+        replies is live and was not when it left, reports it (``on_crossed``, awaited) and
+        disarms the watch: the fault went on while the reply was on its way back."""
+        if not (self.watching and self._awaited):
+            return
+        slots, hits = self.slots, []
+        with self._lock:
+            for command, address, before in list(self._awaited.values()):  # a copy, atomic
+                for w in [w for w in self._watches.values()
+                          if w.holds_replies and address in w.nodes]:
+                    bit = w.bit(address)
+                    if (slots[w.slot] == w.serial and _on(slots[WATCH_SLOTS + w.slot], bit)
+                            and not _on(before.get(w.serial, 0), bit)):
+                        hits.append((w, command, address))
+                        del self._watches[w.slot]
+            self._index()
+        for w, command, address in hits:
+            self.on_crossed(w, command, address, True)
 
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
@@ -343,9 +391,17 @@ class InjectingConnection(redis.Connection):
             super().send_packed_command(command, check_health)
         finally:
             if self._sending and not self._handshaking:
+                address = f"{self.host}:{self.port}"
+                injector.awaiting(id(self), self._sending, address, self._live)
                 if injector.watching and self._live:
-                    injector.crossed(self._sending, f"{self.host}:{self.port}", self._live)
+                    injector.crossed(self._sending, address, self._live)
                 self._sending, self._live = "", MappingProxyType({})
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        finally:
+            injector.answered(id(self))
 
     def on_connect(self) -> None:
         self._handshaking = True

@@ -296,7 +296,7 @@ class WorkerPool:
         return caps is None or (PAUSE_POINTS in caps and everywhere)
 
     def watch(self, cid: str, fault: str, name: str, nodes: list[int],
-              everywhere: bool) -> Watching:
+              everywhere: bool, holds_replies: bool = False) -> Watching:
         """Arm a watch on ``cid``'s commands to ``nodes`` (``chaos.workload.inject.Watch``:
         the first one sent while it is live writes an ``effect`` naming ``fault``). It is
         sent now, so the client has it before the fault goes on, and it is live from
@@ -316,7 +316,8 @@ class WorkerPool:
             w.watch_slots[slot] = -serial  # taken, not live yet
         view = self._views[cid]
         addresses = {host_port(view.nodes[i]): i for i in nodes}
-        self._send(cid, ("watch", Watch(fault, name, addresses, everywhere, slot, serial)))
+        self._send(cid, ("watch", Watch(fault, name, addresses, everywhere, slot, serial,
+                                        holds_replies)))
         return Watching(self._lock, w.watch_slots, slot, serial,
                         partial(self._send, cid, ("unwatch", serial)))
 

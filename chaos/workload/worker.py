@@ -175,6 +175,7 @@ class Worker:
     def _listen(self) -> None:
         """Control thread: apply the harness's commands while the loop runs (bounded)."""
         while not self.stopping.is_set():
+            injector.check_awaited()  # a reply held by a network fault since it went on
             if not self.control.poll(0.05):
                 continue
             try:
@@ -206,10 +207,12 @@ class Worker:
             return False
         return True
 
-    def _crossed(self, watch: Watch, command: str, address: str | None) -> None:
-        """A command of this client crossed a link a network fault is on: its effect."""
+    def _crossed(self, watch: Watch, command: str, address: str | None,
+                 awaited: bool) -> None:
+        """A command of this client crossed a link a network fault is on (or its reply was
+        awaited there while it was on): its effect."""
         self.history.log(h.INFO, self.cid, h.EFFECT, value={
-            "id": watch.fault, "what": watch.describe(self.cid, command, address)})
+            "id": watch.fault, "what": watch.describe(self.cid, command, address, awaited)})
 
     def _fired(self, point: PausePoint) -> None:
         value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}

@@ -1,6 +1,7 @@
 """A network fault's watch (``chaos.workload.inject.Watch``): which commands it reports, once,
 and never one that left before the fault was on or after the harness ended it (its slot did
-not hold its serial both before and after the command left). The live path (a real client
+not hold its serial both before and after the command left), and a command whose reply was
+awaited while a fault that holds replies went on. The live path (a real client
 behind Toxiproxy) is tests/redis/test_network_evidence.py."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ N0, N1 = "127.0.0.1:7000", "127.0.0.1:7001"
 def _watching(*watches: Watch) -> tuple[Injector, list[str]]:
     injector = Injector()
     seen: list[str] = []
-    injector.on_crossed = lambda w, command, address: seen.append(
-        f"{w.fault}: " + w.describe("c2", command, address))
+    injector.on_crossed = lambda w, command, address, awaited: seen.append(
+        f"{w.fault}: " + w.describe("c2", command, address, awaited))
     for watch in watches:  # live on every node it names, as the harness makes it
         injector.slots[watch.slot] = watch.serial
         injector.slots[WATCH_SLOTS + watch.slot] = watch.bit(None)
@@ -80,3 +81,35 @@ def test_unwatch_disarms_and_nothing_is_watched_by_default() -> None:
     injector.crossed("SET", N0, live)
     assert seen == [] and not injector.watching
     assert not Injector().watching
+
+
+def test_a_reply_awaited_while_a_fault_that_holds_replies_went_on_is_reported() -> None:
+    """The acquire's SET left a millisecond before the reply-lost's watch went live, and its
+    reply never came back: the fault met it. It is reported once, by the control thread's
+    check; a command answered before, or sent while the watch was already live (the send path
+    reports those), or a fault that leaves replies alone (upstream latency) reports nothing."""
+    lost = Watch("f7", "reply-lost", {N0: 0, N1: 1}, True, 4, 13, holds_replies=True)
+    upstream = Watch("f8", "latency", {N0: 0, N1: 1}, True, 5, 14)
+    injector, seen = _watching(lost, upstream)
+    for watch in (lost, upstream):  # taken, not live: the toxics are not on yet
+        injector.slots[watch.slot], injector.slots[WATCH_SLOTS + watch.slot] = -watch.serial, 0
+    injector.awaiting(1, "SET", N0, injector.live())
+    injector.awaiting(2, "GET", N1, injector.live())
+    injector.answered(2)  # its reply came back before the fault was on
+    injector.check_awaited()
+    assert seen == []  # not live yet
+    for watch in (lost, upstream):
+        injector.slots[watch.slot], injector.slots[WATCH_SLOTS + watch.slot] = watch.serial, 0b11
+    injector.check_awaited()
+    injector.check_awaited()
+    assert seen == ["f7: c2 awaited the reply to SET from n0 while reply-lost was on"]
+    injector.answered(1)
+    assert injector.watching  # the upstream latency's watch waits for a command sent now
+
+
+def test_a_reply_awaited_by_a_command_sent_while_live_is_left_to_the_send_path() -> None:
+    watch = Watch("f9", "reply-lost", {N0: 0}, True, 6, 15, holds_replies=True)
+    injector, seen = _watching(watch)
+    injector.awaiting(1, "DEL", N0, injector.live())
+    injector.check_awaited()
+    assert seen == []

@@ -109,3 +109,45 @@ def test_a_latency_fault_on_a_holder_that_sends_nothing_does_nothing(
     assert reason.startswith("latency fired once and did nothing to the lock: no client it hit "
                              "sent a command over a link it disturbed"), reason
     assert sum(1 for e in events if e.f == h.ACQUIRE and e.type == h.OK) >= 2  # it ran
+
+
+class WhileAwaiting:
+    """Fires ``reply-lost`` at ``c1`` ``AFTER_S`` after its first acquire began: inside its
+    BLPOP (``slow_reply_lock``: the server holds the reply half a second), so the command left
+    before the fault was on, and its reply never comes back while it is."""
+
+    AFTER_S = 0.15
+    fault = "reply-lost"
+
+    def start(self, env: WorkloadEnv) -> None:
+        wait_until(lambda: any(e.f == h.ACQUIRE and e.type == h.INVOKE
+                               for e in h.read_history(env.history.path)),
+                   "c1's first acquire", timeout_s=5)
+        time.sleep(self.AFTER_S)
+        _, heal = record.fire(env, "f1", self.fault, {"duration_ms": 600},
+                              lambda: Target(client="c1"))
+        time.sleep(ON_S)
+        record.heal(env, "f1", heal)
+
+    def stop(self) -> None:
+        """Healed in ``start``."""
+
+
+def test_a_reply_lost_while_it_was_awaited_is_the_faults_effect(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """The first command a reply-lost met had often left a millisecond before its watch went
+    live (an audit of lua-extend: 'no effect' in 1 seed of 10, its holder's acquire stuck the
+    whole time without its reply). A reply awaited while the fault was on counts."""
+    path = tmp_path / "history.jsonl"
+    lock = f"{Path(__file__).resolve().parent / 'slow_reply_lock.py'}:make"
+    config = WorkloadConfig(lock=lock, ttl_ms=300, work_ms=20, duration_s=3,
+                            socket_timeout_s=2.0)  # longer than the BLPOP
+    run_workload(single, config, path, clients=1, seed=1, nemesis=WhileAwaiting(),
+                 params={"faults": ["reply-lost"]})
+    events = h.read_history(path)
+    (effect,) = [e for e in events if e.f == h.EFFECT]
+    assert effect.value["what"] == "c1 awaited the reply to BLPOP from n0 while reply-lost was on"
+    verdict = check_file(path)
+    assert verdict.coverage["reply-lost"].effective == 1, verdict.coverage
+    assert verdict.verdict == "ok", verdict.inconclusive_reasons
