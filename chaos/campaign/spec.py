@@ -215,6 +215,9 @@ class Campaign(msgspec.Struct, frozen=True):
             FAULTS[name].check_params(overrides)
         locks.load(self.lock)
         self._check_capacity()
+        if self.faults_in_order and len(self.faults) < 2:
+            raise UsageError("--faults-in-order needs two faults or more in --faults: with "
+                             f"{len(self.faults) or 'none'}, there is no order to keep")
         locks.check_faults(self.lock, self.fault_objects)
         check_provider(
             self.provider,

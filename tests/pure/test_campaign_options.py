@@ -127,6 +127,18 @@ def test_a_value_out_of_its_bounds_is_one_line_and_exit_2(
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("faults", [[], ["--faults", "latency"]])
+def test_faults_in_order_without_two_faults_is_one_line_and_exit_2(
+    faults: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An order asked for one fault (or none) would do nothing: refused, never ignored."""
+    assert main(["run", "--lock", "lua", *faults, "--faults-in-order",
+                 "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "--faults-in-order needs two faults or more" in err[0], err
+    assert not any(tmp_path.iterdir())
+
+
 def test_an_unknown_option_in_the_api_is_one_line() -> None:
     with pytest.raises(Exception, match="no option 'clientz'"):
         Campaign.from_options("lua", clientz=3)
