@@ -364,11 +364,13 @@ class InjectingConnection(redis.Connection):
 
     Commands redis-py sends on its own while connecting (``CLIENT SETINFO``, ``HELLO``…) are
     not the lock's and are not counted. Sentinel-managed pools combine this class with
-    ``SentinelManagedConnection`` (which overrides none of these methods).
+    ``SentinelManagedConnection`` (first: its ``connect`` and ``read_response`` call these).
 
     While a watch is armed, a write that went out (``send_packed_command``, whatever became
     of it: a reset or a timeout is the fault at work), or a connection refused (a partition:
     the command never leaves), is reported to the injector with this connection's address.
+    Every command that went out is the injector's ``awaiting`` until its reply is read or the
+    connection closes (``check_awaited``).
     """
 
     _handshaking = False
@@ -389,12 +391,13 @@ class InjectingConnection(redis.Connection):
     def send_packed_command(self, command: object, check_health: bool = True) -> None:
         try:
             super().send_packed_command(command, check_health)
+            if self._sending and not self._handshaking:  # it went out: its reply is awaited
+                injector.awaiting(id(self), self._sending, f"{self.host}:{self.port}",
+                                  self._live)
         finally:
             if self._sending and not self._handshaking:
-                address = f"{self.host}:{self.port}"
-                injector.awaiting(id(self), self._sending, address, self._live)
                 if injector.watching and self._live:
-                    injector.crossed(self._sending, address, self._live)
+                    injector.crossed(self._sending, f"{self.host}:{self.port}", self._live)
                 self._sending, self._live = "", MappingProxyType({})
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
@@ -402,6 +405,10 @@ class InjectingConnection(redis.Connection):
             return super().read_response(*args, **kwargs)
         finally:
             injector.answered(id(self))
+
+    def disconnect(self, *args: Any) -> None:
+        injector.answered(id(self))  # a closed connection awaits nothing
+        super().disconnect(*args)
 
     def on_connect(self) -> None:
         self._handshaking = True
