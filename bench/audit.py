@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -74,10 +76,16 @@ class Audited(NamedTuple):
     exit_status: int
 
 
+KEPT = Path("reports") / "bench-kept"  # audits that went against their expectation
+
+
 def audits(lock: str, faults: str, seeds: int, budget_s: float,
-           options: dict[str, Any] | None = None) -> list[Audited]:
+           options: dict[str, Any] | None = None, *,
+           unexpected: Callable[[Audited], bool] = lambda audited: False) -> list[Audited]:
     """One audit of ``lock`` (with campaign ``options``, as given on the command line) per
-    seed 1…``seeds``, one after the other."""
+    seed 1…``seeds``, one after the other. An ``unexpected`` one keeps its directory (every
+    run's history and report) under ``KEPT``, and says where: a survivor's one hard in 50
+    audits, deleted with its temporary directory, could not be read afterwards."""
     options = options or {}
     told = frozenset(name for name in options if name in DEPLOYMENT)
     results = []
@@ -85,15 +93,21 @@ def audits(lock: str, faults: str, seeds: int, budget_s: float,
         with tempfile.TemporaryDirectory() as out:
             plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, faults, told=told)
             result = run_audit(plan, Path(out))
-            results.append(Audited(result, unexercised(result), result.verdict,
-                                   result.exit_status))
+            audited = Audited(result, unexercised(result), result.verdict, result.exit_status)
+            if unexpected(audited):
+                kept = KEPT / f"{result.directory.name}-seed{seed}"
+                shutil.copytree(result.directory, kept)
+                print(f"kept {kept} ({audited.verdict}, exit {audited.exit_status})",
+                      file=sys.stderr, flush=True)
+            results.append(audited)
     return results
 
 
 def detection(lock: str, faults: str, seeds: int, budget_s: float,
               options: dict[str, Any] | None = None) -> dict[str, object]:
     """How often the audits of a lock that must break found a hard violation, how fast."""
-    audited = audits(lock, faults, seeds, budget_s, options)
+    audited = audits(lock, faults, seeds, budget_s, options,
+                     unexpected=lambda a: a.result.first_hard_s is None)
     results = [a.result for a in audited]
     firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
@@ -130,7 +144,7 @@ def unexercised(result: AuditResult) -> list[str]:
 def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
     """How often the audits of a lock that must survive passed, each with everything it
     asked for exercised."""
-    audited = audits(lock, "", seeds, budget_s)
+    audited = audits(lock, "", seeds, budget_s, unexpected=lambda a: a.exit_status != 0)
     results, missing = [a.result for a in audited], [a.missing for a in audited]
     return {
         "lock": lock,
