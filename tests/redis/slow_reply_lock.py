@@ -12,7 +12,7 @@ WAIT_S = 0.5
 
 class SlowReplyLock(LuaLock):
     def acquire(self) -> Lease | None:
-        self.redis.blpop([f"{self.key}:never"], timeout=WAIT_S)
+        self.redis.execute_command("BLPOP", f"{self.key}:never", WAIT_S)  # seconds, a float
         return super().acquire()
 
 
