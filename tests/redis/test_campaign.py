@@ -131,7 +131,7 @@ def test_a_runs_replay_command_rebuilds_its_campaign(
     elsewhere = msgspec.structs.replace(
         campaign, provider="external", provider_config="/etc/lc/ext.toml", topology="sentinel",
         nodes=None, extend_during_work=True, allow_inconclusive=True, nest_depth=2,
-        server="valkey-8.1", capacity=2, renews=True,
+        server="valkey-8.1", capacity=2, renews=True, faults_in_order=True,
     )
     moved = replace(record, campaign=CampaignFile(**msgspec.structs.asdict(elsewhere)))
     moved_replay = moved.replay()
