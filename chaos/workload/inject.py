@@ -389,15 +389,16 @@ class InjectingConnection(redis.Connection):
             raise
 
     def send_packed_command(self, command: object, check_health: bool = True) -> None:
+        lock_command = bool(self._sending) and not self._handshaking
+        address = f"{self.host}:{self.port}" if lock_command else ""
         try:
             super().send_packed_command(command, check_health)
-            if self._sending and not self._handshaking:  # it went out: its reply is awaited
-                injector.awaiting(id(self), self._sending, f"{self.host}:{self.port}",
-                                  self._live)
+            if lock_command:  # it went out: its reply is awaited
+                injector.awaiting(id(self), self._sending, address, self._live)
         finally:
-            if self._sending and not self._handshaking:
+            if lock_command:
                 if injector.watching and self._live:
-                    injector.crossed(self._sending, f"{self.host}:{self.port}", self._live)
+                    injector.crossed(self._sending, address, self._live)
                 self._sending, self._live = "", MappingProxyType({})
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
