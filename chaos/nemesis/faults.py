@@ -955,8 +955,10 @@ class Failover(Fault):
     a cluster client could reconnect to the old master, which still claims the slots, and
     lock it in turn with the holder, no split): the holder still locks the old master, the
     others the new one. Healing rejoins the old master, which is then demoted, and then the
-    others' links to it. The split is its effect, reported only while the run's clients
-    still run: a promotion that came after they had stopped did nothing to the lock.
+    others' links to it; in a cluster it waits for that demotion, as the next failover elects
+    one of the new master's replicas (``Topology.await_demotion``). The split is its effect,
+    reported only while the run's clients still run: a promotion that came after they had
+    stopped did nothing to the lock.
     """
 
     name = "failover"
@@ -980,9 +982,14 @@ class Failover(Fault):
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         (old,) = target.nodes
         api, links = env.topology.toxiproxy, env.topology.cluster_links(old)
-        for link in links:
-            api.disable(link.name)
-        env.topology.elect(old)
+        try:
+            for link in links:
+                api.disable(link.name)
+            env.topology.elect(old)
+        except BaseException:  # no heal is returned: left cut, the node stayed cut off
+            for link in links:
+                api.enable(link.name)
+            raise
         deadline = time.monotonic() + params["promote_timeout_ms"] / 1000
         key = env.config.lock_name
         new = old
@@ -1007,6 +1014,8 @@ class Failover(Fault):
                 api.enable(link.name)  # the old master rejoins and is demoted to a replica
             for link in moved:
                 api.enable(link.name)
+            if new != old:
+                env.topology.await_demotion(old)
 
         return heal
 

@@ -157,6 +157,13 @@ class Topology(Protocol):
         reach it)."""
         ...
 
+    def await_demotion(self, node: int) -> None:
+        """Wait until the old master ``node``, healed after ``elect``, serves as a replica
+        again: in a Redis Cluster the next failover elects one of the new master's replicas,
+        and until then it has none. Sentinel demotes it in its own time, and promotes
+        whichever replica it has (nothing to wait for)."""
+        ...
+
     @property
     def images(self) -> Mapping[str, str]:
         """The container images the topology runs, name → id (what exactly was tested; a

@@ -25,6 +25,9 @@ CLUSTER_MASTERS = 3
 SLOTS = 16384
 DEFAULT_KEY = "lockchaos:lock"  # the workload's lock key (``WorkloadConfig.lock_name``)
 FORM_TIMEOUT_S = 30.0
+# A healed old master stepped down within 0.05 s of its links coming back (164 heals,
+# three busy loops on two cores); the bound is for a machine far busier than that.
+DEMOTION_TIMEOUT_S = 15.0
 
 
 class MasterAndFailover:
@@ -53,6 +56,12 @@ class MasterAndFailover:
         if self.kind == "cluster":
             elect_replica(self.nodes, node)
 
+    def await_demotion(self, node: int) -> None:
+        if self.kind == "cluster":
+            wait_until(partial(_is_replica, self.nodes[node]),
+                       f"the healed old master {self.nodes[node].name} to step down",
+                       DEMOTION_TIMEOUT_S)
+
     def master_index(self, key: str | None = None) -> int:
         """Index of the master (in a cluster, of ``key``'s slot as most nodes see it; with
         Sentinels, the one they name; else 0)."""
@@ -69,10 +78,21 @@ class MasterAndFailover:
 
 def form_cluster(nodes: Sequence[Endpoint], host: str, ports: Sequence[int],
                  bus_ports: Sequence[int]) -> None:
-    """Meet, assign slots, attach replicas, and wait until every node says ``ok`` and every
-    replica is in sync. ``host``, ``ports`` and ``bus_ports`` are the addresses the nodes
-    announce (``CLUSTER MEET`` takes an IP, not a name)."""
+    """Give each node its own config epoch, meet, assign slots, attach replicas, and wait until
+    every node says ``ok``, knows the same current epoch, and every replica is in sync.
+    ``host``, ``ports`` and ``bus_ports`` are the addresses the nodes announce (``CLUSTER
+    MEET`` takes an IP, not a name).
+
+    The epochs are set before the nodes meet, as ``redis-cli --cluster create`` does: left to
+    the cluster, masters that start at epoch 0 settle their collisions one gossip round at a
+    time, and a replica asked to take over before they had (0.8 s after ``ok``, on two busy
+    cores) claimed the slots at the epoch its master had just moved to. An equal epoch
+    changes no one's slot map: no node saw the promotion, and the old master never stepped
+    down."""
     masters = len(nodes) // 2
+    for epoch, node in enumerate(nodes, start=1):
+        with node.client() as conn:
+            conn.execute_command("CLUSTER", "SET-CONFIG-EPOCH", epoch)
     with nodes[0].client(decode_responses=True) as first:
         for port, bus in zip(ports[1:], bus_ports[1:], strict=True):
             first.execute_command("CLUSTER", "MEET", host, port, bus)
@@ -87,8 +107,9 @@ def form_cluster(nodes: Sequence[Endpoint], host: str, ports: Sequence[int],
         master_id = _node_id(nodes[i - masters])
         wait_until(partial(_replicate, nodes[i], master_id),
                    f"{nodes[i].name} to become a replica", FORM_TIMEOUT_S)
-    wait_until(lambda: all(_ready(node) for node in nodes), "the cluster to be ok",
-               FORM_TIMEOUT_S)
+    wait_until(lambda: all(_ready(node) for node in nodes)
+               and len({_current_epoch(node) for node in nodes}) == 1,
+               "the cluster to be ok", FORM_TIMEOUT_S)
 
 
 def cluster_master(nodes: Sequence[Endpoint], announced: Sequence[Link], key: str) -> int:
@@ -167,11 +188,25 @@ def _replicate(node: Endpoint, master_id: str) -> bool:
     return True
 
 
-def _ready(node: Endpoint) -> bool:
+def _is_replica(node: Endpoint) -> bool:
     with node.client(decode_responses=True) as conn:
-        state = conn.execute_command("CLUSTER", "INFO")
+        return str(conn.execute_command("ROLE")[0]) == "slave"
+
+
+def _cluster_info(node: Endpoint) -> dict[str, str]:
+    with node.client(decode_responses=True) as conn:
+        text = str(conn.execute_command("CLUSTER", "INFO"))
+    return dict(line.split(":", 1) for line in text.split() if ":" in line)
+
+
+def _current_epoch(node: Endpoint) -> str:
+    return _cluster_info(node)["cluster_current_epoch"]
+
+
+def _ready(node: Endpoint) -> bool:
+    ok = _cluster_info(node)["cluster_state"] == "ok"
+    with node.client(decode_responses=True) as conn:
         replication = conn.info("replication")
-    ok = "cluster_state:ok" in str(state)
     if replication.get("role") == "slave":
         return ok and replication.get("master_link_status") == "up"
     return ok

@@ -4,9 +4,12 @@ the slot map through their own proxies, and seed 003's failover problem reproduc
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 import redis
@@ -15,8 +18,11 @@ from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context, create
+from chaos.nemesis.faults import Failover, Target
 from chaos.topology import LocalTopology, start
+from chaos.topology.cluster import CLUSTER_MASTERS
 from chaos.topology.node import wait_until
+from chaos.workload.harness import WorkloadEnv
 from chaos.workload.inject import InjectingConnection
 
 KEY = "lockchaos:lock"
@@ -95,6 +101,53 @@ def test_a_cut_off_master_stays_master_until_healed_while_its_replica_takes_over
                 topo.toxiproxy.enable(link.name)
             wait_until(lambda: conn.execute_command("ROLE")[0] == "slave",
                        "the healed old master to step down", 15.0)
+
+
+def test_a_fresh_cluster_fails_over_back_and_forth() -> None:
+    """Each failover elects the replica of the master before it, from the moment the cluster
+    is formed, once the old master has stepped down (``await_demotion``). A takeover 0.8 s
+    after ``ok`` once claimed the slots at the epoch the old master had just settled on: no
+    node saw the promotion (``form_cluster`` now sets the epochs); the current epoch every
+    node knows tops every master's config epoch, so a takeover's bump is a newer one."""
+    with start("cluster") as topo:
+        for node in topo.nodes:
+            with node.client(decode_responses=True) as conn:
+                info = conn.cluster("INFO")
+                nodes = str(conn.execute_command("CLUSTER", "NODES"))
+            rows = [row.split() for row in nodes.splitlines()]
+            epochs = {int(row[6]) for row in rows if "master" in row[2]}
+            assert len(epochs) == CLUSTER_MASTERS, rows
+            assert int(info["cluster_current_epoch"]) >= max(epochs), (info, rows)
+        masters = [topo.master_index(KEY)]
+        for _ in range(3):
+            masters.append(_fail_over(topo, masters[-1]))
+        assert masters[0] == masters[2] != masters[1] == masters[3]
+
+
+def _fail_over(topo: LocalTopology, old: int) -> int:
+    """What the ``failover`` fault does to the nodes, without clients: the new master."""
+    links = topo.cluster_links(old)
+    for link in links:
+        topo.toxiproxy.disable(link.name)
+    topo.elect(old)
+    wait_until(lambda: topo.master_index(KEY) != old, "the promotion", 5.0)
+    for link in links:
+        topo.toxiproxy.enable(link.name)
+    topo.await_demotion(old)
+    return topo.master_index(KEY)
+
+
+def test_a_failover_that_cannot_elect_leaves_no_link_cut(cluster: LocalTopology) -> None:
+    """A failover that found no replica to take over once raised with the master's links
+    cut, and no heal: the node stayed cut off for the rest of the run, and every later
+    failover failed the same way. Node 3 replicates master 0 and has no replica itself."""
+    replica = CLUSTER_MASTERS
+    env = cast(WorkloadEnv, SimpleNamespace(topology=cluster))
+    with pytest.raises(RuntimeError, match=f"no replica of n{replica}"):
+        Failover().apply(env, Target(nodes=[replica]),
+                         {"duration_ms": 1000, "promote_timeout_ms": 1000})
+    for link in cluster.cluster_links(replica):
+        socket.create_connection(link.address, timeout=1.0).close()  # refused while cut
 
 
 @pytest.mark.parametrize(
