@@ -381,13 +381,11 @@ class WorkerPool:
     def _died(self, w: WorkerHandle) -> None:
         """A worker exited without saying done: it crashed (an armed crash point or a bug)."""
         w.done = True
-        w.process.join(timeout=1)
-        if w.process.exitcode not in (-signal.SIGKILL, UNUSABLE_LOCK_EXIT):  # that one wrote
-            # a lock-unusable event itself: it never ran, so it did not crash
-            self.history.log(
-                h.INFO, w.spec.client_id, h.CRASH, value={"exitcode": w.process.exitcode}
-            )
-        if w.process.exitcode == UNUSABLE_LOCK_EXIT:
+        exitcode = _exitcode(w.process)
+        if exitcode not in (-signal.SIGKILL, UNUSABLE_LOCK_EXIT):  # that one wrote a
+            # lock-unusable event itself: it never ran, so it did not crash
+            self.history.log(h.INFO, w.spec.client_id, h.CRASH, value={"exitcode": exitcode})
+        if exitcode == UNUSABLE_LOCK_EXIT:
             return  # it said why in the history; a fresh process would fail the same way
         deadline = self.deadline_ns  # None: the run has not begun, nothing to replace it for
         running = deadline is not None and h.now() < deadline
@@ -420,6 +418,19 @@ class WorkerPool:
     @property
     def completed(self) -> int:
         return sum(w.completed for w in self.workers.values())
+
+
+def _exitcode(process: BaseProcess, timeout_s: float = 1.0) -> int | None:
+    """The exit code of a worker whose death woke the monitor. Another thread may reap it at
+    the same moment (``wait``'s ``is_alive``, ``stop``'s ``join``): multiprocessing's
+    ``waitpid`` then fails in one of them, and ``exitcode`` reads None until the other has
+    stored the code (23 times in 3,000 such deaths; once, a worker whose lock factory failed
+    counted as a crash)."""
+    process.join(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return process.exitcode
 
 
 def _await_ready(handles: list[WorkerHandle], timeout_s: float) -> None:

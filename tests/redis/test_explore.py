@@ -26,9 +26,11 @@ from chaos.locks.contract import Lease, LockContext
 
 # Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
 # waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.
+# 300 ms: c1's stale DEL must land while c2's key still lives, one TTL after c2 took it;
+# at 100 ms a loaded machine's scheduling gap let the key expire first, and the replay passed.
 A_RELEASES_B = Program(
     lock="del-release",
-    ttl_ms=100,
+    ttl_ms=300,
     clients=2,
     topology="standalone",
     nodes=1,
@@ -97,7 +99,7 @@ def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> No
     history = tmp_path / "found.jsonl"
     verdict, outcomes = replay(A_RELEASES_B, history_path=history)
     failure = Failure(A_RELEASES_B, outcomes, verdict, history.read_bytes())
-    campaign = Campaign(lock="del-release", ttl_ms=100, clients=2)
+    campaign = Campaign(lock="del-release", ttl_ms=A_RELEASES_B.ttl_ms, clients=2)
     run_dir = write_run_dir(tmp_path / "out", campaign, failure, {"steps": 5})
     for name in ("history.jsonl", "verdict.json", "program.json", REPLAY, "report.html"):
         assert (run_dir / name).is_file(), name

@@ -31,7 +31,7 @@ def test_a_factory_failing_in_every_client_stops_the_run_with_one_line_and_exit_
     code = main(["run", "--lock", "broken_locks:missing_dependency", "--faults", "client-pause",
                  "--clients", "3", "--duration", "3", "--out", str(tmp_path)])
     _, err = capfd.readouterr()
-    assert code == 2
+    assert code == 2, err
     [line] = err.strip().splitlines()  # one line, not a traceback per client per restart
     assert line.startswith(
         "lockchaos: the lock factory failed in every client: ModuleNotFoundError: No module "
@@ -142,7 +142,7 @@ def test_a_lock_the_server_cannot_run_is_refused_in_one_line_and_exit_2(
     tests/docker/test_delifeq.py)."""
     code = main(["run", "--lock", "delifeq", "--duration", "3", "--out", str(tmp_path)])
     _, err = capfd.readouterr()
-    assert code == 2
+    assert code == 2, err
     [line] = err.strip().splitlines()
     assert line.startswith(
         "lockchaos: the lock factory failed in every client: lock 'delifeq' needs DELIFEQ "
