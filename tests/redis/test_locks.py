@@ -49,6 +49,10 @@ WHOLE_SECONDS_TTL = {"lua-int-expire": 1000, "lua-ceil": 1000, "php-lock": 1000,
                      "lua-retry-sleep": 1000, "lua-retry-busy": 1000}
 # (php-lock's acquire retries for its own window, so whether a refused acquire outlasts the
 # TTL depends on the wall clock's second: tests/redis/test_locks_seeds.py tests its window instead.)
+# Where a test needs the holder's key to outlive a refused acquire, php-lock gets 2 s: its
+# window stays one second (``expire // 2``), and at 1 s the key the holder was about to
+# release could expire while the refused client spun to the wall clock's next second.
+OUTLIVES_A_REFUSAL = {**WHOLE_SECONDS_TTL, "php-lock": 2000}
 # Locks whose acquire retries for longer than the key lives (000's and 002's acquire_timeout,
 # 5/3 and 3 × the TTL): an acquire while the lock is held waits the holder out and wins, so
 # the tests that expect it refused skip them; tests/redis/test_locks_seeds.py tests their waiting
@@ -154,7 +158,7 @@ def test_second_client_is_refused_while_held_and_acquires_after_release(
     request: pytest.FixtureRequest, clients: Clients, name: str
 ) -> None:
     topo = topology_for(request, name)
-    ttl = WHOLE_SECONDS_TTL.get(name, TTL)
+    ttl = OUTLIVES_A_REFUSAL.get(name, TTL)
     c1, c2 = clients.make(topo, name, "c1", ttl), clients.make(topo, name, "c2", ttl)
     lease = c1.acquire()
     assert lease
