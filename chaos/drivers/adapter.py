@@ -187,12 +187,8 @@ class DriverLock:
         self._definite(reply)
         return False
 
-    def _renewed(self, message: Renewed, received_ns: int) -> None:
-        self.ctx.report_renewal(
-            Lease(token=message.token),
-            message.validity_ms,
-            received_ns - int(message.age_ms * 1e6),
-        )
+    def _renewed(self, message: Renewed, sent_ns: int) -> None:
+        self.ctx.report_renewal(Lease(token=message.token), message.validity_ms, sent_ns)
 
     def close(self) -> None:
         self.driver.close()

@@ -24,7 +24,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from chaos.drivers.protocol import FromDriver, Log, ProtocolError, Renewed, ToDriver, decode, encode
+from chaos.drivers.protocol import (
+    FromDriver,
+    Log,
+    ProtocolError,
+    Renewed,
+    ToDriver,
+    decode,
+    encode,
+    renewal_sent,
+)
 from chaos.errors import UsageError
 from chaos.history import now
 from chaos.topology.processes import die_with_parent
@@ -61,7 +70,8 @@ class DriverProcess:
     """One running driver: its pipes, its reader threads, the last lines of its stderr.
 
     ``on_renewed`` is called (from the reader thread) with every unasked ``renewed`` line and
-    the time it was read; every other message waits in a queue for ``receive``."""
+    the time the renewal was sent (``renewal_sent``); every other message waits in a queue
+    for ``receive``."""
 
     def __init__(self, argv: list[str], *, label: str, env: dict[str, str] | None = None) -> None:
         self.label = label
@@ -101,11 +111,12 @@ class DriverProcess:
                 continue
             try:
                 message = decode(line)
+                sent = renewal_sent(message, received) if isinstance(message, Renewed) else 0
             except ProtocolError as exc:
                 self._break(str(exc))
                 return
             if isinstance(message, Renewed):
-                self.on_renewed(message, received)
+                self.on_renewed(message, sent)
             elif isinstance(message, Log):
                 self.stderr_tail.append(message.message)
             else:

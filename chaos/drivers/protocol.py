@@ -167,11 +167,14 @@ class Before(FromDriver, tag="before", kw_only=True):
 
 
 class Renewed(FromDriver, tag="renewed", kw_only=True):
-    """Unasked: a background renewal of ``token`` succeeded, ``age_ms`` before this line."""
+    """Unasked: a background renewal of ``token`` succeeded. It was sent at ``sent_ns`` (this
+    machine's ``CLOCK_MONOTONIC``, the history's clock), else ``age_ms`` before this line was
+    written: the line's trip to the harness then counts as part of the lease (``renewal_sent``)."""
 
     token: str
     validity_ms: float | None = None
     age_ms: float = 0.0
+    sent_ns: int | None = None
 
 
 class Log(FromDriver, tag="log", kw_only=True):
@@ -202,6 +205,30 @@ def decode(line: str) -> FromDriver:
     except msgspec.DecodeError:
         raise ProtocolError(f"wrote a line that is not a JSON object: {shown!r}") from None
     return message
+
+
+# How far before its line arrived a renewal may say it was sent: beyond it, ``sent_ns`` is
+# read from some other clock (a wall clock, a process-relative one).
+SENT_BOUND_NS = 60_000_000_000
+
+
+def renewal_sent(message: Renewed, received_ns: int) -> int:
+    """When the renewal ``message`` (its line read at ``received_ns``) was sent, in the
+    history's clock. ``age_ms`` alone gives a time late by the line's trip from the driver,
+    milliseconds on a loaded machine: the lease then seems to last that much longer than the
+    one Redis kept, and a client taking the lock at its true expiry overlapped it "within
+    both leases" (a hard violation the lock never made, Redisson × client-pause). Hence
+    ``sent_ns``; ``ProtocolError`` when it cannot be this machine's monotonic clock."""
+    if message.sent_ns is None:
+        return received_ns - int(message.age_ms * 1e6)
+    before_s = (received_ns - message.sent_ns) / 1e9
+    if not 0 <= before_s <= SENT_BOUND_NS / 1e9:
+        raise ProtocolError(
+            f"said a renewal was sent {before_s:.3f} s before its line arrived (sent_ns "
+            f"{message.sent_ns}): read sent_ns from CLOCK_MONOTONIC (Java System.nanoTime(), "
+            "Node process.hrtime.bigint()), or send age_ms alone"
+        )
+    return message.sent_ns
 
 
 def wire_text(message: msgspec.Struct) -> str:

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -190,6 +191,43 @@ elif m["type"] == "extend":
             lock.release(Lease(token="c1:b"))
         assert locks.can_extend(lock)
         assert lock.extend(Lease(token="c1:a")) == Lease(token="c1:a", validity_ms=200)  # type: ignore[attr-defined]
+    finally:
+        lock.close()
+
+
+def test_a_renewal_is_dated_when_it_was_sent_and_a_foreign_clock_breaks_the_driver(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    """``sent_ns`` is the renewal's time as the history has it: dating it from when its line
+    was read, less ``age_ms``, counted the line's trip as lease (a Redisson watchdog's lease
+    then outlived the key by 1.1 ms, and the client that took the key at its expiry was a
+    hard overlap). A ``sent_ns`` from some other clock breaks the driver, in one line."""
+    written = tmp_path / "sent"
+    handler = f"""\
+if m["type"] == "acquire":
+    out(type="ok", id=m["id"], token="c1:a", validity_ms=200)
+    at = time.monotonic_ns() - 5_000_000
+    open({str(written)!r}, "w").write(str(at))
+    out(type="renewed", token="c1:a", sent_ns=at)
+else:
+    out(type="renewed", token="c1:a", sent_ns=int(time.time() * 1e9))
+    out(type="ok", id=m["id"])
+"""
+    loop = HELLO_THEN.format(caps="[]", handler=textwrap.indent(handler, "    "))
+    command = _driver(tmp_path, loop)
+    renewed: list[int] = []
+    ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=200,
+                        report_renewal=lambda lease, validity, at: renewed.append(at))
+    lock = cast(adapter.DriverLock, locks.load(f"exec:{command}")(ctx))
+    try:
+        lease = lock.acquire()
+        assert lease is not None
+        deadline = time.monotonic() + 5
+        while not renewed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert renewed == [int(written.read_text())]
+        with pytest.raises(DriverBroken, match=re.escape("read sent_ns from CLOCK_MONOTONIC")):
+            lock.release(lease)
     finally:
         lock.close()
 

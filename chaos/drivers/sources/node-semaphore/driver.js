@@ -11,7 +11,6 @@
 "use strict";
 
 const { randomBytes } = require("crypto");
-const { performance } = require("perf_hooks");
 const Redis = require("ioredis");
 const { Semaphore } = require("redis-semaphore");
 const { announcing, redisOptions, request, serve, settle, version } = require("./protocol");
@@ -40,7 +39,7 @@ function connect(h) {
 function reportingRefresh(semaphore, token) {
   const refresh = semaphore._refresh.bind(semaphore);
   semaphore._refresh = async () => {
-    const sent = performance.now();
+    const sent = process.hrtime.bigint(); // CLOCK_MONOTONIC: the history's clock
     refreshing = true;
     let reply;
     try {
@@ -50,7 +49,7 @@ function reportingRefresh(semaphore, token) {
     }
     const ok = await reply;
     if (ok && leases.get(token) === semaphore) {
-      process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms: hello.ttl_ms, age_ms: performance.now() - sent }) + "\n");
+      process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms: hello.ttl_ms, sent_ns: Number(sent) }) + "\n");
     }
     return ok;
   };

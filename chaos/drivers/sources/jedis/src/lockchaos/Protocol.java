@@ -76,10 +76,13 @@ abstract class Protocol {
         return s.toString();
     }
 
-    /** A watchdog renewal succeeded: the command was sent {@code sentNanos} (System.nanoTime). */
+    /**
+     * A watchdog renewal succeeded: the command was sent at {@code sentNanos} (System.nanoTime,
+     * which on Linux is CLOCK_MONOTONIC: the history's clock, so no time spent on the way to the
+     * harness is counted as lease).
+     */
     static void renewed(String token, double validityMs, long sentNanos) {
-        double ageMs = (System.nanoTime() - sentNanos) / 1e6;
-        write(Json.write("type", "renewed", "token", token, "validity_ms", validityMs, "age_ms", ageMs));
+        write(Json.write("type", "renewed", "token", token, "validity_ms", validityMs, "sent_ns", sentNanos));
     }
 
     /**
