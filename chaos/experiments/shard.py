@@ -75,10 +75,16 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[Path, MatrixFile]:
             shutil.copytree(run, target / RUNS / name)
         matrices[index].cells = [_moved(cell, renamed) for cell in matrices[index].cells]
     cells = _in_plan_order(matrices)
+    # Rows and columns in the order of their first cells: in directory order, the shards of
+    # `compare --servers` each listed their own servers' rows (redis-7.0, valkey-8.1, then
+    # redis-8.0, valkey-9.1).
+    columns = {c.faults: c for m in matrices for c in m.columns}
     merged = MatrixFile(
         title=matrices[0].title, seeds=matrices[0].seeds,
-        locks=list(dict.fromkeys(lock for m in matrices for lock in m.locks)),
-        columns=list({c.faults: c for m in matrices for c in m.columns}.values()),
+        locks=list(dict.fromkeys([*(cell.lock for cell in cells),
+                                  *(lock for m in matrices for lock in m.locks)])),
+        columns=[columns[faults] for faults in
+                 dict.fromkeys([*(cell.faults for cell in cells), *columns]) if faults in columns],
         started=min(m.started for m in matrices),
         wall_s=round(sum(m.wall_s for m in matrices), 1),
         cells=cells, shard=None, page=matrices[0].page,

@@ -61,3 +61,24 @@ def test_runs_of_the_same_name_from_two_shards_are_both_kept(tmp_path: Path) -> 
     assert reports == [f"{RUNS}/{name}/report.html", f"{RUNS}/{name}-2/report.html"]
     assert [(target / r).read_text() for r in reports if r] == ["shard 1", "shard 2"]
     assert merged.cells[1].runs[0].run_dir == f"{RUNS}/{name}-2"
+
+
+def test_merged_rows_are_in_plan_order_whichever_shard_ran_them(tmp_path: Path) -> None:
+    """``compare --servers a,b,c,d --jobs 2``: shard 1 ran the rows of a and c, shard 2 of b
+    and d; the merged matrix lists them a, b, c, d, as the comparison run whole does."""
+    rows = [f"lua @ {server}" for server in ("redis-7.0", "redis-8.0", "valkey-8.1", "valkey-9.1")]
+    directories = []
+    for k in (1, 2):
+        mine = take_shard(rows, (k, 2))
+        cells = [CellEntry(lock=row, faults="failover", label="failover", duration_s=1.0,
+                           stop_on="hard", status="pending", reason=None, verdict=None, hard=0,
+                           soft=0, liveness=0, lost_writes=None, first_hard_s=None, hard_runs=0,
+                           report=None, why=None, runs=[], expected=None) for row in mine]
+        directory = tmp_path / f"shard{k}"
+        directory.mkdir()
+        save_matrix(directory, MatrixFile(title="t", seeds=1, locks=mine, columns=[],
+                                          started="", wall_s=1.0, cells=cells, shard=[k, 2]))
+        directories.append(directory)
+    _, merged = merge(directories, tmp_path / "out")
+    assert [cell.lock for cell in merged.cells] == rows
+    assert merged.locks == rows
