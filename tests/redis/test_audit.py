@@ -42,7 +42,7 @@ def test_a_broken_lock_fails_the_audit_fast_with_the_explanation(
 def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["audit", "--lock", "lua", "--budget", "60", "--topology", "standalone",
+    code = main(["audit", "--lock", "lua", "--budget", "40", "--topology", "standalone",
                  "--out", str(tmp_path), "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 0, record
