@@ -111,13 +111,13 @@ class DriverProcess:
                 continue
             try:
                 message = decode(line)
-                sent = renewal_sent(message, received) if isinstance(message, Renewed) else 0
+                if isinstance(message, Renewed):
+                    self.on_renewed(message, renewal_sent(message, received))
+                    continue
             except ProtocolError as exc:
                 self._break(str(exc))
                 return
-            if isinstance(message, Renewed):
-                self.on_renewed(message, sent)
-            elif isinstance(message, Log):
+            if isinstance(message, Log):
                 self.stderr_tail.append(message.message)
             else:
                 self._replies.put(message)

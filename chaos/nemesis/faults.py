@@ -986,7 +986,7 @@ class Failover(Fault):
             for link in links:
                 api.disable(link.name)
             env.topology.elect(old)
-        except BaseException:  # no heal is returned: left cut, the node stayed cut off
+        except BaseException:  # an error returns no heal: what was cut would stay cut
             for link in links:
                 api.enable(link.name)
             raise
