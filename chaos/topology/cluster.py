@@ -107,9 +107,7 @@ def form_cluster(nodes: Sequence[Endpoint], host: str, ports: Sequence[int],
         master_id = _node_id(nodes[i - masters])
         wait_until(partial(_replicate, nodes[i], master_id),
                    f"{nodes[i].name} to become a replica", FORM_TIMEOUT_S)
-    wait_until(lambda: all(_ready(node) for node in nodes)
-               and len({_current_epoch(node) for node in nodes}) == 1,
-               "the cluster to be ok", FORM_TIMEOUT_S)
+    wait_until(partial(_formed, nodes), "the cluster to be ok", FORM_TIMEOUT_S)
 
 
 def cluster_master(nodes: Sequence[Endpoint], announced: Sequence[Link], key: str) -> int:
@@ -199,12 +197,20 @@ def _cluster_info(node: Endpoint) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.split() if ":" in line)
 
 
-def _current_epoch(node: Endpoint) -> str:
-    return _cluster_info(node)["cluster_current_epoch"]
+def _formed(nodes: Sequence[Endpoint]) -> bool:
+    """Every node says ``ok`` (a replica: in sync) and all know the same current epoch; each
+    node's ``CLUSTER INFO`` read once."""
+    epochs = set()
+    for node in nodes:
+        info = _cluster_info(node)
+        if not _ready(node, info):
+            return False
+        epochs.add(info["cluster_current_epoch"])
+    return len(epochs) == 1
 
 
-def _ready(node: Endpoint) -> bool:
-    ok = _cluster_info(node)["cluster_state"] == "ok"
+def _ready(node: Endpoint, info: dict[str, str]) -> bool:
+    ok = info["cluster_state"] == "ok"
     with node.client(decode_responses=True) as conn:
         replication = conn.info("replication")
     if replication.get("role") == "slave":
