@@ -17,7 +17,8 @@ direct evidence to the least:
 4. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
 5. a fault that moves a client's wall clock was on when the later client acquired, aimed at
    one of the two: a lock that judges expiry by client clocks gave it away early;
-6. a client's losing acquire that writes first overwrote the earlier holder's expiry;
+6. a client's losing acquire that writes first overwrote the earlier holder's expiry (certain
+   for a ``GETSET``, a condition for a script, whose writes the history cannot see);
 7. a fault that splits the master was on when the later client acquired: split brain, two
    masters granting;
 8. none of the above: the lock granted a key that should still have existed.
@@ -42,7 +43,7 @@ from chaos.checker.overlaps import Overlap
 from chaos.checker.permits import Excess
 from chaos.checker.renewals import Lapse
 from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
-from chaos.history import EXCLUSIVE, MOVES_CLOCK
+from chaos.history import ACQUIRE, EXCLUSIVE, MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
 
@@ -291,12 +292,25 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
             stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
             return "overwrote", (
                 f"{p}'s acquire, invoked at {clock.at(invoked)}{stalled}, was still under way "
-                f"when {a.process} acquired and failed at {clock.at(failed)}: a losing acquire "
-                f"that writes first overwrote {a.process}'s expiry with one stamped at "
+                f"when {a.process} acquired and failed at {clock.at(failed)}: "
+                f"{_writes_first(timeline)} {a.process}'s expiry with one stamped at "
                 f"{clock.at(invoked)}, already past when {b.process} judged the lock expired "
                 f"and took it"
             )
     return None
+
+
+def _writes_first(timeline: Timeline) -> str:
+    """How sure the overwrite is, from the acquire's recorded commands: a ``GETSET`` writes
+    before it knows it won (004's flaw), so it did; a script's or an unrecorded acquire's
+    writes cannot be seen, so it may have (a Redisson-style script that checks first never
+    does — the cause is then only the one left that fits the times)."""
+    sent = timeline.surface.get(ACQUIRE, [])
+    if "GETSET" in sent:
+        return "a losing GETSET, which writes before it knows it won, overwrote"
+    what = f"its acquire sends {', '.join(sent)}" if sent else "its commands were not recorded"
+    return (f"if this lock's acquire writes before it knows it won ({what}), that losing "
+            f"acquire overwrote")
 
 
 def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:

@@ -43,6 +43,7 @@ def test_a_server_clock_jump_is_not_blamed_on_a_client_clock() -> None:
 def test_a_losing_acquire_that_wrote_a_stale_expiry_is_named_as_the_cause() -> None:
     h = History()
     h.add(0, "invoke", "c3", "acquire")  # c3 read an expired value, then stalled
+    h.command("c3", 0.5, "acquire", "GETSET")
     h.pause_point("c3", 1, "GETSET")
     h.acquire("c1", 100)
     h.add(150, "fail", "c3", "acquire")  # its GETSET returned c1's value: it lost…
@@ -51,7 +52,23 @@ def test_a_losing_acquire_that_wrote_a_stale_expiry_is_named_as_the_cause() -> N
     assert violation.cause == "overwrote"
     assert "c3's acquire, invoked at 0.000 s, stalled at pause-point GETSET" in \
         violation.explanation
-    assert "overwrote c1's expiry" in violation.explanation
+    assert "a losing GETSET, which writes before it knows it won, overwrote c1's expiry" in \
+        violation.explanation
+
+
+def test_an_overwrite_by_a_script_is_only_a_possibility() -> None:
+    """A script's writes cannot be seen (Redisson's acquire checks before it writes): the
+    explanation says what the acquire sends and makes the overwrite a condition, not a fact."""
+    h = History()
+    h.add(0, "invoke", "c3", "acquire")
+    h.command("c3", 0.5, "acquire", "EVAL")
+    h.acquire("c1", 100)
+    h.add(150, "fail", "c3", "acquire")
+    h.acquire("c2", 220, invoked=215)
+    violation = next(v for v in h.check().violations if v.kind == "hard")
+    assert violation.cause == "overwrote"
+    assert "if this lock's acquire writes before it knows it won (its acquire sends EVAL), " \
+        "that losing acquire overwrote c1's expiry" in violation.explanation
 
 
 def test_a_quick_failed_acquire_is_not_an_overwrite() -> None:
