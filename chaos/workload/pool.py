@@ -381,7 +381,7 @@ class WorkerPool:
     def _died(self, w: WorkerHandle) -> None:
         """A worker exited without saying done: it crashed (an armed crash point or a bug)."""
         w.done = True
-        exitcode = _exitcode(w.process)
+        exitcode = exitcode_of(w.process)
         if exitcode not in (-signal.SIGKILL, UNUSABLE_LOCK_EXIT):  # that one wrote a
             # lock-unusable event itself: it never ran, so it did not crash
             self.history.log(h.INFO, w.spec.client_id, h.CRASH, value={"exitcode": exitcode})
@@ -420,8 +420,8 @@ class WorkerPool:
         return sum(w.completed for w in self.workers.values())
 
 
-def _exitcode(process: BaseProcess, timeout_s: float = 1.0) -> int | None:
-    """The exit code of a worker whose death woke the monitor. Another thread may reap it at
+def exitcode_of(process: BaseProcess, timeout_s: float = 1.0) -> int | None:
+    """The exit code of a worker whose death woke a waiter. Another thread may reap it at
     the same moment (``wait``'s ``is_alive``, ``stop``'s ``join``): multiprocessing's
     ``waitpid`` then fails in one of them, and ``exitcode`` reads None until the other has
     stored the code (23 times in 3,000 such deaths; once, a worker whose lock factory failed

@@ -18,7 +18,7 @@ from typing import Any
 from chaos.locks.contract import SHARED, Lease
 from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
-from chaos.workload.pool import WorkerPool
+from chaos.workload.pool import WorkerPool, exitcode_of
 from chaos.workload.worker import Worker
 
 OPS = ("acquire", "release", "extend", "write")
@@ -174,5 +174,5 @@ class StepperPool(WorkerPool):
                 if kind == "paused":
                     return None
             elif ready:
-                raise StepError(f"{cid} died (exit code {w.process.exitcode}) during a step")
+                raise StepError(f"{cid} died (exit code {exitcode_of(w.process)}) during a step")
         raise StepError(f"{cid} did not answer within {timeout_s:g} s")

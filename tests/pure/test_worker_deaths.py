@@ -1,5 +1,5 @@
 """A worker's exit code as the pool's monitor reads it when another thread reaped the worker
-first (``chaos.workload.pool._exitcode``): multiprocessing's ``waitpid`` fails in the thread
+first (``chaos.workload.pool.exitcode_of``): multiprocessing's ``waitpid`` fails in the thread
 that lost, and ``exitcode`` reads None until the winner stored the code. A lock factory that
 failed in every client once counted one of them as a crash (``exitcode: null``)."""
 
@@ -9,7 +9,7 @@ import multiprocessing as mp
 import os
 import threading
 
-from chaos.workload.pool import _exitcode
+from chaos.workload.pool import exitcode_of
 
 
 def _exit_7() -> None:
@@ -28,6 +28,6 @@ def test_the_exit_code_is_read_even_while_another_thread_is_storing_it() -> None
     later = threading.Timer(0.05, store)
     later.start()
     try:
-        assert _exitcode(process) == 7
+        assert exitcode_of(process) == 7
     finally:
         later.join()
