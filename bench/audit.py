@@ -93,7 +93,8 @@ def audits(lock: str, faults: str, seeds: int, budget_s: float,
         with tempfile.TemporaryDirectory() as out:
             plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, faults, told=told)
             result = run_audit(plan, Path(out))
-            audited = Audited(result, unexercised(result), result.verdict, result.exit_status)
+            missing = [what for what, _ in result.untested]
+            audited = Audited(result, missing, result.verdict, result.exit_status)
             if unexpected(audited):
                 kept = KEPT / f"{result.directory.name}-seed{seed}"
                 shutil.copytree(result.directory, kept)
@@ -123,22 +124,6 @@ def detection(lock: str, faults: str, seeds: int, budget_s: float,
         "first_hard_s_max": round(max(firsts), 2) if firsts else None,
         "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
-
-
-def unexercised(result: AuditResult) -> list[str]:
-    """What an audit asked for and did not exercise: a tested fault with no effect in any
-    run, a capability the warm-up found that no campaign exercised."""
-    coverage = result.coverage
-    missing = [name for name, _ in result.plan.tested()
-               if name not in coverage or not coverage[name].effective]
-    declared, exercised = result.learned.declared if result.learned else None, result.exercised
-    if declared is not None:
-        missing += [capability for has, done, capability in (
-            (declared.extend, exercised.extends_ok, "extend"),
-            (declared.renews, exercised.renewals, "renewals"),
-            (declared.reentrant, exercised.nested_grants, "reentrancy"),
-        ) if has and not done]
-    return missing
 
 
 def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:

@@ -567,40 +567,47 @@ class AuditResult:
     @property
     def inconclusive_reasons(self) -> list[str]:
         """Why the audit tested nothing: no campaign exercised the lock (the first one's
-        reason), a tested fault had no effect on the lock in any run, a command the audit
-        aimed at was never reached, or a capability the lock has was never exercised."""
+        reason), or something it asked for was never exercised (``untested``)."""
         verdicts = [s.outcome.verdict for s in self.steps]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
             first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive),
                          "no campaign completed two lock cycles")
             return [f"no campaign exercised the lock: {first}"]
+        return [why for _, why in self.untested]
+
+    @property
+    def untested(self) -> list[tuple[str, str]]:
+        """What the audit asked for and never exercised, as (what, why): a tested fault with
+        no effect on the lock in any run, a command it aimed at that was never reached, a
+        capability the lock has that the campaigns asking for it never exercised."""
         covered = self.coverage
-        reasons = [f"{name} had no effect on the lock in any run" if name in covered else
-                   f"{name} never fired in any run" for name, _ in self.plan.tested()
-                   if name not in covered or not covered[name].effective]
+        missed = [(name, f"{name} had no effect on the lock in any run" if name in covered else
+                   f"{name} never fired in any run") for name, _ in self.plan.tested()
+                  if name not in covered or not covered[name].effective]
         exercised = self.exercised
         reached = {**exercised.pause_points, **exercised.crashes}
         aimed = dict.fromkeys(point for s in self.steps if (point := s.step.point()))
-        reasons += [f"no client ever stopped or crashed before {point}: this lock sends it, but "
-                    "never while a point was armed" for point in aimed if not reached.get(point)]
-        return reasons + self._capabilities_unused(exercised)
+        missed += [(point, f"no client ever stopped or crashed before {point}: this lock sends "
+                    "it, but never while a point was armed")
+                   for point in aimed if not reached.get(point)]
+        return missed + self._capabilities_unused(exercised)
 
-    def _capabilities_unused(self, exercised: Exercised) -> list[str]:
+    def _capabilities_unused(self, exercised: Exercised) -> list[tuple[str, str]]:
         """A capability the warm-up found that the campaigns asking for it never exercised."""
         if self.learned is None:
             return []
         declared, asked = self.learned.declared, [s.step for s in self.steps]
         unused = [
             (declared.extend and any(step.extend for step in asked) and not exercised.extends_ok,
-             "the lock can extend, but no extend returned a lease in any campaign"),
-            (declared.renews and not exercised.renewals,
+             "extend", "the lock can extend, but no extend returned a lease in any campaign"),
+            (declared.renews and not exercised.renewals, "renewals",
              "the lock renews in the background, but no renewal was recorded in any campaign"),
             (declared.reentrant and any(step.nest_depth > 1 for step in asked)
-             and not exercised.nested_grants,
+             and not exercised.nested_grants, "reentrancy",
              "the lock let its holder in during the warm-up, but no nested acquire was granted "
              "in any campaign"),
         ]
-        return [reason for missed, reason in unused if missed]
+        return [(capability, why) for missed, capability, why in unused if missed]
 
     @property
     def coverage(self) -> dict[str, FaultCoverage]:

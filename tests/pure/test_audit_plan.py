@@ -339,4 +339,5 @@ def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
     not passed over because it has no coverage entry at all."""
     result = AuditResult(AuditPlan(Campaign("lua"), faults="client-pause"), tmp_path)
     assert result.inconclusive_reasons == ["client-pause never fired in any run"]
+    assert result.untested == [("client-pause", "client-pause never fired in any run")]
     assert result.verdict == "inconclusive" and result.exit_status == 3
