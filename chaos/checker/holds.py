@@ -38,13 +38,23 @@ Span = tuple[int, int]  # half-open [start, end)
 
 
 class Level(msgspec.Struct, gc=False):
-    """A nested grant inside a hold: from its acquire ``ok`` to its (inner) release invoke."""
+    """A nested grant inside a hold: from its acquire ``ok`` to its (inner) release invoke.
+
+    It ``reentered`` when it came back while the hold's lease was still valid: the lock let
+    its holder in again, and its lease is the hold's (a reentrant lock's one key, re-armed).
+    One that came back later may have found the holder's key expired and made a new one (a
+    lock that is not reentrant grants its waiting holder only then): its lease is its own
+    level's, and its release puts the hold back on the deadline it had before
+    (``outer_deadline``, already past). Read as a re-entry, its lease outlived that release,
+    and the next client's grant was judged hard (``lua-retry-busy``'s audit warm-up)."""
 
     token: str | None
     start: int
     end: int = NEVER
     released: str | None = None  # its release's outcome: "ok", "fail", "info"
     release_acked: int | None = None  # when its release returned true
+    reentered: bool = True
+    outer_deadline: int = NEVER  # the hold's deadline before it (a grant that did not reenter)
 
 
 class Hold(msgspec.Struct, gc=False):

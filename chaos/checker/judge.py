@@ -279,10 +279,12 @@ def _counts(timeline: Timeline) -> dict[str, int]:
     counts["pause_points"] = outcomes.get(INFO, {}).get(PAUSE_POINT, 0)
     counts["faults"] = len(timeline.faults)
     counts["lock_cycles"] = exercised.lock_cycles(timeline)
-    # Acquires granted to a client that already held the lock: nested ones (reentrancy),
-    # and those it did not mark nested (which ended its hold)
-    counts["reacquired"] = sum((hold.ended_by == REACQUIRE) + len(hold.levels or ())
-                               for hold in timeline.holds)
+    # Acquires granted to a client that already held the lock: nested ones that reentered
+    # (reentrancy; not one granted after its own lease ran out), and those it did not mark
+    # nested (which ended its hold)
+    counts["reacquired"] = sum(
+        (hold.ended_by == REACQUIRE) + sum(level.reentered for level in hold.levels or ())
+        for hold in timeline.holds)
     counts["lock_bugs"] = sum(bugs.count for bugs in timeline.lock_bugs.values())
     counts["lock_unusable"] = len({raised.process for raised in timeline.unusable})
     return counts

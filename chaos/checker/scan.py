@@ -126,9 +126,11 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             elif f == RELEASE:
                 hold = st.hold
                 level = None if hold is None or hold.levels is None else hold.open_level()
-                if level is not None:  # an inner release: the client still holds the lock
+                if hold is not None and level is not None:  # an inner release: it still holds
                     level.end = t
                     st.released = level
+                    if not level.reentered:  # its own key's lease ends with it
+                        hold.leases.append((t, level.outer_deadline))
                 else:
                     st.released = hold
                     if hold is not None:
@@ -320,14 +322,18 @@ def _nest(hold: Hold, t: int, ev: AnyEvent, invoked: int,
           lease_from_ttl: list[tuple[Hold, int, int]]) -> None:
     """A nested grant of a mutex (an acquire marked nested, granted while its client holds):
     one more level inside ``hold``, and a new deadline from ``t`` on, as an extend's — the
-    lock vouched for its holder again (a reentrant lock re-arms its one key's TTL).
+    lock vouched for its holder again (a reentrant lock re-arms its one key's TTL). A grant
+    that came back after the hold's deadline had passed vouches only for its own level
+    (``Level.reentered``).
 
     Only a mutex: it has one key, so a grant to its holder can only be that key re-entered.
     A lock that is not one (a semaphore, a read-write lock) may grant its holder a second,
     independent permit with a lease of its own, which neither renews the first nor is
     released with it; its nested grant still ends the hold (``REACQUIRE``), as it always did.
     """
-    level = Level(ev.token, t)
+    deadline = hold.leases[-1][1]
+    level = Level(ev.token, t) if deadline >= t else Level(
+        ev.token, t, reentered=False, outer_deadline=deadline)
     if hold.levels is None:
         hold.levels = [level]
     else:

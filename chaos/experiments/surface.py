@@ -103,9 +103,12 @@ def learn(history: Path, nodes: int | None) -> Learned:
         # Declared (a bundled lock's INFO), or seen: a user's lock declares nothing, and its
         # watchdog's renewals in the warm-up are what says it renews.
         renews=timeline.params.get("renews") is True or bool(timeline.renewals_sent),
-        # A holder let in again is reentrancy only for a mutex: a semaphore with a permit to
-        # spare grants its holder another one, and refuses it when none is left, rightly.
-        reentrant=seen.nested_grants > 0 and timeline.mutex,
+        # A holder let in again is reentrancy only for a mutex (a semaphore with a permit to
+        # spare grants its holder another one, and refuses it when none is left, rightly),
+        # and only while its lease was valid: a lock that is not reentrant grants a waiting
+        # holder a new key once its own has expired (``Level.reentered``).
+        reentrant=timeline.mutex and any(
+            level.reentered for hold in timeline.holds for level in hold.levels or ()),
         fencing=seen.fenced_grants > 0,
         nodes=nodes,
     )

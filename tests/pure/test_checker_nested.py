@@ -116,3 +116,29 @@ def test_a_renewing_locks_lapse_ended_by_a_nested_grant_says_so() -> None:
     (violation,) = h.check().violations
     assert violation.cause == "not-renewed" and (violation.start_s, violation.end_s) == (0.2, 0.5)
     assert "went on holding the lock until it acquired again at 0.500 s" in violation.explanation
+
+
+def test_a_nested_grant_after_the_lease_ran_out_vouches_only_for_its_level() -> None:
+    """lua-retry-busy's audit warm-up (kept, seed 1): c2's nested acquire spun until c2's own
+    key expired (its lease ran to 100 ms), got a new key at 110 ms, and released it at
+    150 ms; c3 took the lock at 151 ms while c2's outer hold went on. Read as a re-entry, the
+    new key's lease (to 305 ms) was the outer hold's too, and c3's grant was hard. The lock
+    is not reentrant, the outer lease had run out: soft, and no nested grant is counted."""
+    h = History().acquire("c2", 0, lease=100).nest("c2", 110, invoked=10, lease=295)
+    h.release("c2", 150).acquire("c3", 151).release("c2", 160, outcome="fail")
+    verdict = h.release("c3", 200).final_read(300, []).check()
+    (violation,) = verdict.violations
+    assert violation.kind == "soft" and violation.cause == "lease-expired"
+    assert verdict.counts["reacquired"] == 0
+
+
+def test_a_nested_grant_that_came_back_in_time_still_reenters() -> None:
+    """The same, with the nested grant back at 90 ms, before the outer lease ran out: the
+    lock let its holder in, so its lease is the hold's, and the inner release that freed the
+    key is the cause of a hard overlap."""
+    h = History().acquire("c2", 0, lease=100).nest("c2", 90, invoked=10, lease=295)
+    h.release("c2", 150).acquire("c3", 151).release("c2", 160, outcome="fail")
+    verdict = h.release("c3", 200).final_read(300, []).check()
+    (violation,) = verdict.violations
+    assert violation.kind == "hard" and violation.cause == "inner-release"
+    assert verdict.counts["reacquired"] == 1
