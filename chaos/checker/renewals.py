@@ -7,11 +7,15 @@ off from the servers (the renewals cannot arrive). A lapse with none of that is 
 breaking its own promise — a renewal thread that died, or that gave up — and is hard.
 
 A hold of a renewing lock *lapsed* when a lease in it (the acquire's, or the last renewal's or
-extend's) ran out more than one TTL before the next renewal or the client's own release (the
-lease's own length stands in for a TTL the history does not give). The TTL is the tolerance: a
-renewal whose round trip straddled the deadline, or a watchdog thread that an overloaded
-machine did not run for a while (three busy loops on two cores and a dozen more runnable
-processes delayed one by 190 ms at a 200 ms TTL), is not a dead one. It counts only when:
+extend's) ran out more than a tolerance before the next renewal or the client's own release:
+one TTL (the lease's own length stands in for a TTL the history does not give), and never
+less than ``MIN_TOLERANCE_NS``. A renewal whose round trip straddled the deadline, or a
+watchdog thread that an overloaded machine did not run for a while (three busy loops on two
+cores and a dozen more runnable processes delayed one by 190 ms at a 200 ms TTL), is not a
+dead one. A machine's stall does not shrink with the TTL: at the audit's explore TTL (50 ms),
+two audits side by side on two cores stopped a sound ``reentrant-watchdog`` client, both its
+threads, for 164 ms, and its watchdog renewed the moment it ran again — judged against one
+TTL, that was hard. It counts only when:
 
 * the lease reached its holder with at least ``MIN_LEFT`` of the TTL left: an acquire (or a
   renewal) whose reply came back late — the machine overloaded, say — may be gone before a
@@ -45,6 +49,7 @@ from chaos.history import RELEASE
 # A renewing lock may let a lease run out by up to one TTL (a renewal sent that late is not a
 # dead watchdog), and is judged only on leases that reached the holder with 2/3 of a TTL left.
 MIN_LEFT = 2 / 3
+MIN_TOLERANCE_NS = 250_000_000  # above the longest stall measured on an overloaded machine
 ENDED_BY_CLIENT = (RELEASE, REACQUIRE)  # hold ends that show the client was running
 
 
@@ -89,9 +94,10 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
         ttl = timeline.ttl_ns or deadline - since
         if deadline - since < ttl * MIN_LEFT:
             continue  # it reached the holder too late to be kept (see the module docstring)
-        if until - deadline <= ttl:
+        tolerance = max(ttl, MIN_TOLERANCE_NS)
+        if until - deadline <= tolerance:
             continue
-        if timeline.renewal_sent(hold.process, since, deadline + ttl):
+        if timeline.renewal_sent(hold.process, since, deadline + tolerance):
             continue  # it was sent in time; its answer came back late, or refused
         if _excused(hold.process, since, deadline, timeline):
             continue

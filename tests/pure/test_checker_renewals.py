@@ -1,7 +1,8 @@
 """A renewing lock that lets a lease lapse while its holder ran: hard (chaos.checker.renewals).
 
 Hand-built histories; times in ms since the run start (tests/pure/test_checker_support.py). A lease
-is 200 ms (the TTL), so a watchdog renewal is tolerated up to 200 ms past its deadline.
+is 200 ms (the TTL), so a watchdog renewal is tolerated up to 250 ms past its deadline (the
+tolerance's floor; one TTL would be 200 ms).
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ def test_a_renewal_late_by_less_than_a_ttl_is_tolerated():
 
 
 def test_a_renewal_later_than_that_is_a_lapse_even_though_renewals_resumed():
-    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 480, until=680)
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).renew("c1", 560, until=760)
     (text,) = lapses(h.release("c1", 700))
-    assert "did not renew for 420 ms" in text and "until its next renewal at 0.480 s" in text
+    assert "did not renew for 500 ms" in text and "until its next renewal at 0.560 s" in text
 
 
 def test_one_violation_per_client_counting_its_lapses():
@@ -112,16 +113,16 @@ def test_one_violation_per_client_counting_its_lapses():
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=800), min_size=1, max_size=8))
-def test_flagged_exactly_when_a_renewal_came_more_than_a_ttl_late(gaps):
+def test_flagged_exactly_when_a_renewal_came_more_than_the_tolerance_late(gaps):
     """Renewals (and the release) ``gaps`` ms apart, each renewing for the 200 ms TTL: the
-    hold is flagged iff some gap exceeds 200 + 200 ms."""
+    hold is flagged iff some gap exceeds 200 + 250 ms."""
     h = renewing().acquire("c1", 0, lease=200)
     t = 0
     for gap in gaps[:-1]:
         t += gap
         h.renew("c1", t, until=t + 200)
     h.release("c1", t + gaps[-1])
-    assert bool(lapses(h)) == any(gap > 200 + 200 for gap in gaps)
+    assert bool(lapses(h)) == any(gap > 200 + 250 for gap in gaps)
 
 
 def test_a_lease_that_reached_its_holder_late_is_not_held_against_the_watchdog():
@@ -143,8 +144,19 @@ def test_a_renewal_sent_in_time_whose_answer_came_late_is_not_held_against_it():
 
 
 def test_a_renewal_given_up_in_time_is_not_held_against_it_one_sent_late_is():
-    for sent, flagged in ((250, False), (480, True)):
+    for sent, flagged in ((250, False), (560, True)):
         h = renewing().acquire("c1", 0).renew("c1", 60, until=260)
         h.add(sent + 10, "fail", "c1", "renew", token=h.tokens["c1"],
               value={"invoked": at(sent)})
         assert bool(lapses(h.release("c1", 700))) == flagged
+
+
+def test_at_a_short_ttl_a_stall_of_the_machine_is_not_a_dead_watchdog():
+    """At the audit's explore TTL (50 ms) a sound reentrant-watchdog client, both its threads,
+    stood still 164 ms on an overloaded machine, and its watchdog renewed the moment it ran
+    again (kept audit, 2026-11-26): within the 250 ms floor. One 300 ms late is a lapse."""
+    for late, flagged in ((164, False), (300, True)):
+        h = renewing(ttl_ms=50).acquire("c1", 0, lease=50).renew("c1", 15, until=65)
+        h.add(65 + late + 5, "fail", "c1", "renew", token=h.tokens["c1"],
+              value={"invoked": at(65 + late)})
+        assert bool(lapses(h.release("c1", 65 + late + 30))) == flagged
