@@ -34,6 +34,7 @@ from chaos.report.audit_page import (
     declared_line,
     exercised_line,
     load_audit,
+    overran,
     surface_line,
 )
 from chaos.report.matrix import INDEX
@@ -97,6 +98,8 @@ def audit(
             console.print(f"  [{LOOKS[INCONCLUSIVE].terminal}]{said}[/]: {reason}")
         if record.first_hard_s is not None:
             console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
+        if (why := overran(record)) is not None:
+            console.print(f"  over budget: {why}")
         for run in record.runs[:5]:
             if run.verdict != "ok":
                 console.print(f"  • {marked(run.verdict)} "

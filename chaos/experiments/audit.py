@@ -538,6 +538,7 @@ class AuditResult:
     explored: list[ExploreResult] = field(default_factory=list)
     skipped: list[Step] = field(default_factory=list)  # planned, not run: a hard one was found
     explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
+    required: int = 0  # planned campaigns that run whatever the budget
     wall_s: float = 0.0
 
     @property
@@ -686,6 +687,7 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
     plan = result.plan = fitted(plan, result.learned)
     steps, cell_s = plan_steps(plan, result.learned)
+    result.required = sum(step.required for step in steps)
 
     def broke() -> bool:
         return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
@@ -748,6 +750,7 @@ def record(result: AuditResult) -> AuditFile:
         surface=learned.surface if learned else {},
         declared=learned.declared if learned else None, exercised=result.exercised,
         explore_s=round(sum(explored.elapsed_s for explored in result.explored), 3),
+        required=result.required,
     )  # fmt: skip
 
 

@@ -82,6 +82,24 @@ class AuditFile(msgspec.Struct, kw_only=True):
     declared: Declared | None = None
     exercised: Exercised = msgspec.field(default_factory=Exercised)
     explore_s: float = 0.0  # the explore phase's time (examples / explore_s: programs per s)
+    required: int = 0  # campaigns that ran whatever the budget (every tested fault alone…)
+
+
+# An audit that took this much more than its budget says why (``overran``).
+OVERRUN = 1.1
+
+
+def overran(audit: AuditFile) -> str | None:
+    """Why an audit took well past its budget, if it did: its campaigns that run whatever
+    the budget (every tested fault alone, before each command the lock sends, and the first
+    capability campaigns; ``chaos.experiments.audit.plan_steps``) did not fit in it. A CI
+    job's timeout is set from this line, not from ``--budget``."""
+    if audit.wall_s <= audit.budget_s * OVERRUN or not audit.required:
+        return None
+    return (f"took {audit.wall_s:.0f} s of a {audit.budget_s:.0f} s budget: the "
+            f"{audit.required} campaigns that always run (every tested fault alone, before "
+            f"each command the lock sends, and its capabilities) do not fit in it, and "
+            f"--budget does not cut them")
 
 
 def surface_line(surface: dict[str, list[str]]) -> str:
@@ -126,7 +144,7 @@ def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
     index = directory / INDEX
     render("audit.html.j2", index, audit=audit, surface=surface_line(audit.surface),
            declared=declared_line(audit.declared) if audit.declared else None,
-           exercised=exercised_line(audit.exercised))
+           exercised=exercised_line(audit.exercised), overran=overran(audit))
     cases = []
     for run in audit.runs:
         failure = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import msgspec
 import pytest
 from run_parsing import parse_audit
 
@@ -31,7 +32,7 @@ from chaos.experiments.audit import (
 from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
-from chaos.report.audit_page import Declared
+from chaos.report.audit_page import AuditFile, Declared, overran
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
 
@@ -341,3 +342,20 @@ def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
     assert result.inconclusive_reasons == ["client-pause never fired in any run"]
     assert result.untested == [("client-pause", "client-pause never fired in any run")]
     assert result.verdict == "inconclusive" and result.exit_status == 3
+
+
+def test_an_audit_well_past_its_budget_says_why() -> None:
+    """book-semaphore-with-lock's audit took 90 s of 60: a pause and a crash before each of
+    the many commands its acquire sends, each run whatever the budget. The summary, the
+    page and a CI job's timeout need that said, not guessed."""
+    audit = AuditFile(lock="book-semaphore-with-lock", budget_s=60, seed=1, fail_on="hard",
+                      verdict="ok", failed=False, exit_status=0, inconclusive_reasons=[],
+                      coverage={}, tested=[], explored=[], assumed_away=[], runs=[],
+                      skipped=[], examples=0, first_hard_s=None, wall_s=90, replay="",
+                      required=31)
+    assert overran(audit) == (
+        "took 90 s of a 60 s budget: the 31 campaigns that always run (every tested fault "
+        "alone, before each command the lock sends, and its capabilities) do not fit in it, "
+        "and --budget does not cut them")
+    assert overran(msgspec.structs.replace(audit, wall_s=64)) is None  # within 10 %
+    assert overran(msgspec.structs.replace(audit, required=0)) is None  # an older audit.json
