@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from test_checker_support import History, at
 
+from chaos.checker import Verdict
+
 
 def reentered(*, frees: bool) -> History:
     """c1 acquires (lease until 210 ms), acquires again nested at 20 ms (the lock re-arms:
@@ -118,27 +120,31 @@ def test_a_renewing_locks_lapse_ended_by_a_nested_grant_says_so() -> None:
     assert "went on holding the lock until it acquired again at 0.500 s" in violation.explanation
 
 
+
+def nested_grant_back_at(ms: float) -> Verdict:
+    """c2 holds (its lease runs to 100 ms) and acquires nested at 10 ms, granted at ``ms``
+    with a lease to 305 ms; it releases that inner grant at 150 ms, and c3 takes the lock at
+    151 ms while c2's outer hold goes on (c2's outer release at 160 ms finds the key gone)."""
+    h = History().acquire("c2", 0, lease=100).nest("c2", ms, invoked=10, lease=295)
+    h.release("c2", 150).acquire("c3", 151).release("c2", 160, outcome="fail")
+    return h.release("c3", 200).final_read(300, []).check()
+
+
 def test_a_nested_grant_after_the_lease_ran_out_vouches_only_for_its_level() -> None:
     """lua-retry-busy's audit warm-up (kept, seed 1): c2's nested acquire spun until c2's own
-    key expired (its lease ran to 100 ms), got a new key at 110 ms, and released it at
-    150 ms; c3 took the lock at 151 ms while c2's outer hold went on. Read as a re-entry, the
-    new key's lease (to 305 ms) was the outer hold's too, and c3's grant was hard. The lock
-    is not reentrant, the outer lease had run out: soft, and no nested grant is counted."""
-    h = History().acquire("c2", 0, lease=100).nest("c2", 110, invoked=10, lease=295)
-    h.release("c2", 150).acquire("c3", 151).release("c2", 160, outcome="fail")
-    verdict = h.release("c3", 200).final_read(300, []).check()
+    key expired, and got a new key. Read as a re-entry, the new key's lease was the outer
+    hold's too, and c3's grant was hard. The lock is not reentrant, and the outer lease had
+    run out: soft, and no nested grant is counted."""
+    verdict = nested_grant_back_at(110)
     (violation,) = verdict.violations
     assert violation.kind == "soft" and violation.cause == "lease-expired"
     assert verdict.counts["reacquired"] == 0
 
 
 def test_a_nested_grant_that_came_back_in_time_still_reenters() -> None:
-    """The same, with the nested grant back at 90 ms, before the outer lease ran out: the
-    lock let its holder in, so its lease is the hold's, and the inner release that freed the
-    key is the cause of a hard overlap."""
-    h = History().acquire("c2", 0, lease=100).nest("c2", 90, invoked=10, lease=295)
-    h.release("c2", 150).acquire("c3", 151).release("c2", 160, outcome="fail")
-    verdict = h.release("c3", 200).final_read(300, []).check()
+    """Back at 90 ms, before the outer lease ran out: the lock let its holder in, so its lease
+    is the hold's, and the inner release that freed the key caused a hard overlap."""
+    verdict = nested_grant_back_at(90)
     (violation,) = verdict.violations
     assert violation.kind == "hard" and violation.cause == "inner-release"
     assert verdict.counts["reacquired"] == 1
