@@ -60,7 +60,8 @@ class Level(msgspec.Struct, gc=False):
 class Hold(msgspec.Struct, gc=False):
     """One hold; ``leases`` is ``[(from_t, deadline), …]``: the deadline in effect from each
     instant on (the acquire's first, then every extend/renew, and every nested grant: the
-    lock vouched for its holder again), ``NEVER`` when unbounded.
+    lock vouched for its holder again; the inner release of a grant that did not re-enter
+    puts back the deadline before it), ``NEVER`` when unbounded.
 
     A msgspec Struct because the scan creates one per acquire: construction runs in C.
     """
