@@ -330,11 +330,15 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
     """Why a renewing lock's lapses are hard: the first of one client's, and how many."""
     lapse = found[0]
     p, at = lapse.process, clock.at
+    levels = lapse.hold.levels or []
     began = ("from its acquire" if lapse.since == lapse.hold.start
+             else "from its nested grant" if any(level.start == lapse.since for level in levels)
              else "from its renewal")
-    if any(level.start == lapse.until for level in lapse.hold.levels or ()) or (
+    if any(level.start == lapse.until for level in levels) or (
             not lapse.renewed_again and lapse.hold.ended_by == REACQUIRE):
         until = f"until it acquired again at {at(lapse.until)}"
+    elif any(level.end == lapse.until and not level.reentered for level in levels):
+        until = f"until it released its nested grant at {at(lapse.until)}"
     elif lapse.renewed_again:
         until = f"until its next renewal at {at(lapse.until)}"
     else:

@@ -160,3 +160,13 @@ def test_at_a_short_ttl_a_stall_of_the_machine_is_not_a_dead_watchdog():
         h.add(65 + late + 5, "fail", "c1", "renew", token=h.tokens["c1"],
               value={"invoked": at(65 + late)})
         assert bool(lapses(h.release("c1", 65 + late + 30))) == flagged
+
+
+def test_a_nested_grant_that_did_not_reenter_lapses_on_its_own_lease():
+    """c1's nested acquire came back at 250 ms, after its 200 ms lease had run out: a new
+    key, whose lease (to 460 ms) nothing renewed while c1 held it until its inner release at
+    800 ms. Its own lease lapsed, and the explanation says which one and what ended it."""
+    h = renewing().acquire("c1", 0).nest("c1", 250, invoked=10, lease=450)
+    (text,) = lapses(h.release("c1", 800).release("c1", 810))
+    assert ("its lease from its nested grant at 0.250 s ran out at 0.460 s, and c1 went on "
+            "holding the lock until it released its nested grant at 0.800 s") in text
