@@ -151,6 +151,7 @@ class Injector:
         self._lock = threading.Lock()
         self._armed: list[PausePoint] = []
         self.current_op: str | None = None
+        self._op_thread: int | None = None  # the thread that began ``current_op``
         self._sent_in_op = 0
         self.on_fire: Callable[[PausePoint], None] = lambda point: None
         self.on_new_command: Callable[[str, str], None] = lambda op, command: None
@@ -265,7 +266,7 @@ class Injector:
 
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
-        self.current_op, self._sent_in_op = op, 0
+        self.current_op, self._sent_in_op, self._op_thread = op, 0, threading.get_ident()
         if op == "acquire":
             self.written = {}
 
@@ -283,7 +284,14 @@ class Injector:
         known_values += [value for value in values if value not in known_values]
 
     def end(self) -> None:
-        self.current_op = None
+        self.current_op, self._op_thread = None, None
+
+    def op_here(self) -> str | None:
+        """The operation the calling thread is in. A command another thread sends meanwhile
+        is background: a watchdog renewing while its holder acquires again (nested, in the
+        audit's warm-up), counted as the acquire's, put EVAL in the acquire's surface, and
+        the audit then aimed at a command the acquire never sends (2 loaded audits in 35)."""
+        return self.current_op if threading.get_ident() == self._op_thread else None
 
     def before_command(self, command: str) -> None:
         """A command a driver announces, right before it sends it (to a node it does not
@@ -297,14 +305,16 @@ class Injector:
         the server together. Each is counted and recorded in its turn; the first armed point
         any of them matches (at its own count) fires once, before the whole write."""
         point = None
+        op = self.op_here()
         for command in commands:
-            self._sent_in_op += 1
-            seen = (self.current_op or BACKGROUND, command)
+            if op is not None:
+                self._sent_in_op += 1
+            seen = (op or BACKGROUND, command)
             if seen not in self._seen:
                 self._seen.add(seen)
                 self.on_new_command(*seen)
             if point is None and self._armed:  # the hot path: nothing armed, no lock taken
-                point = self._take(command, self._sent_in_op)
+                point = self._take(command, op, self._sent_in_op if op is not None else 1)
         if point is None:
             return
         self.on_fire(point)
@@ -315,12 +325,11 @@ class Injector:
         else:
             _signal_self(signal.SIGKILL)
 
-    def _take(self, command: str, count: int) -> PausePoint | None:
-        """The first armed point ``command`` (the ``count``-th of its operation) matches,
-        disarmed: a point fires once."""
+    def _take(self, command: str, op: str | None, count: int) -> PausePoint | None:
+        """The first armed point ``command`` (the ``count``-th of its operation ``op``)
+        matches, disarmed: a point fires once."""
         with self._lock:
-            point = next((p for p in self._armed if p.matches(command, self.current_op, count)),
-                         None)
+            point = next((p for p in self._armed if p.matches(command, op, count)), None)
             if point is not None:
                 self._armed.remove(point)
             return point
@@ -435,7 +444,7 @@ class InjectingConnection(redis.Connection):
         self._sending = names[0] if names else ""
         if injector.watching:
             self._live = injector.live()
-        if injector.current_op == "acquire":
+        if injector.op_here() == "acquire":
             for command, args in zip(names, commands, strict=True):
                 if command in WRITES:
                     injector.note_write(f"{self.host}:{self.port}", command, args[1:])

@@ -1,0 +1,31 @@
+"""The operation a command belongs to is its thread's (``chaos.workload.inject.Injector``):
+a watchdog renewing from its own thread while its holder acquires again is background."""
+
+from __future__ import annotations
+
+import threading
+
+from chaos.workload.inject import BACKGROUND, Injector, PausePoint
+
+
+def test_a_command_from_another_thread_during_an_operation_is_background() -> None:
+    """Under load, a nested acquire in the audit's warm-up spun long enough for the holder's
+    watchdog to renew: its EVAL was recorded as the acquire's, and the audit aimed a pause at
+    an acquire EVAL that never comes (2 audits of 35 exited 3)."""
+    injector = Injector()
+    seen: list[tuple[str, str]] = []
+    fired: list[PausePoint] = []
+    injector.on_new_command = lambda op, command: seen.append((op, command))
+    injector.on_fire = fired.append
+    injector.arm(PausePoint("EVAL", action="sleep", op="acquire"))
+    injector.begin("acquire")
+    renewal = threading.Thread(target=injector.before_write, args=(("EVAL",),))
+    renewal.start()
+    renewal.join()
+    injector.before_write(("SET",))
+    injector.end()
+    assert seen == [(BACKGROUND, "EVAL"), ("acquire", "SET")]
+    assert fired == []  # the acquire's point is not the renewal's
+    injector.begin("acquire")
+    injector.before_write(("EVAL",))  # the acquire's own EVAL is its first command
+    assert [point.command for point in fired] == ["EVAL"]
