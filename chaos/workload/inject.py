@@ -137,14 +137,15 @@ class Watch:
 
 
 class Injector:
-    """Process-wide: the armed points, and the operation the worker is currently in.
+    """Process-wide: the armed points, and the operation the worker is currently in (its
+    thread's: ``op_here``).
 
     ``on_fire`` is called (with the point) just before the action is taken: the worker uses it
     to write a ``pause-point`` event and to ask the harness for a SIGCONT. ``on_new_command``
     is called the first time each command is sent in each operation (``background`` outside
-    any, e.g. a watchdog's renewals): the worker records it, so the history says which
-    commands the lock's acquire, release and extend send (its surface) and a pause point that
-    names a command the lock never sends can say so.
+    any, or from another thread: a watchdog's renewals): the worker records it, so the
+    history says which commands the lock's acquire, release and extend send (its surface) and
+    a pause point that names a command the lock never sends can say so.
     """
 
     def __init__(self) -> None:
