@@ -626,12 +626,14 @@ class AuditResult:
     def exercised(self) -> Exercised:
         """Per capability, what the campaigns made the lock do (the warm-up not counted)."""
         seen = Tally()
-        extends = renewals = 0
+        extends = renewals = nested = 0
         for s in self.steps:
             seen.add(s.tally)
-            extends += s.outcome.verdict.counts.get("extend_ok", 0)
-            renewals += s.outcome.verdict.counts.get("renew_ok", 0)
-        return Exercised(extends_ok=extends, renewals=renewals, nested_grants=seen.nested_grants,
+            counts = s.outcome.verdict.counts
+            extends += counts.get("extend_ok", 0)
+            renewals += counts.get("renew_ok", 0)
+            nested += counts.get("reacquired", 0)  # the grants that re-entered, as `run` says
+        return Exercised(extends_ok=extends, renewals=renewals, nested_grants=nested,
                          pause_points=seen.pauses, crashes=seen.crashes)
 
     @property

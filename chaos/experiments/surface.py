@@ -18,7 +18,7 @@ from pathlib import Path
 
 from chaos.checker import read_timeline
 from chaos.checker.reader import HistoryReader, value_of
-from chaos.history import ACQUIRE, INVOKE, OK, PAUSE_POINT
+from chaos.history import ACQUIRE, OK, PAUSE_POINT
 from chaos.report.audit_page import Declared
 
 # The operations a pause point can name (a ``background`` command — a watchdog's — has none).
@@ -41,16 +41,15 @@ def point_name(op: str, command: str) -> str:
 
 @dataclass
 class Tally:
-    """What one history shows the lock did under the audit: nested acquires granted, and per
-    ``point_name`` how often a client stopped (``pauses``) or crashed (``crashes``) there."""
+    """What one history shows the lock did under the audit: grants that carried a fence, and
+    per ``point_name`` how often a client stopped (``pauses``) or crashed (``crashes``)
+    there. (Nested grants are the checker's ``counts.reacquired``: only those that re-entered.)"""
 
-    nested_grants: int = 0
     fenced_grants: int = 0
     pauses: dict[str, int] = field(default_factory=dict)
     crashes: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Tally) -> None:
-        self.nested_grants += other.nested_grants
         self.fenced_grants += other.fenced_grants
         for mine, theirs in ((self.pauses, other.pauses), (self.crashes, other.crashes)):
             for name, count in theirs.items():
@@ -58,21 +57,12 @@ class Tally:
 
 
 def tally(history: Path) -> Tally:
-    """One pass over ``history``: the acquire ``ok`` that answers an invoke marked nested
-    (``value: {"depth": d}``) is a nested grant; each ``pause-point`` event one stop or crash
-    at its operation and command."""
+    """One pass over ``history``: each acquire ``ok`` with a fence a fenced grant; each
+    ``pause-point`` event one stop or crash at its operation and command."""
     result = Tally()
-    nested: set[str] = set()  # processes whose outstanding acquire is a nested one
     for event in HistoryReader(history).events():
-        if event.f == ACQUIRE and event.type == INVOKE:
-            value = value_of(event.value)
-            if isinstance(value, dict) and "depth" in value:
-                nested.add(event.process)
-        elif event.f == ACQUIRE:
-            granted = event.type == OK
-            result.nested_grants += granted and event.process in nested
-            result.fenced_grants += granted and event.fence is not None
-            nested.discard(event.process)
+        if event.f == ACQUIRE and event.type == OK:
+            result.fenced_grants += event.fence is not None
         elif event.f == PAUSE_POINT:
             point = value_of(event.value) or {}
             name = point_name(str(point.get("op")), str(point.get("command")))
