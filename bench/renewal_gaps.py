@@ -20,6 +20,7 @@ from pathlib import Path
 from chaos.campaign import HISTORY
 from chaos.checker import read_timeline
 from chaos.checker.reader import HistoryReader
+from chaos.checker.renewals import excused
 
 
 def gaps(history: Path, ttl_ms: int) -> list[float]:
@@ -33,11 +34,8 @@ def gaps(history: Path, ttl_ms: int) -> list[float]:
                        if hold.start <= sent <= hold.end)
         points = [hold.start, *sends]
         for a, b in pairwise(points):
-            if timeline.pauses_of(hold.process, a, b) or any(
-                    fault.hits(hold.process) or not fault.aims_at_clients
-                    for fault in timeline.faults_during(a, b)):
-                continue
-            found.append((b - a) / 1e6)
+            if not excused(hold.process, a, b, timeline):  # what the checker forgives
+                found.append((b - a) / 1e6)
     return found
 
 

@@ -100,13 +100,13 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
             continue
         if timeline.renewal_sent(hold.process, since, deadline + tolerance):
             continue  # it was sent in time; its answer came back late, or refused
-        if _excused(hold.process, since, deadline, timeline):
+        if excused(hold.process, since, deadline, timeline):
             continue
         found.append(Lapse(hold, since, deadline, until, renewed_again))
     return found
 
 
-def _excused(process: str, lo: int, hi: int, timeline: Timeline) -> bool:
+def excused(process: str, lo: int, hi: int, timeline: Timeline) -> bool:
     """Whether something outside the lock may have kept ``process``'s renewals from landing
     in [lo, hi]: a fault aimed at it or at the servers, or a pause point it reached."""
     if timeline.pauses_of(process, lo, hi):
