@@ -54,7 +54,7 @@ from chaos.campaign import DEFAULTS, HISTORY, Campaign, choose_layout, stamped_p
 from chaos.campaign.spec import fault_spec
 from chaos.checker import Verdict, fails
 from chaos.checker.coverage import FaultCoverage
-from chaos.checker.exercised import MIN_LOCK_CYCLES, RELOADS, acts
+from chaos.checker.exercised import MIN_LOCK_CYCLES, RELOADS
 from chaos.checker.verdict import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
@@ -80,7 +80,7 @@ from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
-from chaos.nemesis.faults import DURATION, ClientCrash, ClientPauseAt, ScriptFlush
+from chaos.nemesis.faults import DURATION, ClientCrash, ClientPause, ClientPauseAt, ScriptFlush
 from chaos.nemesis.schedule import FIRST_AT_S
 from chaos.report import REPORT
 from chaos.report.audit_page import (
@@ -111,6 +111,14 @@ CALLED_FOR = {"EVALSHA": ScriptFlush.name}
 # ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
 # any fault's first turn: never reached, in 3 audits of 3.
 REACHED_BY = dict.fromkeys(RELOADS, ScriptFlush.name)
+# The operations a fault can make fail, and how: a holder stopped ``OUTLAST_TTLS`` loses its
+# lease, another client takes the lock, and its next extend (or its release) finds its key
+# gone. A command the warm-up saw only in such an operation (``Learned.on_failure``: Redis in
+# Action's semaphore cleans up with MULTI/ZREM/EXEC when its refresh finds its entry gone) is
+# aimed at on every client, then the holder is stopped. Aimed alone, the point waited for an
+# extend that no fault made fail: never reached, in 2 audits of 10. (An acquire fails
+# without a fault: another client holds the lock.)
+FAILED_BY = {"extend": ClientPause.name, "release": ClientPause.name}
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
 MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alone
 # A fault added by name runs alone at least this many TTLs (``CELL_S`` is 15 at the default
@@ -338,12 +346,12 @@ class Step:
         once split the clients 2.1 s later, after they had all stopped."""
         return max((FAULTS[name].acts_after_s for name, _ in self.faults), default=0.0)
 
-    def point(self) -> str | None:
-        """The ``point_name`` its first fault aims at, if that is one of ``AIMED``."""
+    def aim(self) -> tuple[str, str] | None:
+        """The (operation, command) its first fault aims at, if that is one of ``AIMED``."""
         name, overrides = self.faults[0]
         if name not in AIMED or "command" not in overrides:
             return None
-        return point_name(str(overrides.get("op")), str(overrides["command"]))
+        return str(overrides.get("op")), str(overrides["command"])
 
 
 def cell_seconds(plan: AuditPlan, steps: int) -> float:
@@ -354,15 +362,15 @@ def cell_seconds(plan: AuditPlan, steps: int) -> float:
     return max(MIN_CELL_S, min(CELL_S, share))
 
 
-def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str,
-           ttl_ms: int) -> tuple[str, dict[str, Any]]:
+def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str, ttl_ms: int,
+           everyone: bool = False) -> tuple[str, dict[str, Any]]:
     """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
-    round trip a crash's default aims at), at every client for a command sent on demand
-    (``REACHED_BY``: whoever sends it); a pause in an acquire, unless told how long,
-    ``ACQUIRE_PAUSE_TTLS`` long."""
+    round trip a crash's default aims at), at every client (``everyone``) for a command sent
+    only after another fault (``REACHED_BY``, ``FAILED_BY``: whoever sends it); a pause in an
+    acquire, unless told how long, ``ACQUIRE_PAUSE_TTLS`` long."""
     name, overrides = fault
     aimed = {**overrides, "command": command, "op": op, "nth": 1}
-    if command in REACHED_BY:
+    if everyone:
         aimed.setdefault("client", "*")
     if op == "acquire" and "duration_ms" not in overrides and _stalls_for_a_while(name):
         aimed["duration_ms"] = round(ACQUIRE_PAUSE_TTLS * ttl_ms)
@@ -375,13 +383,13 @@ def _aim_order(learned: Learned) -> list[tuple[str, str]]:
     before the act, which comes after; before an operation's first command it only stops the
     client before it asks, as ``client-pause`` and ``client-crash`` alone do. Redis in
     Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth.
-    A command sent only on demand (``RELOADS``, seen after the one that asked for it) comes
-    after those sent every time."""
+    A command sent only on demand (``RELOADS``, seen after the one that asked for it) or only
+    when the operation failed comes after those sent every time (``Learned.every_time``)."""
     points = learned.points()
     order = []
     for op in dict.fromkeys(op for op, _ in points):
         commands = [command for o, command in points if o == op]
-        every_time = acts(commands)
+        every_time = learned.every_time(op)
         order += [(op, command) for command in [*reversed(every_time),
                                                 *(c for c in commands if c not in every_time)]]
     return order
@@ -407,7 +415,9 @@ def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
 def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     """Every tested fault alone; one of ``AIMED`` the user did not aim (no ``command=``)
     once before each command of each operation learned instead (``_aim_order``) — before an
-    extend's with holders extending — and a crash also as its default."""
+    extend's with holders extending — and a crash also as its default. A command sent only
+    after something went wrong is aimed at first, then comes the fault that makes the lock
+    send it (``reached_by``)."""
     steps = []
     for fault in plan.tested():
         name, overrides = fault
@@ -417,11 +427,26 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
         if name in KEEPS_DEFAULT:
             steps.append(Step([fault]))
         for op, command in _aim_order(learned):
-            aimed = _aimed(fault, op, command, plan.base.ttl_ms)
-            reached_by: Faults = [(REACHED_BY[command], {})] if command in REACHED_BY else []
-            steps.append(Step([aimed, *reached_by], extend=op == "extend",
-                              in_order=bool(reached_by)))
+            then, work_ms = reached_by(op, command, learned, plan.base.ttl_ms)
+            aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
+            steps.append(Step([aimed, *then], extend=op == "extend", work_ms=work_ms,
+                              in_order=bool(then)))
     return steps
+
+
+def reached_by(op: str, command: str, learned: Learned,
+               ttl_ms: int) -> tuple[Faults, float | None]:
+    """The fault that makes ``op`` send ``command``, if it is sent only on demand
+    (``REACHED_BY``: a script flush) or only when ``op`` failed (``FAILED_BY``: a holder
+    stopped past its lease, with work as long as an extending campaign's first, for an
+    extend: a hold to stop it in); none for a command sent every time. And the holders' work
+    it needs (None: the campaign's)."""
+    if command in REACHED_BY:
+        return [(REACHED_BY[command], {})], None
+    if op in FAILED_BY and learned.only_on_failure(op, command):
+        stop = (FAILED_BY[op], {"duration_ms": round(OUTLAST_TTLS * ttl_ms)})
+        return [stop], extend_work_ms(0, ttl_ms) if op == "extend" else None
+    return [], None
 
 
 def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
@@ -431,14 +456,15 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     (``extend_work_ms``); interleaved with every tested fault with holders nesting (a
     reentrant lock, ``NEST_WORK_TTLS``). One of ``AIMED`` aims at the last command of the
     operation exercised: the extend's (the release's without one), the release's — the last
-    it sends every time (``acts``), not a ``SCRIPT LOAD`` seen after its first run."""
+    it sends every time (``Learned.every_time``), not a ``SCRIPT LOAD`` seen after its first
+    run, nor the clean-up of an extend that found its lease gone."""
     declared, tested = learned.declared, plan.tested()
 
     def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
-        commands = learned.surface.get(op, [])
+        commands = learned.every_time(op)
         if fault[0] not in AIMED or "command" in fault[1] or not commands:
             return fault
-        return _aimed(fault, op, acts(commands)[-1], plan.base.ttl_ms)
+        return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
 
     def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
         work_ms = extend_work_ms(index, plan.base.ttl_ms)
@@ -587,11 +613,18 @@ class AuditResult:
                   if name not in covered or not covered[name].effective]
         exercised = self.exercised
         reached = {**exercised.pause_points, **exercised.crashes}
-        aimed = dict.fromkeys(point for s in self.steps if (point := s.step.point()))
-        missed += [(point, f"no client ever stopped or crashed before {point}: this lock sends "
-                    "it, but never while a point was armed")
-                   for point in aimed if not reached.get(point)]
+        aimed = dict.fromkeys(aim for s in self.steps if (aim := s.step.aim()))
+        missed += [(point_name(op, command),
+                    f"no client ever stopped or crashed before {point_name(op, command)}: "
+                    f"this lock {self._sends(op, command)}, but never while a point was armed")
+                   for op, command in aimed if not reached.get(point_name(op, command))]
         return missed + self._capabilities_unused(exercised)
+
+    def _sends(self, op: str, command: str) -> str:
+        """How the lock sends ``command`` in ``op``, as the warm-up saw it."""
+        if self.learned is not None and self.learned.only_on_failure(op, command):
+            return f"sent it only when its {op} failed"
+        return "sends it"
 
     def _capabilities_unused(self, exercised: Exercised) -> list[tuple[str, str]]:
         """A capability the warm-up found that the campaigns asking for it never exercised."""
@@ -750,6 +783,7 @@ def record(result: AuditResult) -> AuditFile:
         first_hard_s=None if result.first_hard_s is None else round(result.first_hard_s, 3),
         wall_s=round(result.wall_s, 3), replay=replay_command(plan),
         surface=learned.surface if learned else {},
+        on_failure=learned.on_failure if learned else {},
         declared=learned.declared if learned else None, exercised=result.exercised,
         explore_s=round(sum(explored.elapsed_s for explored in result.explored), 3),
         required=result.required,

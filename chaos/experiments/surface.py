@@ -6,7 +6,10 @@ acquiring again while they hold) and reads from its history what the lock is: pe
 the commands its clients announced (``command`` events: the checker's ``Timeline.surface``),
 whether it has ``extend`` (``lock-ready``), whether it renews in the background (the run's
 start event), whether it lets its own holder in (a nested acquire granted), whether its
-leases carry fences. Its fault phases then aim at each command it learned; the same reading
+leases carry fences; and which commands an operation sent only when it failed (an extend
+that found its lease gone and cleaned up after it: those come only when a fault makes the
+operation fail, and the audit brings one). Its fault phases then aim at each command it
+learned; the same reading
 of every campaign's history says what the faults and capabilities really exercised
 (``Tally``): nested grants, and the pause points reached per operation and command.
 """
@@ -17,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.checker import read_timeline
+from chaos.checker.exercised import acts
 from chaos.checker.reader import HistoryReader, value_of
-from chaos.history import ACQUIRE, OK, PAUSE_POINT
+from chaos.history import ACQUIRE, COMMAND, INVOKE, OK, PAUSE_POINT
 from chaos.report.audit_page import Declared
 
 # The operations a pause point can name (a ``background`` command — a watchdog's — has none).
@@ -71,17 +75,62 @@ def tally(history: Path) -> Tally:
     return result
 
 
+def failure_only(history: Path) -> dict[str, list[str]]:
+    """Per operation, the commands ``history`` shows it sent only in operations that failed
+    (or ended unknown): Redis in Action's ``refresh_semaphore`` sends ``MULTI``/``ZREM``/
+    ``EXEC`` only when its ``ZADD`` finds the holder's entry gone. A client announces a
+    command once (``command`` event, the first time per operation kind), so what counts is the
+    outcome of the operation each client first sent it in: a command any client first sent in
+    an operation that succeeded is on the way that succeeds."""
+    sent: dict[str, list[tuple[str, str]]] = {}  # per client, in its operation under way
+    succeeded: set[tuple[str, str]] = set()
+    failed: dict[tuple[str, str], None] = {}  # first-seen order
+    for event in HistoryReader(history).events():
+        if event.f == COMMAND:
+            said = value_of(event.value) or {}
+            if event.process in sent and said.get("op") in POINT_OPS:
+                sent[event.process].append((str(said["op"]), str(said.get("command"))))
+        elif event.f in POINT_OPS:
+            if event.type == INVOKE:
+                sent[event.process] = []
+            else:
+                ended = sent.pop(event.process, [])
+                if event.type == OK:
+                    succeeded.update(ended)
+                else:
+                    failed.update(dict.fromkeys(ended))
+    result: dict[str, list[str]] = {}
+    for op, command in failed:
+        if (op, command) not in succeeded:
+            result.setdefault(op, []).append(command)
+    return result
+
+
 @dataclass(frozen=True)
 class Learned:
     """What the warm-up taught: per operation the commands sent, in first-seen order
-    (``background`` for a watchdog's), and what the lock declared or was found to do."""
+    (``background`` for a watchdog's), of those the ones sent only when the operation failed
+    (``failure_only``), and what the lock declared or was found to do."""
 
     surface: dict[str, list[str]]
     declared: Declared
+    on_failure: dict[str, list[str]] = field(default_factory=dict)
 
     def points(self) -> list[tuple[str, str]]:
         """Every (operation, command) a pause point can name, acquire's first."""
         return [(op, command) for op in POINT_OPS for command in self.surface.get(op, [])]
+
+    def every_time(self, op: str) -> list[str]:
+        """The commands ``op`` sends every time it succeeds, in first-seen order, its act the
+        last: none sent only on demand (``acts``) nor only when it failed — unless nothing
+        else is left."""
+        commands = acts(self.surface.get(op, []))
+        failing = self.on_failure.get(op, [])
+        return [command for command in commands if command not in failing] or commands
+
+    def only_on_failure(self, op: str, command: str) -> bool:
+        """Whether ``op`` was seen sending ``command`` only when it failed."""
+        return command in self.on_failure.get(op, [])
 
 
 def learn(history: Path, nodes: int | None) -> Learned:
@@ -102,4 +151,5 @@ def learn(history: Path, nodes: int | None) -> Learned:
         fencing=seen.fenced_grants > 0,
         nodes=nodes,
     )
-    return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared)
+    return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared,
+                   failure_only(history))

@@ -76,9 +76,11 @@ class AuditFile(msgspec.Struct, kw_only=True):
     first_hard_s: float | None  # from the audit's start
     wall_s: float
     replay: str  # the command that runs this audit again
-    # Learned by the warm-up: per operation the commands the lock sends, and what it has
-    # (None: an audit.json written before the warm-up was).
+    # Learned by the warm-up: per operation the commands the lock sends, of those the ones it
+    # sent only when the operation failed, and what it has (None: an audit.json written
+    # before the warm-up was).
     surface: dict[str, list[str]] = {}
+    on_failure: dict[str, list[str]] = {}
     declared: Declared | None = None
     exercised: Exercised = msgspec.field(default_factory=Exercised)
     explore_s: float = 0.0  # the explore phase's time (examples / explore_s: programs per s)
@@ -105,9 +107,19 @@ def overran(audit: AuditFile) -> str | None:
             f"clients are still working, paused or waiting to acquire when its time is up")
 
 
-def surface_line(surface: dict[str, list[str]]) -> str:
-    """"acquire SET; release GET, DEL": per operation, the commands the lock sends."""
-    return "; ".join(f"{op} {', '.join(commands)}" for op, commands in surface.items()) or \
+def surface_line(surface: dict[str, list[str]],
+                 on_failure: dict[str, list[str]] | None = None) -> str:
+    """"acquire SET; extend ZADD, only when it failed MULTI, EXEC": per operation, the
+    commands the lock sends, those it sent only when the operation failed last."""
+    def sends(op: str, commands: list[str]) -> str:
+        failing = (on_failure or {}).get(op, [])
+        always = [command for command in commands if command not in failing]
+        words = [", ".join(always)] if always else []
+        if failing:
+            words.append(f"only when it failed {', '.join(failing)}")
+        return f"{op} {', '.join(words)}"
+
+    return "; ".join(sends(op, commands) for op, commands in surface.items()) or \
         "nothing learned"
 
 
@@ -145,7 +157,8 @@ def load_audit(path: Path) -> AuditFile:
 def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
     """``index.html`` and ``junit.xml`` of the audit in ``directory``; returns the index."""
     index = directory / INDEX
-    render("audit.html.j2", index, audit=audit, surface=surface_line(audit.surface),
+    render("audit.html.j2", index, audit=audit,
+           surface=surface_line(audit.surface, audit.on_failure),
            declared=declared_line(audit.declared) if audit.declared else None,
            exercised=exercised_line(audit.exercised), overran=overran(audit))
     cases = []

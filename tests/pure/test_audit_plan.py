@@ -9,6 +9,7 @@ import msgspec
 import pytest
 from run_parsing import parse_audit
 
+from chaos import history as h
 from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import (
@@ -29,7 +30,7 @@ from chaos.experiments.audit import (
     replay_command,
     single_steps,
 )
-from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned
+from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, failure_only
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
 from chaos.report.audit_page import AuditFile, Declared, overran
@@ -38,11 +39,12 @@ LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
 
 
 def learned(*, extend: bool = False, reentrant: bool = False,
-            surface: dict[str, list[str]] | None = None) -> Learned:
+            surface: dict[str, list[str]] | None = None,
+            on_failure: dict[str, list[str]] | None = None) -> Learned:
     """What a warm-up could have taught (lua's commands unless told)."""
     return Learned(surface if surface is not None else LUA_SURFACE,
                    Declared(extend=extend, renews=False, reentrant=reentrant, fencing=False,
-                            nodes=1))
+                            nodes=1), on_failure or {})
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
@@ -131,7 +133,7 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
          "(extending)", True),
     ]
     crash = next(step for step in steps if step.name.startswith("client-crash:command=SCRIPT"))
-    assert crash.faults[0][1]["client"] == "*" and crash.point() == "release SCRIPT"
+    assert crash.faults[0][1]["client"] == "*" and crash.aim() == ("release", "SCRIPT")
     paired = plan.step_campaign(0, steps[2], cell_s=1.5)
     assert paired.faults_in_order and paired.duration_s == CELL_S
     assert not plan.step_campaign(0, steps[1], cell_s=1.5).faults_in_order
@@ -360,3 +362,76 @@ def test_an_audit_well_past_its_budget_says_why() -> None:
         "its time is up")
     assert overran(msgspec.structs.replace(audit, wall_s=64)) is None  # within 10 %
     assert overran(msgspec.structs.replace(audit, required=0)) is None  # an older audit.json
+
+
+# Redis in Action's semaphore with a lock, as its warm-up saw it in 2 seeds of 10: an extend
+# whose ZADD found the holder's entry gone released it (MULTI/ZREM/EXEC, one write).
+BOOK_SURFACE = {"acquire": ["SETNX", "ZADD", "ZREM"], "release": ["MULTI", "ZREM", "EXEC"],
+                "extend": ["ZADD", "MULTI", "ZREM", "EXEC"]}
+BOOK_ON_FAILURE = {"acquire": ["ZREM"], "extend": ["MULTI", "ZREM", "EXEC"]}
+
+
+def test_commands_sent_only_when_an_operation_failed_are_learned_from_their_outcome(
+    tmp_path: Path
+) -> None:
+    """What counts is the outcome of the operation each client first sent a command in
+    (a client announces each command once): c1's first extend failed and sent the clean-up,
+    c2's first extend succeeded with ZADD alone; c2's acquire failed first with ZREM, c1's
+    first acquire sent SET and succeeded."""
+    def sent(t: int, process: str, op: str, command: str) -> h.Event:
+        return h.Event(t=t, type=h.INFO, process=process, f=h.COMMAND,
+                       value={"op": op, "command": command})
+
+    def op(t: int, kind: str, process: str, f: str) -> h.Event:
+        return h.Event(t=t, type=kind, process=process, f=f)
+
+    events = [
+        op(1, h.INVOKE, "c1", h.ACQUIRE), sent(2, "c1", "acquire", "SET"),
+        op(3, h.OK, "c1", h.ACQUIRE),
+        op(4, h.INVOKE, "c2", h.ACQUIRE), sent(5, "c2", "acquire", "SET"),
+        sent(6, "c2", "acquire", "ZREM"), op(7, h.FAIL, "c2", h.ACQUIRE),
+        op(8, h.INVOKE, "c1", h.EXTEND), sent(9, "c1", "extend", "ZADD"),
+        sent(10, "c1", "extend", "MULTI"), sent(11, "c1", "extend", "EXEC"),
+        op(12, h.FAIL, "c1", h.EXTEND),
+        op(13, h.INVOKE, "c2", h.EXTEND), sent(14, "c2", "extend", "ZADD"),
+        op(15, h.OK, "c2", h.EXTEND),
+        sent(16, "c2", "background", "PEXPIRE"),
+        op(17, h.INVOKE, "c2", h.RELEASE), sent(18, "c2", "release", "DEL"),  # crashed
+    ]
+    path = tmp_path / "history.jsonl"
+    h.write_history(path, events)
+    assert failure_only(path) == {"acquire": ["ZREM"], "extend": ["MULTI", "EXEC"]}
+
+
+def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is_stopped(
+) -> None:
+    """Aimed alone, a point on the clean-up of an extend that found its lease gone waited for
+    an extend no fault made fail (2 audits of 10 inconclusive). It is armed on every client,
+    then a holder working long is stopped past its lease (in that order); an acquire's, which
+    fails without a fault (another client holds the lock), is aimed at alone. The capability
+    campaigns aim at the extend's act, never at its clean-up."""
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE)
+    work = f"work {extend_work_ms(0, 200):g} ms"
+    assert [(step.name, step.in_order) for step in single_steps(plan, known)] == [
+        ("client-pause-at:command=ZADD:op=acquire:nth=1:duration_ms=60", False),
+        ("client-pause-at:command=SETNX:op=acquire:nth=1:duration_ms=60", False),
+        ("client-pause-at:command=ZREM:op=acquire:nth=1:duration_ms=60", False),
+        ("client-pause-at:command=EXEC:op=release:nth=1", False),
+        ("client-pause-at:command=ZREM:op=release:nth=1", False),
+        ("client-pause-at:command=MULTI:op=release:nth=1", False),
+        ("client-pause-at:command=ZADD:op=extend:nth=1 (extending)", False),
+        *((f"client-pause-at:command={command}:op=extend:nth=1:client=* then "
+           f"client-pause:duration_ms=250 (extending, {work})", True)
+          for command in ("MULTI", "ZREM", "EXEC")),
+    ]
+    assert {step.faults[0][1]["command"] for step in capability_steps(plan, known)} == {"ZADD"}
+    assert known.every_time("extend") == ["ZADD"]
+
+
+def test_an_unreached_point_says_when_the_lock_sends_its_command() -> None:
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    result = AuditResult(plan, Path("."),
+                         learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE))
+    assert result._sends("extend", "MULTI") == "sent it only when its extend failed"
+    assert result._sends("extend", "ZADD") == "sends it"
