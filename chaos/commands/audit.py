@@ -87,7 +87,7 @@ def audit(
                       f"{record.wall_s:.0f} s; {result.directory}")
         console.print(f"  tested: {', '.join(record.tested)}")
         console.print(f"  assumed away: {', '.join(record.assumed_away) or 'nothing'}")
-        console.print(f"  surface: {surface_line(record.surface, record.on_failure)}")
+        console.print(f"  surface: {surface_line(record)}")
         if record.declared is not None:
             console.print(f"  has: {declared_line(record.declared)}")
         console.print(f"  exercised: {exercised_line(record.exercised)}")

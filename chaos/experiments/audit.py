@@ -784,6 +784,7 @@ def record(result: AuditResult) -> AuditFile:
         wall_s=round(result.wall_s, 3), replay=replay_command(plan),
         surface=learned.surface if learned else {},
         on_failure=learned.on_failure if learned else {},
+        together=learned.together if learned else {},
         declared=learned.declared if learned else None, exercised=result.exercised,
         explore_s=round(sum(explored.elapsed_s for explored in result.explored), 3),
         required=result.required,

@@ -8,8 +8,10 @@ whether it has ``extend`` (``lock-ready``), whether it renews in the background 
 start event), whether it lets its own holder in (a nested acquire granted), whether its
 leases carry fences; and which commands an operation sent only when it failed (an extend
 that found its lease gone and cleaned up after it: those come only when a fault makes the
-operation fail, and the audit brings one). Its fault phases then aim at each command it
-learned; the same reading
+operation fail, and the audit brings one); and which commands were first sent in one write
+(a pipeline) with another: a point before either stops the client before that write, so
+the audit aims there once. Its fault phases then aim at each command it learned; the same
+reading
 of every campaign's history says what the faults and capabilities really exercised
 (``Tally``): nested grants, and the pause points reached per operation and command.
 """
@@ -106,25 +108,54 @@ def failure_only(history: Path) -> dict[str, list[str]]:
     return result
 
 
+def together(history: Path) -> dict[str, dict[str, str]]:
+    """Per operation, each command first sent in one write after another command new there
+    (``command`` events' ``with``), and that command: Redis in Action's fair semaphore sends
+    ``MULTI``, ``ZREMRANGEBYSCORE``, ``ZINTERSTORE``, ``INCRBY``, ``EXEC`` as one write,
+    and a point before any of them fires before it. The first announcement of each counts."""
+    result: dict[str, dict[str, str]] = {}
+    announced: set[tuple[str, str]] = set()
+    for event in HistoryReader(history).events():
+        if event.f != COMMAND:
+            continue
+        said = value_of(event.value) or {}
+        op, command = str(said.get("op")), str(said.get("command"))
+        if (op, command) not in announced:
+            announced.add((op, command))
+            if said.get("with"):
+                result.setdefault(op, {})[command] = str(said["with"])
+    return result
+
+
 @dataclass(frozen=True)
 class Learned:
     """What the warm-up taught: per operation the commands sent, in first-seen order
     (``background`` for a watchdog's), of those the ones sent only when the operation failed
-    (``failure_only``), and what the lock declared or was found to do."""
+    (``failure_only``), those first sent in one write with another (``together``), and what
+    the lock declared or was found to do."""
 
     surface: dict[str, list[str]]
     declared: Declared
     on_failure: dict[str, list[str]] = field(default_factory=dict)
+    together: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def points(self) -> list[tuple[str, str]]:
-        """Every (operation, command) a pause point can name, acquire's first."""
-        return [(op, command) for op in POINT_OPS for command in self.surface.get(op, [])]
+        """Every (operation, command) a pause point can stop a client before, acquire's
+        first: one per write (``aimed``)."""
+        return [(op, command) for op in POINT_OPS for command in self.aimed(op)]
+
+    def aimed(self, op: str) -> list[str]:
+        """The commands of ``op`` in first-seen order, but for those first sent in one write
+        after another (``together``): a point before them stops the client where a point
+        before that one does."""
+        followers = self.together.get(op, {})
+        return [command for command in self.surface.get(op, []) if command not in followers]
 
     def every_time(self, op: str) -> list[str]:
-        """The commands ``op`` sends every time it succeeds, in first-seen order, its act the
-        last: none sent only on demand (``acts``) nor only when it failed — unless nothing
-        else is left."""
-        commands = acts(self.surface.get(op, []))
+        """The writes ``op`` sends every time it succeeds (``aimed``), in first-seen order,
+        its act the last: none sent only on demand (``acts``) nor only when it failed —
+        unless nothing else is left."""
+        commands = acts(self.aimed(op))
         failing = self.on_failure.get(op, [])
         return [command for command in commands if command not in failing] or commands
 
@@ -152,4 +183,4 @@ def learn(history: Path, nodes: int | None) -> Learned:
         nodes=nodes,
     )
     return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared,
-                   failure_only(history))
+                   failure_only(history), together(history))

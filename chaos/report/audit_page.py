@@ -77,10 +77,11 @@ class AuditFile(msgspec.Struct, kw_only=True):
     wall_s: float
     replay: str  # the command that runs this audit again
     # Learned by the warm-up: per operation the commands the lock sends, of those the ones it
-    # sent only when the operation failed, and what it has (None: an audit.json written
-    # before the warm-up was).
+    # sent only when the operation failed and the ones first sent in one write after another
+    # (with that one), and what it has (None: an audit.json written before the warm-up was).
     surface: dict[str, list[str]] = {}
     on_failure: dict[str, list[str]] = {}
+    together: dict[str, dict[str, str]] = {}
     declared: Declared | None = None
     exercised: Exercised = msgspec.field(default_factory=Exercised)
     explore_s: float = 0.0  # the explore phase's time (examples / explore_s: programs per s)
@@ -107,19 +108,24 @@ def overran(audit: AuditFile) -> str | None:
             f"clients are still working, paused or waiting to acquire when its time is up")
 
 
-def surface_line(surface: dict[str, list[str]],
-                 on_failure: dict[str, list[str]] | None = None) -> str:
-    """"acquire SET; extend ZADD, only when it failed MULTI, EXEC": per operation, the
-    commands the lock sends, those it sent only when the operation failed last."""
+def surface_line(audit: AuditFile) -> str:
+    """"acquire SET; extend ZADD, only when it failed MULTI+ZREM+EXEC": per operation, the
+    commands the lock sends (those first sent in one write joined by ``+``), those it sent
+    only when the operation failed last."""
     def sends(op: str, commands: list[str]) -> str:
-        failing = (on_failure or {}).get(op, [])
-        always = [command for command in commands if command not in failing]
+        followers = audit.together.get(op, {})
+        writes: dict[str, list[str]] = {}
+        for command in commands:
+            writes.setdefault(followers.get(command, command), []).append(command)
+        failing = audit.on_failure.get(op, [])
+        named = {leader: "+".join(write) for leader, write in writes.items()}
+        always = [named[leader] for leader in writes if leader not in failing]
         words = [", ".join(always)] if always else []
-        if failing:
-            words.append(f"only when it failed {', '.join(failing)}")
+        if failed := [named[leader] for leader in writes if leader in failing]:
+            words.append(f"only when it failed {', '.join(failed)}")
         return f"{op} {', '.join(words)}"
 
-    return "; ".join(sends(op, commands) for op, commands in surface.items()) or \
+    return "; ".join(sends(op, commands) for op, commands in audit.surface.items()) or \
         "nothing learned"
 
 
@@ -158,7 +164,7 @@ def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
     """``index.html`` and ``junit.xml`` of the audit in ``directory``; returns the index."""
     index = directory / INDEX
     render("audit.html.j2", index, audit=audit,
-           surface=surface_line(audit.surface, audit.on_failure),
+           surface=surface_line(audit),
            declared=declared_line(audit.declared) if audit.declared else None,
            exercised=exercised_line(audit.exercised), overran=overran(audit))
     cases = []

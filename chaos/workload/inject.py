@@ -145,7 +145,9 @@ class Injector:
     is called the first time each command is sent in each operation (``background`` outside
     any, or from another thread: a watchdog's renewals): the worker records it, so the
     history says which commands the lock's acquire, release and extend send (its surface) and
-    a pause point that names a command the lock never sends can say so.
+    a pause point that names a command the lock never sends can say so. A command first sent
+    in the same write (a pipeline) as another one new there names it (``with``): a point
+    before either fires before that one write, so the audit aims at one of them.
     """
 
     def __init__(self) -> None:
@@ -155,7 +157,8 @@ class Injector:
         self._op_thread: int | None = None  # the thread that began ``current_op``
         self._sent_in_op = 0
         self.on_fire: Callable[[PausePoint], None] = lambda point: None
-        self.on_new_command: Callable[[str, str], None] = lambda op, command: None
+        self.on_new_command: Callable[[str, str, str | None], None] = (
+            lambda op, command, with_: None)
         self._seen: set[tuple[str, str]] = set()
         self.written: Written = {}  # by the current (or last) acquire, per node address
         # Watches by slot, and what the command path looks up: the watched addresses, and
@@ -307,13 +310,15 @@ class Injector:
         any of them matches (at its own count) fires once, before the whole write."""
         point = None
         op = self.op_here()
+        first_new = None  # the first command new in this write: those after it came with it
         for command in commands:
             if op is not None:
                 self._sent_in_op += 1
             seen = (op or BACKGROUND, command)
             if seen not in self._seen:
                 self._seen.add(seen)
-                self.on_new_command(*seen)
+                self.on_new_command(*seen, first_new)
+                first_new = first_new or command
             if point is None and self._armed:  # the hot path: nothing armed, no lock taken
                 point = self._take(command, op, self._sent_in_op if op is not None else 1)
         if point is None:

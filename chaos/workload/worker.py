@@ -226,8 +226,10 @@ class Worker:
         elif point.action == "crash":
             self.history.log(h.INFO, self.cid, h.CRASH, value={"at": point.command})
 
-    def _new_command(self, op: str, command: str) -> None:
-        self.history.log(h.INFO, self.cid, h.COMMAND, value={"op": op, "command": command})
+    def _new_command(self, op: str, command: str, with_: str | None) -> None:
+        said = {"op": op, "command": command}
+        self.history.log(h.INFO, self.cid, h.COMMAND,
+                         value=said if with_ is None else {**said, "with": with_})
 
     def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
         """A background renewal sent at ``invoked_at_ns``: ``ok`` with its new deadline, or

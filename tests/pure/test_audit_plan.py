@@ -30,21 +30,22 @@ from chaos.experiments.audit import (
     replay_command,
     single_steps,
 )
-from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, failure_only
+from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, failure_only, together
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
-from chaos.report.audit_page import AuditFile, Declared, overran
+from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
 
 
 def learned(*, extend: bool = False, reentrant: bool = False,
             surface: dict[str, list[str]] | None = None,
-            on_failure: dict[str, list[str]] | None = None) -> Learned:
+            on_failure: dict[str, list[str]] | None = None,
+            with_: dict[str, dict[str, str]] | None = None) -> Learned:
     """What a warm-up could have taught (lua's commands unless told)."""
     return Learned(surface if surface is not None else LUA_SURFACE,
                    Declared(extend=extend, renews=False, reentrant=reentrant, fencing=False,
-                            nodes=1), on_failure or {})
+                            nodes=1), on_failure or {}, with_ or {})
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
@@ -364,11 +365,13 @@ def test_an_audit_well_past_its_budget_says_why() -> None:
     assert overran(msgspec.structs.replace(audit, required=0)) is None  # an older audit.json
 
 
-# Redis in Action's semaphore with a lock, as its warm-up saw it in 2 seeds of 10: an extend
-# whose ZADD found the holder's entry gone released it (MULTI/ZREM/EXEC, one write).
+# Redis in Action's semaphore with a lock, as its warm-up saw it in 2 seeds of 10 (its
+# acquire shortened): an extend whose ZADD found the holder's entry gone released it
+# (MULTI/ZREM/EXEC, one write).
 BOOK_SURFACE = {"acquire": ["SETNX", "ZADD", "ZREM"], "release": ["MULTI", "ZREM", "EXEC"],
                 "extend": ["ZADD", "MULTI", "ZREM", "EXEC"]}
 BOOK_ON_FAILURE = {"acquire": ["ZREM"], "extend": ["MULTI", "ZREM", "EXEC"]}
+BOOK_WRITES = {op: {"ZREM": "MULTI", "EXEC": "MULTI"} for op in ("release", "extend")}
 
 
 def test_commands_sent_only_when_an_operation_failed_are_learned_from_their_outcome(
@@ -403,6 +406,21 @@ def test_commands_sent_only_when_an_operation_failed_are_learned_from_their_outc
     assert failure_only(path) == {"acquire": ["ZREM"], "extend": ["MULTI", "EXEC"]}
 
 
+def test_commands_first_sent_in_one_write_are_learned_with_the_first_new_there(
+    tmp_path: Path
+) -> None:
+    def sent(process: str, command: str, with_: str | None = None) -> h.Event:
+        said = {"op": "acquire", "command": command}
+        return h.Event(t=1, type=h.INFO, process=process, f=h.COMMAND,
+                       value=said if with_ is None else {**said, "with": with_})
+
+    path = tmp_path / "history.jsonl"
+    h.write_history(path, [sent("c1", "MULTI"), sent("c1", "ZADD", "MULTI"),
+                           sent("c1", "EXEC", "MULTI"), sent("c2", "ZADD"),
+                           sent("c2", "GET")])
+    assert together(path) == {"acquire": {"ZADD": "MULTI", "EXEC": "MULTI"}}
+
+
 def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is_stopped(
 ) -> None:
     """Aimed alone, a point on the clean-up of an extend that found its lease gone waited for
@@ -427,6 +445,25 @@ def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is
     ]
     assert {step.faults[0][1]["command"] for step in capability_steps(plan, known)} == {"ZADD"}
     assert known.every_time("extend") == ["ZADD"]
+
+
+def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
+    """A point before any command of one write (a pipeline, a transaction) stops the client
+    before that write: once per write, named by the first command new in it."""
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE,
+                    with_=BOOK_WRITES)
+    assert [step.faults[0][1]["command"] for step in single_steps(plan, known)] == [
+        "ZADD", "SETNX", "ZREM", "MULTI", "ZADD", "MULTI"]
+    assert known.every_time("release") == ["MULTI"]
+    audit = AuditFile(lock="book-semaphore-with-lock", budget_s=60, seed=1, fail_on="hard",
+                      verdict="ok", failed=False, exit_status=0, inconclusive_reasons=[],
+                      coverage={}, tested=[], explored=[], assumed_away=[], runs=[],
+                      skipped=[], examples=0, first_hard_s=None, wall_s=1, replay="",
+                      surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE, together=BOOK_WRITES)
+    assert surface_line(audit) == ("acquire SETNX, ZADD, only when it failed ZREM; "
+                                   "release MULTI+ZREM+EXEC; "
+                                   "extend ZADD, only when it failed MULTI+ZREM+EXEC")
 
 
 def test_an_unreached_point_says_when_the_lock_sends_its_command() -> None:

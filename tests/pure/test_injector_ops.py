@@ -15,7 +15,7 @@ def test_a_command_from_another_thread_during_an_operation_is_background() -> No
     injector = Injector()
     seen: list[tuple[str, str]] = []
     fired: list[PausePoint] = []
-    injector.on_new_command = lambda op, command: seen.append((op, command))
+    injector.on_new_command = lambda op, command, with_: seen.append((op, command))
     injector.on_fire = fired.append
     injector.arm(PausePoint("EVAL", action="sleep", op="acquire"))
     injector.begin("acquire")
@@ -29,3 +29,20 @@ def test_a_command_from_another_thread_during_an_operation_is_background() -> No
     injector.begin("acquire")
     injector.before_write(("EVAL",))  # the acquire's own EVAL is its first command
     assert [point.command for point in fired] == ["EVAL"]
+
+
+def test_a_command_first_sent_in_a_pipeline_names_the_first_command_new_there() -> None:
+    """Redis in Action's fair semaphore sends its acquire as two transactions: a point before
+    any command of one fires before that whole write, so each command new in it names the
+    first one new there (``with``), and the audit aims once per write."""
+    injector = Injector()
+    seen: list[tuple[str, str, str | None]] = []
+    injector.on_new_command = lambda op, command, with_: seen.append((op, command, with_))
+    injector.begin("acquire")
+    injector.before_write(("MULTI", "ZREMRANGEBYSCORE", "INCRBY", "EXEC"))
+    injector.before_write(("MULTI", "ZADD", "ZADD", "ZRANK", "EXEC"))
+    injector.before_write(("ZREM",))
+    assert seen == [("acquire", "MULTI", None), ("acquire", "ZREMRANGEBYSCORE", "MULTI"),
+                    ("acquire", "INCRBY", "MULTI"), ("acquire", "EXEC", "MULTI"),
+                    ("acquire", "ZADD", None), ("acquire", "ZRANK", "ZADD"),
+                    ("acquire", "ZREM", None)]
