@@ -333,6 +333,7 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
     levels = lapse.hold.levels or []
     began = ("from its acquire" if lapse.since == lapse.hold.start
              else "from its nested grant" if any(level.start == lapse.since for level in levels)
+             else "from its extend" if lapse.extended[0]
              else "from its renewal")
     if any(level.start == lapse.until for level in levels) or (
             not lapse.renewed_again and lapse.hold.ended_by == REACQUIRE):
@@ -340,7 +341,8 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
     elif any(level.end == lapse.until and not level.reentered for level in levels):
         until = f"until it released its nested grant at {at(lapse.until)}"
     elif lapse.renewed_again:
-        until = f"until its next renewal at {at(lapse.until)}"
+        again = "it extended it" if lapse.extended[1] else "its next renewal"
+        until = f"until {again} at {at(lapse.until)}"
     else:
         until = f"until it released it at {at(lapse.until)}"
     more = f" ({len(found)} of {p}'s leases lapsed like this in all)" if len(found) > 1 else ""

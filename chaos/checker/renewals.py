@@ -62,7 +62,10 @@ class Lapse:
     since: int  # the lease began: the acquire, or the last renewal or extend
     deadline: int  # it ran out
     until: int  # the next renewal, or the client's release
-    renewed_again: bool  # a renewal ended it (else the hold's end did)
+    renewed_again: bool  # a renewal or an extend ended it (else the hold's end did)
+    # Which of those were the holder's extends (else the acquire, or a renewal): the lease's
+    # beginning, its end.
+    extended: tuple[bool, bool] = (False, False)
 
     @property
     def process(self) -> str:
@@ -102,7 +105,9 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
             continue  # it was sent in time; its answer came back late, or refused
         if excused(hold.process, since, deadline, timeline):
             continue
-        found.append(Lapse(hold, since, deadline, until, renewed_again))
+        extended = tuple((hold.process, t) in timeline.extended for t in (since, until))
+        found.append(Lapse(hold, since, deadline, until, renewed_again,
+                           (extended[0], extended[1] and renewed_again)))
     return found
 
 

@@ -192,6 +192,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                         hold.levels is not None and hold.has_token(token))):
                     _add_lease(hold, t, ev.valid_until, st.op_t if extending else t,
                                lease_from_ttl)
+                    if extending:
+                        timeline.extended.add((st.name, t))
             elif f == FINAL_READ:
                 final = value_of(ev.value)
                 if isinstance(final, list):

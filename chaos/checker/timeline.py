@@ -164,6 +164,8 @@ class Timeline:
     can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)
     # When each process's background renewals (``renew`` ok or fail) were sent, in order.
     renewals_sent: dict[str, list[int]] = field(default_factory=dict)
+    # (process, when) of each extend that gave its hold a new lease: where a lease began.
+    extended: set[tuple[str, int]] = field(default_factory=set)
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
     acked_ops: list[str] = field(default_factory=list)
     acked_at: array[int] = field(default_factory=lambda: array("q"))

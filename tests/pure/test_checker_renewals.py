@@ -170,3 +170,12 @@ def test_a_nested_grant_that_did_not_reenter_lapses_on_its_own_lease():
     (text,) = lapses(h.release("c1", 800).release("c1", 810))
     assert ("its lease from its nested grant at 0.250 s ran out at 0.460 s, and c1 went on "
             "holding the lock until it released its nested grant at 0.800 s") in text
+
+
+def test_a_lapse_names_the_extends_that_began_and_ended_it():
+    """A renewing lock's holder may extend too (Redisson's watchdog lock has both): a lease
+    the holder's extend gave, or one its next extend ended, is not called a renewal."""
+    h = renewing().acquire("c1", 0).extend("c1", 50, until=250).extend("c1", 600, until=800)
+    (text,) = lapses(h.release("c1", 700))
+    assert ("its lease from its extend at 0.050 s ran out at 0.250 s, and c1 went on holding "
+            "the lock until it extended it at 0.600 s") in text, text
