@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from chaos import locks
 from chaos.locks.contract import SHARED, LockInfo
@@ -29,6 +30,12 @@ OPTIONS = (
      "001 / 002"),
 )
 
+
+# A section whose columns would be narrower than this (``lockchaos list`` in an 80-column CI
+# log: five columns of 16 characters folded a lock's flaw into 30 lines) is printed as one
+# block per entry instead: its first column as a heading, the others indented under it.
+MIN_COLUMN_WIDTH = 20
+INDENT = 2  # a block's lines, under its heading
 
 # How many occurrences ``defaults`` draws to see a fault's default parameters, at two TTLs.
 DRAWS = 2000
@@ -155,9 +162,34 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
         {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
     ]
     for title, key, columns in sections:
+        if console.width < MIN_COLUMN_WIDTH * len(columns):
+            _print_blocks(console, title, data[key], columns)
+            continue
         table = Table(title=title)
         for column in columns:
             table.add_column(column, overflow="fold")
         for entry in data[key]:
             table.add_row(*(entry[field] for field in columns.values()))
         console.print(table)
+
+
+def _print_blocks(console: Console, title: str, entries: list[dict[str, Any]],
+                  columns: dict[str, str]) -> None:
+    """A section too wide for the console: per entry, its first column as a heading and each
+    other one as an indented ``column: value`` line (wrapped under itself)."""
+    _print_wrapped(console, Text(title, style="italic"))
+    first, *others = columns.items()
+    for entry in entries:
+        _print_wrapped(console, Text(str(entry[first[1]]), style="bold"))
+        for label, field in others:
+            line = Text.assemble((f"{label}: ", "dim"), str(entry[field]))
+            _print_wrapped(console, line, INDENT)
+    console.print()
+
+
+def _print_wrapped(console: Console, text: Text, indent: int = 0) -> None:
+    """``text`` wrapped to the console's width, ``indent`` cells in, no trailing blanks (a CI
+    log keeps them)."""
+    for line in text.wrap(console, console.width - indent):
+        line.rstrip()
+        console.print(Text(" " * indent) + line)

@@ -33,3 +33,17 @@ def test_the_table_shows_the_grants_on_each_lock_row() -> None:
     assert "3 shared permits" in rows["lua-semaphore"]
     assert "exclusive or shared (unbounded)" in rows["rwlock"]
     assert "mutex" in rows["redlock"]
+
+
+def test_an_80_column_log_gets_one_block_per_lock_not_folded_columns() -> None:
+    """Five columns in 80 (a CI log) folded a lock's flaw into 30 lines of 14 characters:
+    each lock is a heading with its fields indented under it; the narrower sections keep
+    their tables."""
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = lines.index("redlock")
+    assert lines[at + 1] == "  grants: mutex"
+    assert lines[at + 2].startswith("  what it does: ")
+    assert not any(line != line.rstrip() for line in lines[:at + 5])
+    assert any(line.startswith("┃ name") and "what it does" in line for line in lines)  # faults
