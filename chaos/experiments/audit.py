@@ -109,8 +109,12 @@ CALLED_FOR = {"EVALSHA": ScriptFlush.name}
 # aimed there is armed on every client, then the fault comes (``Step.in_order``), and the
 # first client to run a script after it stops there. Aimed alone, the point waited for a
 # ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
-# any fault's first turn: never reached, in 3 audits of 3.
+# any fault's first turn: never reached, in 3 audits of 3. A lock that loads its scripts once
+# per process (``lua-loaded-once``) sends it again only from a new one: then ``RESTARTED_BY``
+# crashes ``c1`` at its next acquire, and its replacement, armed too, loads them.
 REACHED_BY = dict.fromkeys(RELOADS, ScriptFlush.name)
+RESTARTED_BY = ClientCrash.name
+RESTARTED = "c1"
 # The operations a fault can make fail, and how: a holder stopped ``OUTLAST_TTLS`` loses its
 # lease, another client takes the lock, and its next extend (or its release) finds its key
 # gone. A command the warm-up saw only in such an operation (``Learned.on_failure``: Redis in
@@ -436,13 +440,17 @@ def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
 
 def reached_by(op: str, command: str, learned: Learned,
                ttl_ms: int) -> tuple[Faults, float | None]:
-    """The fault that makes ``op`` send ``command``, if it is sent only on demand
-    (``REACHED_BY``: a script flush) or only when ``op`` failed (``FAILED_BY``: a holder
-    stopped past its lease, with work as long as an extending campaign's first, for an
-    extend: a hold to stop it in); none for a command sent every time. And the holders' work
-    it needs (None: the campaign's)."""
+    """The faults that make ``op`` send ``command``, if it is sent only on demand
+    (``REACHED_BY``: a script flush, then a client's crash) or only when ``op`` failed
+    (``FAILED_BY``: a holder stopped past its lease, with work as long as an extending
+    campaign's first, for an extend: a hold to stop it in); none for a command sent every
+    time. And the holders' work it needs (None: the campaign's)."""
     if command in REACHED_BY:
-        return [(REACHED_BY[command], {})], None
+        then: Faults = [(REACHED_BY[command], {})]
+        if act := learned.every_time("acquire"):
+            then.append((RESTARTED_BY, {"command": act[-1], "op": "acquire", "nth": 1,
+                                        "client": RESTARTED}))
+        return then, None
     if op in FAILED_BY and learned.only_on_failure(op, command):
         stop = (FAILED_BY[op], {"duration_ms": round(OUTLAST_TTLS * ttl_ms)})
         return [stop], extend_work_ms(0, ttl_ms) if op == "extend" else None

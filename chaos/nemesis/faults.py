@@ -272,7 +272,8 @@ class ClientPauseAt(Fault):
 
     It arms the holder by default. ``client=*`` arms every client instead: a point only some
     waiter reaches — 004's GETSET, sent by whichever client first reads an expired value —
-    is then reached by whoever gets there, not only by a holder that may never go there."""
+    is then reached by whoever gets there, not only by a holder that may never go there; a
+    crashed client's first replacement is armed too (``WorkerPool.arm_every``)."""
 
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
@@ -304,9 +305,11 @@ class ClientPauseAt(Fault):
             nth=params.get("nth", 1),
             fault=target.fault_id,
         )
-        armed = sorted(env.pool.workers) if target.client == "*" else [target.client]
-        for client in armed:
-            env.pool.arm(client, point)
+        if target.client == "*":
+            armed = env.pool.arm_every(point)
+        else:
+            armed = [target.client]
+            env.pool.arm(target.client, point)
         if point.duration_ms:
             return _nothing
 
@@ -321,9 +324,10 @@ class ClientCrash(Fault):
     """Half the time a plain SIGKILL of the holder; half the time a crash armed between the
     first and second round trip of an acquire (between SETNX and EXPIRE, where there is one).
 
-    ``client=`` names the client instead of the holder; ``client=*`` arms every client (with
-    ``command=``: the first to get there crashes — a ``SCRIPT LOAD`` only the first client to
-    run a script after a flush sends) or kills every one (without it)."""
+    ``client=`` names the client instead of the holder; ``client=*`` arms every client and
+    each one's first replacement (with ``command=``: whoever gets there crashes — a ``SCRIPT
+    LOAD`` only the first client to run a script after a flush sends, or a fresh process
+    loading its scripts) or kills every one (without it)."""
 
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
@@ -342,14 +346,16 @@ class ClientCrash(Fault):
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
-        clients = sorted(env.pool.workers) if target.client == "*" else [target.client]
-        for client in clients:
-            if params.get("command"):
-                point = PausePoint(params["command"], action="crash", op=params["op"],
-                                   nth=params.get("nth", 1), fault=target.fault_id)
-                env.pool.arm(client, point)
+        if params.get("command"):
+            point = PausePoint(params["command"], action="crash", op=params["op"],
+                               nth=params.get("nth", 1), fault=target.fault_id)
+            if target.client == "*":
+                env.pool.arm_every(point)
             else:
-                env.pool.kill(client, target.fault_id)
+                env.pool.arm(target.client, point)
+            return _nothing
+        for client in sorted(env.pool.workers) if target.client == "*" else [target.client]:
+            env.pool.kill(client, target.fault_id)
         return _nothing
 
 

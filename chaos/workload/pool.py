@@ -132,6 +132,9 @@ class WorkerPool:
         self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
         self._monitor = threading.Thread(target=self._watch, name="pool-monitor", daemon=True)
         self._serial = 0  # the last watch's (``watch``)
+        # Points armed on every client (``arm_every``), each with the clients whose
+        # replacement was armed with it too.
+        self._every: list[tuple[PausePoint, set[str]]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -279,10 +282,34 @@ class WorkerPool:
         self._signal(w, signal.SIGCONT)
         w.process.join(timeout=5)
         if self.replace_crashed and not self._stopping.is_set():
-            self._spawn(cid, w.spec.incarnation + 1)
+            self._replace(cid, w.spec.incarnation + 1)
 
     def arm(self, cid: str, point: PausePoint) -> None:
         self._send(cid, ("arm", point))
+
+    def arm_every(self, point: PausePoint) -> list[str]:
+        """Arm ``point`` on every client, and on the first replacement of each (a fresh
+        process after a crash): a command a lock sends once per process, at its first use
+        (``lua-loaded-once``'s ``SCRIPT LOAD``), comes again only from a new process. Once per
+        client: a crash point its replacement reaches would crash every next one in turn.
+        Returns the clients armed now."""
+        with self._lock:
+            self._every.append((point, set()))
+            armed = sorted(self.workers)
+        for cid in armed:
+            self.arm(cid, point)
+        return armed
+
+    def _replace(self, cid: str, incarnation: int) -> None:
+        """A fresh process for ``cid``, armed with the points armed on every client that no
+        replacement of ``cid`` had yet."""
+        self._spawn(cid, incarnation)
+        with self._lock:
+            due = [point for point, replaced in self._every if cid not in replaced]
+            for _, replaced in self._every:
+                replaced.add(cid)
+        for point in due:
+            self.arm(cid, point)
 
     def watchable(self, cid: str, everywhere: bool) -> bool:
         """Whether a watch on ``cid`` can see its commands cross the links watched: a Python
@@ -390,7 +417,7 @@ class WorkerPool:
         deadline = self.deadline_ns  # None: the run has not begun, nothing to replace it for
         running = deadline is not None and h.now() < deadline
         if self.replace_crashed and not self._stopping.is_set() and running:
-            self._spawn(w.spec.client_id, w.spec.incarnation + 1)
+            self._replace(w.spec.client_id, w.spec.incarnation + 1)
 
     def _until_next_resume(self) -> float:
         """How long the monitor may wait for messages: a tick, or less when a paused client

@@ -118,20 +118,22 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
 def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_flushed(
 ) -> None:
     """redis-py sends ``SCRIPT LOAD`` only after a ``NOSCRIPT``: at a script's first run on a
-    fresh node (before any fault's turn) and after a flush. Its point is armed on every
-    client, then the flush comes (in that order, full length); the act (EVALSHA) is aimed
-    before it, and the capability campaigns aim at the act, never at the load."""
+    fresh node (before any fault's turn) and after a flush; ``lua-loaded-once`` only at each
+    process's first acquire. Its point is armed on every client (and their replacements),
+    then the flush comes, then c1 crashes at its next acquire (in that order, full length);
+    the act (EVALSHA) is aimed before it, and the capability campaigns aim at the act, never
+    at the load."""
     plan = AuditPlan(Campaign("redis-py"), faults="client-pause-at,client-crash")
     surface = {"acquire": ["SET"], "release": ["EVALSHA", "SCRIPT"],
                "extend": ["EVALSHA", "SCRIPT"]}
     steps = single_steps(plan, learned(extend=True, surface=surface))
+    then = "then script-flush then client-crash:command=SET:op=acquire:nth=1:client=c1"
     assert [(step.name, step.in_order) for step in steps[:5]] == [
         ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=EVALSHA:op=release:nth=1", False),
-        ("client-pause-at:command=SCRIPT:op=release:nth=1:client=* then script-flush", True),
+        (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=* {then}", True),
         ("client-pause-at:command=EVALSHA:op=extend:nth=1 (extending)", False),
-        ("client-pause-at:command=SCRIPT:op=extend:nth=1:client=* then script-flush "
-         "(extending)", True),
+        (f"client-pause-at:command=SCRIPT:op=extend:nth=1:client=* {then} (extending)", True),
     ]
     crash = next(step for step in steps if step.name.startswith("client-crash:command=SCRIPT"))
     assert crash.faults[0][1]["client"] == "*" and crash.aim() == ("release", "SCRIPT")

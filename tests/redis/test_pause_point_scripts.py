@@ -78,3 +78,28 @@ def test_a_point_before_a_script_load_is_reached_when_a_flush_follows_it(
     assert verdict["coverage"]["script-flush"]["effective"] > 0, verdict["coverage"]
     schedule = json.loads((Path(verdict["run_dir"]) / SCHEDULE).read_text())
     assert [event["fault"] for event in schedule["events"][:2]] == [name, "script-flush"]
+
+
+@pytest.mark.parametrize("fault", ["client-pause-at:duration_ms=150", "client-crash"])
+def test_a_point_on_every_client_is_armed_on_a_crashed_clients_replacement_too(
+    fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lua-loaded-once`` loads its scripts once per process, at its first acquire: after a
+    flush it never sends SCRIPT LOAD again, and only a new process does. A point armed on
+    every client is armed on each one's first replacement too (``WorkerPool.arm_every``): c1,
+    crashed at its next acquire after the flush, comes back and stops (or crashes) there."""
+    code = main(["run", "--lock", "lua-loaded-once", "--faults",
+                 f"{fault}:command=SCRIPT:op=acquire:client=*,script-flush,"
+                 "client-crash:command=EVALSHA:op=acquire:nth=1:client=c1",
+                 "--faults-in-order", "--duration", "3", "--clients", "3", "--seed", "4",
+                 "--out", str(tmp_path), "--json", "--fail-on", "hard"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 0, verdict
+    events = [json.loads(line) for line in
+              (Path(verdict["run_dir"]) / "history.jsonl").read_text().splitlines()]
+    crashed = next(e["t"] for e in events if e["f"] == "crash" and e["process"] == "c1")
+    reached = [e for e in events if e["f"] == "pause-point" and e["value"].get("fault") == "f1"]
+    assert reached and all(e["process"] == "c1" and e["t"] > crashed for e in reached), reached
+    assert reached[0]["value"]["command"] == "SCRIPT"
+    name = fault.split(":")[0]
+    assert verdict["coverage"][name]["effective"] > 0, verdict["coverage"]
