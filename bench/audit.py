@@ -27,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,6 +41,7 @@ from chaos.experiments.audit import (
     AuditResult,
     run_audit,
 )
+from chaos.experiments.surface import point_name
 from chaos.experiments.truth_table import CELLS, Cell
 from chaos.nemesis import parse_faults
 
@@ -142,6 +144,12 @@ def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
             ("extend", r.learned.declared.extend), ("renewals", r.learned.declared.renews),
             ("reentrancy", r.learned.declared.reentrant)) if has}),
         "hard": sum(r.first_hard_s is not None for r in results),
+        # In how many warm-ups each command was seen only when its operation failed (the
+        # audit then makes that operation fail to reach it).
+        "only_on_failure": dict(sorted(Counter(
+            point_name(op, command) for r in results if r.learned
+            for op, commands in r.learned.on_failure.items() for command in commands).items())),
+        "campaigns_median": statistics.median(len(r.steps) for r in results),
         "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
 
