@@ -56,7 +56,8 @@ LOCK_UNUSABLE = "lock-unusable"  # a client's lock factory failed: that client n
 LOCK_READY = "lock-ready"  # a client's lock started; value: what it can do ({"extend": bool})
 COMMAND = "command"  # a client sent a Redis command for the first time in an operation: the
 # lock's surface, value {"op": "release", "command": "EVAL"} ("background" outside any
-# operation), with "with": "MULTI" when it was first sent in one write after a command new there
+# operation), with "with": "MULTI" when it was first sent in one write after a command new there;
+# again with "ok": true the first time an operation that succeeded sent it
 EFFECT = "effect"  # what a fault did to the lock, by whoever saw it: value {"id", "what"}
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 END = "end"  # harness: the run is over

@@ -24,7 +24,7 @@ from pathlib import Path
 from chaos.checker import read_timeline
 from chaos.checker.exercised import acts
 from chaos.checker.reader import HistoryReader, value_of
-from chaos.history import ACQUIRE, COMMAND, INVOKE, OK, PAUSE_POINT
+from chaos.history import ACQUIRE, COMMAND, OK, PAUSE_POINT
 from chaos.report.audit_page import Declared
 
 # The operations a pause point can name (a ``background`` command — a watchdog's — has none).
@@ -80,30 +80,27 @@ def tally(history: Path) -> Tally:
 def failure_only(history: Path) -> dict[str, list[str]]:
     """Per operation, the commands ``history`` shows it sent only in operations that failed
     (or ended unknown): Redis in Action's ``refresh_semaphore`` sends ``MULTI``/``ZREM``/
-    ``EXEC`` only when its ``ZADD`` finds the holder's entry gone. A client announces a
-    command once (``command`` event, the first time per operation kind), so what counts is the
-    outcome of the operation each client first sent it in: a command any client first sent in
-    an operation that succeeded is on the way that succeeds."""
-    sent: dict[str, list[tuple[str, str]]] = {}  # per client, in its operation under way
+    ``EXEC`` only when its ``ZADD`` finds the holder's entry gone. A client announces each
+    command the first time an operation sends it, and again (``"ok": true``) the first time
+    an operation that succeeded did: a command never announced so is on the failing way only.
+    (Judged by the operation each client first sent a command in, a reentrant lock's release
+    ``EVAL`` was: the warm-up's nested holds made each client's first release fail.)"""
+    sent: dict[tuple[str, str], None] = {}  # first-seen order
     succeeded: set[tuple[str, str]] = set()
-    failed: dict[tuple[str, str], None] = {}  # first-seen order
     for event in HistoryReader(history).events():
-        if event.f == COMMAND:
-            said = value_of(event.value) or {}
-            if event.process in sent and said.get("op") in POINT_OPS:
-                sent[event.process].append((str(said["op"]), str(said.get("command"))))
-        elif event.f in POINT_OPS:
-            if event.type == INVOKE:
-                sent[event.process] = []
-            else:
-                ended = sent.pop(event.process, [])
-                if event.type == OK:
-                    succeeded.update(ended)
-                else:
-                    failed.update(dict.fromkeys(ended))
+        if event.f != COMMAND:
+            continue
+        said = value_of(event.value) or {}
+        if said.get("op") in POINT_OPS:
+            key = (str(said["op"]), str(said.get("command")))
+            sent[key] = None
+            if said.get("ok") is True:
+                succeeded.add(key)
+    # An operation that never succeeded has no way that succeeds to tell its commands from.
+    ops = {op for op, _ in succeeded}
     result: dict[str, list[str]] = {}
-    for op, command in failed:
-        if (op, command) not in succeeded:
+    for op, command in sent:
+        if op in ops and (op, command) not in succeeded:
             result.setdefault(op, []).append(command)
     return result
 

@@ -147,7 +147,10 @@ class Injector:
     history says which commands the lock's acquire, release and extend send (its surface) and
     a pause point that names a command the lock never sends can say so. A command first sent
     in the same write (a pipeline) as another one new there names it (``with``): a point
-    before either fires before that one write, so the audit aims at one of them.
+    before either fires before that one write, so the audit aims at one of them. The worker
+    asks, once an operation succeeded, which of its commands no operation of its kind that
+    succeeded had sent before (``succeeded``), and records those too: a command never
+    recorded so is one the lock sends only when the operation fails.
     """
 
     def __init__(self) -> None:
@@ -160,6 +163,8 @@ class Injector:
         self.on_new_command: Callable[[str, str, str | None], None] = (
             lambda op, command, with_: None)
         self._seen: set[tuple[str, str]] = set()
+        self._in_op: dict[str, None] = {}  # the commands the current (or last) operation sent
+        self._succeeded: set[tuple[str, str]] = set()  # sent in an operation that succeeded
         self.written: Written = {}  # by the current (or last) acquire, per node address
         # Watches by slot, and what the command path looks up: the watched addresses, and
         # whether a watch takes a command of unknown address (``Watch.everywhere``).
@@ -271,6 +276,7 @@ class Injector:
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
         self.current_op, self._sent_in_op, self._op_thread = op, 0, threading.get_ident()
+        self._in_op = {}
         if op == "acquire":
             self.written = {}
 
@@ -289,6 +295,13 @@ class Injector:
 
     def end(self) -> None:
         self.current_op, self._op_thread = None, None
+
+    def succeeded(self, op: str) -> list[str]:
+        """The last operation, ``op``, succeeded: the commands it sent that no ``op`` that
+        succeeded had sent before (each is returned once per process)."""
+        new = [command for command in self._in_op if (op, command) not in self._succeeded]
+        self._succeeded.update((op, command) for command in new)
+        return new
 
     def op_here(self) -> str | None:
         """The operation the calling thread is in. A command another thread sends meanwhile
@@ -314,6 +327,7 @@ class Injector:
         for command in commands:
             if op is not None:
                 self._sent_in_op += 1
+                self._in_op[command] = None
             seen = (op or BACKGROUND, command)
             if seen not in self._seen:
                 self._seen.add(seen)

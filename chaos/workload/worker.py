@@ -226,6 +226,13 @@ class Worker:
         elif point.action == "crash":
             self.history.log(h.INFO, self.cid, h.CRASH, value={"at": point.command})
 
+    def _succeeded(self, f: str) -> None:
+        """Operation ``f`` succeeded: record the commands it sent that no ``f`` that succeeded
+        had sent before (``command`` events with ``"ok": true``)."""
+        for command in injector.succeeded(f):
+            self.history.log(h.INFO, self.cid, h.COMMAND,
+                             value={"op": f, "command": command, "ok": True})
+
     def _new_command(self, op: str, command: str, with_: str | None) -> None:
         said = {"op": op, "command": command}
         self.history.log(h.INFO, self.cid, h.COMMAND,
@@ -316,6 +323,7 @@ class Worker:
             valid_until=self._deadline(invoked, lease),
             fence=lease.fence,
         )
+        self._succeeded(h.ACQUIRE)
         # Which nodes, keys and values this grant rests on, before it counts as held: what
         # faults aimed at "the nodes the holder counted on" target (WorkerPool.written).
         self.control.send(("wrote", acquired.t, injector.written))
@@ -329,6 +337,8 @@ class Worker:
         if released is _INDETERMINATE:
             return None
         self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+        if released:
+            self._succeeded(h.RELEASE)
         return bool(released)
 
     def extend(self, lease: Lease) -> Lease:
@@ -348,6 +358,7 @@ class Worker:
             token=extended.token,
             valid_until=self._deadline(invoked, extended),
         )
+        self._succeeded(h.EXTEND)
         return extended
 
     def critical_section(self, lease: Lease, op_id: str, shared: bool = False) -> Lease:

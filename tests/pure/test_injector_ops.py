@@ -46,3 +46,24 @@ def test_a_command_first_sent_in_a_pipeline_names_the_first_command_new_there() 
                     ("acquire", "INCRBY", "MULTI"), ("acquire", "EXEC", "MULTI"),
                     ("acquire", "ZADD", None), ("acquire", "ZRANK", "ZADD"),
                     ("acquire", "ZREM", None)]
+
+
+def test_an_operation_that_succeeded_names_its_commands_once() -> None:
+    """What the worker records once an operation succeeded: the commands it sent that no
+    operation of its kind that succeeded had sent before (a watchdog's are no operation's)."""
+    injector = Injector()
+    injector.begin("extend")
+    injector.before_write(("ZADD",))
+    injector.before_write(("MULTI", "ZREM", "EXEC"))  # it found its entry gone: it failed
+    injector.end()
+    injector.begin("extend")
+    renewal = threading.Thread(target=injector.before_write, args=(("PEXPIRE",),))
+    renewal.start()
+    renewal.join()
+    injector.before_write(("ZADD",))
+    injector.end()
+    assert injector.succeeded("extend") == ["ZADD"]
+    injector.begin("extend")
+    injector.before_write(("ZADD",))
+    injector.end()
+    assert injector.succeeded("extend") == []
