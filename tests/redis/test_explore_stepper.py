@@ -45,8 +45,11 @@ def test_a_release_stopped_before_its_del_leaves_the_key_until_resumed(
         (h.INVOKE, h.RELEASE), (h.INFO, h.PAUSE_POINT), (h.OK, h.RELEASE),
     ]  # fmt: skip
     assert [e.type for e in events if e.process == "c2" and e.f not in said] == [h.INVOKE, h.FAIL]
-    # The lock's surface, as each client first sent it: 004's GET, then DEL.
-    sent = [(e.value["op"], e.value["command"]) for e in events
+    # The lock's surface, as each client first sent it: 004's GET, then DEL; each again once
+    # an operation that sent it succeeded.
+    sent = [(e.value["op"], e.value["command"], e.value.get("ok", False)) for e in events
             if e.process == "c1" and e.f == h.COMMAND]
-    assert sent == [("acquire", "SET"), ("release", "GET"), ("release", "DEL")]
+    assert sent == [("acquire", "SET", False), ("acquire", "SET", True),
+                    ("release", "GET", False), ("release", "DEL", False),
+                    ("release", "GET", True), ("release", "DEL", True)]
     assert [e.value for e in events if e.f == h.LOCK_READY] == [{"extend": False}] * 2
