@@ -109,7 +109,7 @@ def overran(audit: AuditFile) -> str | None:
 
 
 def surface_line(audit: AuditFile) -> str:
-    """"acquire SET; extend ZADD, only when it failed MULTI+ZREM+EXEC": per operation, the
+    """"acquire SET; extend ZADD (only when it failed: MULTI+ZREM+EXEC)": per operation, the
     commands the lock sends (those first sent in one write joined by ``+``), those it sent
     only when the operation failed last."""
     def sends(op: str, commands: list[str]) -> str:
@@ -120,10 +120,9 @@ def surface_line(audit: AuditFile) -> str:
         failing = audit.on_failure.get(op, [])
         named = {leader: "+".join(write) for leader, write in writes.items()}
         always = [named[leader] for leader in writes if leader not in failing]
-        words = [", ".join(always)] if always else []
-        if failed := [named[leader] for leader in writes if leader in failing]:
-            words.append(f"only when it failed {', '.join(failed)}")
-        return f"{op} {', '.join(words)}"
+        failed = [named[leader] for leader in writes if leader in failing]
+        only = f"(only when it failed: {', '.join(failed)})" if failed else ""
+        return " ".join(word for word in (op, ", ".join(always), only) if word)
 
     return "; ".join(sends(op, commands) for op, commands in audit.surface.items()) or \
         "nothing learned"

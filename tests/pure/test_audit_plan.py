@@ -455,9 +455,9 @@ def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
                       coverage={}, tested=[], explored=[], assumed_away=[], runs=[],
                       skipped=[], examples=0, first_hard_s=None, wall_s=1, replay="",
                       surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE, together=BOOK_WRITES)
-    assert surface_line(audit) == ("acquire SETNX, ZADD, only when it failed ZREM; "
+    assert surface_line(audit) == ("acquire SETNX, ZADD (only when it failed: ZREM); "
                                    "release MULTI+ZREM+EXEC; "
-                                   "extend ZADD, only when it failed MULTI+ZREM+EXEC")
+                                   "extend ZADD (only when it failed: MULTI+ZREM+EXEC)")
 
 
 def test_an_unreached_point_says_when_the_lock_sends_its_command() -> None:
