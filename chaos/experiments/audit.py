@@ -111,7 +111,8 @@ CALLED_FOR = {"EVALSHA": ScriptFlush.name}
 # ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
 # any fault's first turn: never reached, in 3 audits of 3. A lock that loads its scripts once
 # per process (``lua-loaded-once``) sends it again only from a new one: then ``RESTARTED_BY``
-# crashes ``c1`` at its next acquire, and its replacement, armed too, loads them.
+# crashes ``c1`` at its next acquire, and its replacement, armed too (``replaced=1``), loads
+# them.
 REACHED_BY = dict.fromkeys(RELOADS, ScriptFlush.name)
 RESTARTED_BY = ClientCrash.name
 RESTARTED = "c1"
@@ -370,12 +371,15 @@ def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str, ttl_ms: int
            everyone: bool = False) -> tuple[str, dict[str, Any]]:
     """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
     round trip a crash's default aims at), at every client (``everyone``) for a command sent
-    only after another fault (``REACHED_BY``, ``FAILED_BY``: whoever sends it); a pause in an
+    only after another fault (``REACHED_BY``, ``FAILED_BY``: whoever sends it) — and at
+    their replacements, for one sent on demand (a process loading its scripts); a pause in an
     acquire, unless told how long, ``ACQUIRE_PAUSE_TTLS`` long."""
     name, overrides = fault
     aimed = {**overrides, "command": command, "op": op, "nth": 1}
     if everyone:
         aimed.setdefault("client", "*")
+    if everyone and command in REACHED_BY:
+        aimed.setdefault("replaced", 1)
     if op == "acquire" and "duration_ms" not in overrides and _stalls_for_a_while(name):
         aimed["duration_ms"] = round(ACQUIRE_PAUSE_TTLS * ttl_ms)
     return name, aimed

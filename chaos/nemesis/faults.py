@@ -93,6 +93,17 @@ def wait_for_holder(
     return rng.choice(sorted(holders or env.pool.workers))
 
 
+def arm(env: WorkloadEnv, client: str, point: PausePoint, params: dict[str, Any]) -> list[str]:
+    """Arm ``point`` on ``client`` (``*``: every one), and on the first replacement of each
+    if ``params`` say ``replaced=1``; returns the clients armed now."""
+    armed = sorted(env.pool.workers) if client == "*" else [client]
+    for cid in armed:
+        env.pool.arm(cid, point)
+    if params.get("replaced"):
+        env.pool.keep_for_replacements(point, armed)
+    return armed
+
+
 def named_or_holder(env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
     """The client ``params`` names (``client=c2``, or ``*`` for every one), else the holder."""
     if "client" in params:
@@ -180,6 +191,9 @@ COMMAND = Param("text", pattern=r"\*|[A-Z][A-Z_.|-]*",
                 shape="a Redis command in capitals (DEL) or *")
 NTH = Param("integer", min=1)
 NAMED_OR_EVERY = Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or * (every one)")
+# 1: a point is armed on the first replacement of each client it was armed on as well (a
+# fresh process after a crash: ``WorkerPool.keep_for_replacements``).
+REPLACED = Param("integer", min=0, max=1)
 DAY_MS = 86_400_000
 
 
@@ -272,8 +286,9 @@ class ClientPauseAt(Fault):
 
     It arms the holder by default. ``client=*`` arms every client instead: a point only some
     waiter reaches — 004's GETSET, sent by whichever client first reads an expired value —
-    is then reached by whoever gets there, not only by a holder that may never go there; a
-    crashed client's first replacement is armed too (``WorkerPool.arm_every``)."""
+    is then reached by whoever gets there, not only by a holder that may never go there.
+    ``replaced=1`` arms each armed client's first replacement too: a command a lock sends
+    once per process (``lua-loaded-once``'s ``SCRIPT LOAD``) comes again only from a new one."""
 
     name = "client-pause-at"
     summary = "pause a client right before a command of its release (default: the DEL)"
@@ -282,7 +297,7 @@ class ClientPauseAt(Fault):
     client_needs = frozenset({PAUSE_POINTS})
     parameters = takes(
         duration_ms=DURATION, command=COMMAND, op=OP, nth=NTH,
-        client=NAMED_OR_EVERY,
+        client=NAMED_OR_EVERY, replaced=REPLACED,
     )
 
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
@@ -305,11 +320,7 @@ class ClientPauseAt(Fault):
             nth=params.get("nth", 1),
             fault=target.fault_id,
         )
-        if target.client == "*":
-            armed = env.pool.arm_every(point)
-        else:
-            armed = [target.client]
-            env.pool.arm(target.client, point)
+        armed = arm(env, target.client, point, params)
         if point.duration_ms:
             return _nothing
 
@@ -324,17 +335,17 @@ class ClientCrash(Fault):
     """Half the time a plain SIGKILL of the holder; half the time a crash armed between the
     first and second round trip of an acquire (between SETNX and EXPIRE, where there is one).
 
-    ``client=`` names the client instead of the holder; ``client=*`` arms every client and
-    each one's first replacement (with ``command=``: whoever gets there crashes — a ``SCRIPT
-    LOAD`` only the first client to run a script after a flush sends, or a fresh process
-    loading its scripts) or kills every one (without it)."""
+    ``client=`` names the client instead of the holder; ``client=*`` arms every client (with
+    ``command=``: whoever gets there crashes — a ``SCRIPT LOAD`` only the first client to run
+    a script after a flush sends) or kills every one (without it); ``replaced=1`` arms each
+    one's first replacement too, as ``client-pause-at``'s does."""
 
     name = "client-crash"
     summary = "SIGKILL a client, or crash it between the round trips of its acquire"
     effects = frozenset({h.KILLS_CLIENT})
     evidence = h.REPORTED  # a crash at the point, or a kill while the client was at the lock
     parameters = takes(duration_ms=ON_ITS_OWN, command=COMMAND, op=OP, nth=NTH,
-                       client=NAMED_OR_EVERY)
+                       client=NAMED_OR_EVERY, replaced=REPLACED)
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
         if rng.random() < 0.5:
@@ -349,10 +360,7 @@ class ClientCrash(Fault):
         if params.get("command"):
             point = PausePoint(params["command"], action="crash", op=params["op"],
                                nth=params.get("nth", 1), fault=target.fault_id)
-            if target.client == "*":
-                env.pool.arm_every(point)
-            else:
-                env.pool.arm(target.client, point)
+            arm(env, target.client, point, params)
             return _nothing
         for client in sorted(env.pool.workers) if target.client == "*" else [target.client]:
             env.pool.kill(client, target.fault_id)

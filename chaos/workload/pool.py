@@ -132,9 +132,9 @@ class WorkerPool:
         self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
         self._monitor = threading.Thread(target=self._watch, name="pool-monitor", daemon=True)
         self._serial = 0  # the last watch's (``watch``)
-        # Points armed on every client (``arm_every``), each with the clients whose
-        # replacement was armed with it too.
-        self._every: list[tuple[PausePoint, set[str]]] = []
+        # Points kept for replacements (``keep_for_replacements``), each with the clients
+        # whose next replacement is still to be armed with it.
+        self._kept: list[tuple[PausePoint, set[str]]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -287,27 +287,21 @@ class WorkerPool:
     def arm(self, cid: str, point: PausePoint) -> None:
         self._send(cid, ("arm", point))
 
-    def arm_every(self, point: PausePoint) -> list[str]:
-        """Arm ``point`` on every client, and on the first replacement of each (a fresh
-        process after a crash): a command a lock sends once per process, at its first use
-        (``lua-loaded-once``'s ``SCRIPT LOAD``), comes again only from a new process. Once per
-        client: a crash point its replacement reaches would crash every next one in turn.
-        Returns the clients armed now."""
+    def keep_for_replacements(self, point: PausePoint, clients: list[str]) -> None:
+        """Arm ``point`` (armed on ``clients``) on the next replacement of each of them too
+        (a fresh process after a crash): a command a lock sends once per process, at its first
+        use (``lua-loaded-once``'s ``SCRIPT LOAD``), comes again only from a new process.
+        Once per client: a crash point its replacement reaches would crash every next one."""
         with self._lock:
-            self._every.append((point, set()))
-            armed = sorted(self.workers)
-        for cid in armed:
-            self.arm(cid, point)
-        return armed
+            self._kept.append((point, set(clients)))
 
     def _replace(self, cid: str, incarnation: int) -> None:
-        """A fresh process for ``cid``, armed with the points armed on every client that no
-        replacement of ``cid`` had yet."""
+        """A fresh process for ``cid``, armed with the points kept for its replacement."""
         self._spawn(cid, incarnation)
         with self._lock:
-            due = [point for point, replaced in self._every if cid not in replaced]
-            for _, replaced in self._every:
-                replaced.add(cid)
+            due = [point for point, waiting in self._kept if cid in waiting]
+            for _, waiting in self._kept:
+                waiting.discard(cid)
         for point in due:
             self.arm(cid, point)
 

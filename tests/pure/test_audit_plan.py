@@ -131,9 +131,10 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
     assert [(step.name, step.in_order) for step in steps[:5]] == [
         ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=EVALSHA:op=release:nth=1", False),
-        (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=* {then}", True),
+        (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=*:replaced=1 {then}", True),
         ("client-pause-at:command=EVALSHA:op=extend:nth=1 (extending)", False),
-        (f"client-pause-at:command=SCRIPT:op=extend:nth=1:client=* {then} (extending)", True),
+        (f"client-pause-at:command=SCRIPT:op=extend:nth=1:client=*:replaced=1 {then} "
+         "(extending)", True),
     ]
     crash = next(step for step in steps if step.name.startswith("client-crash:command=SCRIPT"))
     assert crash.faults[0][1]["client"] == "*" and crash.aim() == ("release", "SCRIPT")

@@ -85,11 +85,12 @@ def test_a_point_on_every_client_is_armed_on_a_crashed_clients_replacement_too(
     fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``lua-loaded-once`` loads its scripts once per process, at its first acquire: after a
-    flush it never sends SCRIPT LOAD again, and only a new process does. A point armed on
-    every client is armed on each one's first replacement too (``WorkerPool.arm_every``): c1,
-    crashed at its next acquire after the flush, comes back and stops (or crashes) there."""
+    flush it never sends SCRIPT LOAD again, and only a new process does. With ``replaced=1``
+    a point armed on every client is armed on each one's first replacement too
+    (``WorkerPool.keep_for_replacements``): c1, crashed at its next acquire after the flush,
+    comes back and stops (or crashes) there."""
     code = main(["run", "--lock", "lua-loaded-once", "--faults",
-                 f"{fault}:command=SCRIPT:op=acquire:client=*,script-flush,"
+                 f"{fault}:command=SCRIPT:op=acquire:client=*:replaced=1,script-flush,"
                  "client-crash:command=EVALSHA:op=acquire:nth=1:client=c1",
                  "--faults-in-order", "--duration", "3", "--clients", "3", "--seed", "4",
                  "--out", str(tmp_path), "--json", "--fail-on", "hard"])
