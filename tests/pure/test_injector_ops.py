@@ -8,6 +8,13 @@ import threading
 from chaos.workload.inject import BACKGROUND, Injector, PausePoint
 
 
+def renewing(injector: Injector, command: str) -> None:
+    """``command`` sent from another thread, as a watchdog renews, and done with."""
+    renewal = threading.Thread(target=injector.before_write, args=((command,),))
+    renewal.start()
+    renewal.join()
+
+
 def test_a_command_from_another_thread_during_an_operation_is_background() -> None:
     """Under load, a nested acquire in the audit's warm-up spun long enough for the holder's
     watchdog to renew: its EVAL was recorded as the acquire's, and the audit aimed a pause at
@@ -19,9 +26,7 @@ def test_a_command_from_another_thread_during_an_operation_is_background() -> No
     injector.on_fire = fired.append
     injector.arm(PausePoint("EVAL", action="sleep", op="acquire"))
     injector.begin("acquire")
-    renewal = threading.Thread(target=injector.before_write, args=(("EVAL",),))
-    renewal.start()
-    renewal.join()
+    renewing(injector, "EVAL")
     injector.before_write(("SET",))
     injector.end()
     assert seen == [(BACKGROUND, "EVAL"), ("acquire", "SET")]
@@ -57,9 +62,7 @@ def test_an_operation_that_succeeded_names_its_commands_once() -> None:
     injector.before_write(("MULTI", "ZREM", "EXEC"))  # it found its entry gone: it failed
     injector.end()
     injector.begin("extend")
-    renewal = threading.Thread(target=injector.before_write, args=(("PEXPIRE",),))
-    renewal.start()
-    renewal.join()
+    renewing(injector, "PEXPIRE")
     injector.before_write(("ZADD",))
     injector.end()
     assert injector.succeeded("extend") == ["ZADD"]
