@@ -625,11 +625,11 @@ class AuditResult:
                   if name not in covered or not covered[name].effective]
         exercised = self.exercised
         reached = {**exercised.pause_points, **exercised.crashes}
-        aimed = dict.fromkeys(aim for s in self.steps if (aim := s.step.aim()))
-        missed += [(point_name(op, command),
-                    f"no client ever stopped or crashed before {point_name(op, command)}: "
-                    f"this lock {self._sends(op, command)}, but never while a point was armed")
-                   for op, command in aimed if not reached.get(point_name(op, command))]
+        for op, command in dict.fromkeys(aim for s in self.steps if (aim := s.step.aim())):
+            if not reached.get(point := point_name(op, command)):
+                missed.append((point, f"no client ever stopped or crashed before {point}: this "
+                               f"lock {self._sends(op, command)}, but never while a point was "
+                               "armed"))
         return missed + self._capabilities_unused(exercised)
 
     def _sends(self, op: str, command: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from chaos.checker import read_timeline
 from chaos.checker.exercised import acts
@@ -77,59 +78,54 @@ def tally(history: Path) -> Tally:
     return result
 
 
-def failure_only(history: Path) -> dict[str, list[str]]:
-    """Per operation, the commands ``history`` shows it sent only in operations that failed
-    (or ended unknown): Redis in Action's ``refresh_semaphore`` sends ``MULTI``/``ZREM``/
-    ``EXEC`` only when its ``ZADD`` finds the holder's entry gone. A client announces each
-    command the first time an operation sends it, and again (``"ok": true``) the first time
-    an operation that succeeded did: a command never announced so is on the failing way only.
+class Sending(NamedTuple):
+    """How the lock sent its commands, per operation (``how_sent``)."""
+
+    # The commands sent only in operations that failed (or ended unknown): Redis in Action's
+    # ``refresh_semaphore`` sends ``MULTI``/``ZREM``/``EXEC`` only when its ``ZADD`` finds
+    # the holder's entry gone.
+    on_failure: dict[str, list[str]]
+    # Each command first sent in one write after another command new there, and that one:
+    # the fair semaphore sends ``MULTI``, ``ZREMRANGEBYSCORE``, ``ZINTERSTORE``, ``INCRBY``,
+    # ``EXEC`` as one write, and a point before any of them fires before it.
+    together: dict[str, dict[str, str]]
+
+
+def how_sent(history: Path) -> Sending:
+    """One pass over ``history``'s ``command`` events. A client announces each command the
+    first time an operation sends it (``with`` the command new before it in the same write,
+    if any: the first announcement counts), and again (``"ok": true``) the first time an
+    operation that succeeded did: a command never announced so is on the failing way only.
     (Judged by the operation each client first sent a command in, a reentrant lock's release
     ``EVAL`` was: the warm-up's nested holds made each client's first release fail.)"""
     sent: dict[tuple[str, str], None] = {}  # first-seen order
     succeeded: set[tuple[str, str]] = set()
+    together: dict[str, dict[str, str]] = {}
     for event in HistoryReader(history).events():
         if event.f != COMMAND:
             continue
         said = value_of(event.value) or {}
-        if said.get("op") in POINT_OPS:
-            key = (str(said["op"]), str(said.get("command")))
-            sent[key] = None
-            if said.get("ok") is True:
-                succeeded.add(key)
+        key = op, command = str(said.get("op")), str(said.get("command"))
+        if key not in sent and said.get("with"):
+            together.setdefault(op, {})[command] = str(said["with"])
+        sent[key] = None
+        if said.get("ok") is True:
+            succeeded.add(key)
     # An operation that never succeeded has no way that succeeds to tell its commands from.
     ops = {op for op, _ in succeeded}
-    result: dict[str, list[str]] = {}
+    on_failure: dict[str, list[str]] = {}
     for op, command in sent:
-        if op in ops and (op, command) not in succeeded:
-            result.setdefault(op, []).append(command)
-    return result
-
-
-def together(history: Path) -> dict[str, dict[str, str]]:
-    """Per operation, each command first sent in one write after another command new there
-    (``command`` events' ``with``), and that command: Redis in Action's fair semaphore sends
-    ``MULTI``, ``ZREMRANGEBYSCORE``, ``ZINTERSTORE``, ``INCRBY``, ``EXEC`` as one write,
-    and a point before any of them fires before it. The first announcement of each counts."""
-    result: dict[str, dict[str, str]] = {}
-    announced: set[tuple[str, str]] = set()
-    for event in HistoryReader(history).events():
-        if event.f != COMMAND:
-            continue
-        said = value_of(event.value) or {}
-        op, command = str(said.get("op")), str(said.get("command"))
-        if (op, command) not in announced:
-            announced.add((op, command))
-            if said.get("with"):
-                result.setdefault(op, {})[command] = str(said["with"])
-    return result
+        if op in POINT_OPS and op in ops and (op, command) not in succeeded:
+            on_failure.setdefault(op, []).append(command)
+    return Sending(on_failure, together)
 
 
 @dataclass(frozen=True)
 class Learned:
     """What the warm-up taught: per operation the commands sent, in first-seen order
     (``background`` for a watchdog's), of those the ones sent only when the operation failed
-    (``failure_only``), those first sent in one write with another (``together``), and what
-    the lock declared or was found to do."""
+    and those first sent in one write with another (``how_sent``), and what the lock
+    declared or was found to do."""
 
     surface: dict[str, list[str]]
     declared: Declared
@@ -179,5 +175,6 @@ def learn(history: Path, nodes: int | None) -> Learned:
         fencing=seen.fenced_grants > 0,
         nodes=nodes,
     )
+    sending = how_sent(history)
     return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared,
-                   failure_only(history), together(history))
+                   sending.on_failure, sending.together)

@@ -30,7 +30,7 @@ from chaos.experiments.audit import (
     replay_command,
     single_steps,
 )
-from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, failure_only, together
+from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, how_sent
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
@@ -398,7 +398,7 @@ def test_commands_sent_only_when_an_operation_failed_are_learned_from_their_outc
     ]
     path = tmp_path / "history.jsonl"
     h.write_history(path, events)
-    assert failure_only(path) == {"extend": ["MULTI", "EXEC"]}
+    assert how_sent(path).on_failure == {"extend": ["MULTI", "EXEC"]}
 
 
 def test_commands_first_sent_in_one_write_are_learned_with_the_first_new_there(
@@ -413,7 +413,7 @@ def test_commands_first_sent_in_one_write_are_learned_with_the_first_new_there(
     h.write_history(path, [sent("c1", "MULTI"), sent("c1", "ZADD", "MULTI"),
                            sent("c1", "EXEC", "MULTI"), sent("c2", "ZADD"),
                            sent("c2", "GET")])
-    assert together(path) == {"acquire": {"ZADD": "MULTI", "EXEC": "MULTI"}}
+    assert how_sent(path).together == {"acquire": {"ZADD": "MULTI", "EXEC": "MULTI"}}
 
 
 def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is_stopped(
