@@ -176,22 +176,25 @@ class Worker:
         """Control thread: apply the harness's commands while the loop runs (bounded)."""
         while not self.stopping.is_set():
             injector.check_awaited()  # a reply held by a network fault since it went on
-            if not self.control.poll(0.05):
-                continue
-            try:
-                message = self.control.recv()
-            except EOFError:
-                self.stopping.set()
-                return
-            kind, *args = message
-            if self.steer(kind, args):
-                continue
-            if kind == "slow-work":
-                ms, count, fault = args
-                self._slow_work.extend([(ms, fault)] * count)
-                self._nudged.set()  # a critical section under way takes it (``work``)
-            elif kind == "stop":
-                self.stopping.set()
+            if self.control.poll(0.05):
+                self._obey()
+
+    def _obey(self) -> None:
+        """Apply the harness's next command (one is waiting)."""
+        try:
+            message = self.control.recv()
+        except EOFError:
+            self.stopping.set()
+            return
+        kind, *args = message
+        if self.steer(kind, args):
+            return
+        if kind == "slow-work":
+            ms, count, fault = args
+            self._slow_work.extend([(ms, fault)] * count)
+            self._nudged.set()  # a critical section under way takes it (``work``)
+        elif kind == "stop":
+            self.stopping.set()
 
     @staticmethod
     def steer(kind: str, args: list[Any]) -> bool:
@@ -450,6 +453,12 @@ class Worker:
         deadline_ns = self.spec.deadline_ns
         if deadline_ns is None:  # worker_main waits for the pool's GO first
             raise RuntimeError("a worker runs once its run has begun: its spec has no deadline")
+        # What the harness sent before the run began is applied before the first acquire: a
+        # replacement's points (``WorkerPool.keep_for_replacements``) are there for it, and
+        # the control thread, started now, could take them only after that acquire had sent
+        # the command they wait for (a SCRIPT LOAD, sent at a process's first acquire).
+        while self.control.poll(0) and not self.stopping.is_set():
+            self._obey()
         listener = threading.Thread(target=self._listen, name="control", daemon=True)
         listener.start()
         completed = 0
