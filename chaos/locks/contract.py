@@ -128,7 +128,8 @@ CLIENT_CAPABILITIES = {
 class PausePoints(Protocol):
     """The harness's pause-injection points, as a lock that sends its own commands sees them:
     ``armed`` (the points that wait), ``announcing`` (false when neither a point nor a
-    network fault's watch waits: then nothing need be announced) and ``before_command``,
+    network fault's watch waits, after a process's first few operations of each kind: then
+    nothing need be announced) and ``before_command``,
     called with the command's name in capitals right before it is sent (it may stop, slow or
     kill this process there)."""
 

@@ -63,6 +63,11 @@ Written = dict[str, tuple[list[str], list[str]]]  # "host:port" -> (keys, values
 SCRIPT_CALLS = {"EVALSHA": "EVAL", "EVALSHA_RO": "EVAL_RO"}
 BACKGROUND = "background"  # the operation of a command sent outside acquire/release/extend
 WATCH_SLOTS = 8  # watches one client process can have at once (network faults on its links)
+# A lock that sends its own commands (a driver) announces them only when asked: in the first
+# operations of each kind each process makes, always, so that its history says which commands
+# each operation sends (the audit's warm-up learned nothing of a driver's without it), and
+# after those only while a point or a watch waits.
+LEARNING_OPS = 5
 MAX_WATCHED_NODE = 61  # a node's bit must fit a signed 64-bit mask: a watch names n0…n61
 
 
@@ -165,6 +170,7 @@ class Injector:
         self._seen: set[tuple[str, str]] = set()
         self._in_op: dict[str, None] = {}  # the commands the current (or last) operation sent
         self._succeeded: set[tuple[str, str]] = set()  # sent in an operation that succeeded
+        self._begun: dict[str, int] = {}  # operations of each kind begun (``announcing``)
         self.written: Written = {}  # by the current (or last) acquire, per node address
         # Watches by slot, and what the command path looks up: the watched addresses, and
         # whether a watch takes a command of unknown address (``Watch.everywhere``).
@@ -195,9 +201,12 @@ class Injector:
 
     @property
     def announcing(self) -> bool:
-        """Whether a command sent now may matter to the harness: a point or a watch is armed
-        (a driver then announces its commands)."""
-        return bool(self._armed or self._watches)
+        """Whether a command sent now may matter to the harness (a driver then announces its
+        commands): a point or a watch is armed, or the operation under way is one of the
+        first ``LEARNING_OPS`` of its kind (its commands are the lock's surface)."""
+        op = self.current_op
+        learning = op is not None and self._begun.get(op, 0) <= LEARNING_OPS
+        return learning or bool(self._armed or self._watches)
 
     def watch(self, watch: Watch) -> None:
         """Arm ``watch`` (it replaces any older one in its slot)."""
@@ -277,6 +286,7 @@ class Injector:
         """The worker enters an operation (commands are counted per operation)."""
         self.current_op, self._sent_in_op, self._op_thread = op, 0, threading.get_ident()
         self._in_op = {}
+        self._begun[op] = self._begun.get(op, 0) + 1
         if op == "acquire":
             self.written = {}
 

@@ -20,11 +20,13 @@ from prerequisites import driver_gap, need
 
 from chaos import history as h
 from chaos import locks
-from chaos.campaign import Campaign
+from chaos.campaign import HISTORY, Campaign, choose_layout
 from chaos.cli import main
 from chaos.drivers import catalog
 from chaos.errors import UsageError
+from chaos.experiments.audit import AuditPlan
 from chaos.experiments.execute import run_campaign
+from chaos.experiments.surface import learn
 from chaos.experiments.truth_table import DRIVER_CELLS, Cell
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
@@ -142,6 +144,23 @@ def _children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.append(int(entry))
     return found
+
+
+@pytest.mark.parametrize("name", ["jedis-lua", "redsync"])
+def test_the_audits_warm_up_learns_a_drivers_commands(tmp_path: Path, name: str) -> None:
+    """A driver announces the commands of its first operations of each kind, whatever is
+    armed: the audit's warm-up learns its surface (it learned none, and aimed a release's
+    pause at a DEL jedis-lua never sends: exit 3), and which of them it sends only when an
+    acquire fails (redsync releases the masters it got when it misses the quorum)."""
+    need(driver_gap(name))
+    warm = AuditPlan(Campaign(name)).warm_up_campaign()
+    outcome = run_campaign(warm, tmp_path)
+    learned = learn(outcome.run_dir / HISTORY, choose_layout(warm).nodes)
+    assert learned.surface.get("acquire") and learned.surface.get("release"), learned.surface
+    assert learned.points()
+    if name == "redsync":
+        assert learned.every_time("acquire") == ["SET"], learned
+        assert learned.on_failure.get("acquire"), learned.on_failure
 
 
 def test_bundled_drivers_are_listed_with_language_and_library() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from chaos.workload.inject import BACKGROUND, Injector, PausePoint
+from chaos.workload.inject import BACKGROUND, LEARNING_OPS, Injector, PausePoint
 
 
 def renewing(injector: Injector, command: str) -> None:
@@ -70,3 +70,23 @@ def test_an_operation_that_succeeded_names_its_commands_once() -> None:
     injector.before_write(("ZADD",))
     injector.end()
     assert injector.succeeded("extend") == []
+
+
+def test_a_driver_is_asked_to_announce_its_first_operations_of_each_kind() -> None:
+    """A driver announces its commands only when asked: in a process's first operations of
+    each kind always (the audit's warm-up learned no surface of a driver, and aimed at a DEL
+    its release never sends), after those only while a point or a watch waits."""
+    injector = Injector()
+    assert not injector.announcing  # no operation under way
+    for _ in range(LEARNING_OPS):
+        injector.begin("acquire")
+        assert injector.announcing
+        injector.end()
+    injector.begin("acquire")
+    assert not injector.announcing
+    injector.arm(PausePoint("DEL", op="release"))
+    assert injector.announcing
+    injector.disarm_all()
+    injector.end()
+    injector.begin("release")
+    assert injector.announcing  # its first release
