@@ -134,21 +134,21 @@ class Learned:
 
     def points(self) -> list[tuple[str, str]]:
         """Every (operation, command) a pause point can stop a client before, acquire's
-        first: one per write (``aimed``)."""
-        return [(op, command) for op in POINT_OPS for command in self.aimed(op)]
+        first: one per write (``writes``)."""
+        return [(op, command) for op in POINT_OPS for command in self.writes(op)]
 
-    def aimed(self, op: str) -> list[str]:
-        """The commands of ``op`` in first-seen order, but for those first sent in one write
-        after another (``together``): a point before them stops the client where a point
-        before that one does."""
+    def writes(self, op: str) -> list[str]:
+        """The writes of ``op``, each named by its first command, in first-seen order: its
+        commands but for those first sent in one write after another (``together``), as a
+        point before them stops the client where a point before that one does."""
         followers = self.together.get(op, {})
         return [command for command in self.surface.get(op, []) if command not in followers]
 
     def every_time(self, op: str) -> list[str]:
-        """The writes ``op`` sends every time it succeeds (``aimed``), in first-seen order,
+        """The writes ``op`` sends every time it succeeds (``writes``), in first-seen order,
         its act the last: none sent only on demand (``acts``) nor only when it failed —
         unless nothing else is left."""
-        commands = acts(self.aimed(op))
+        commands = acts(self.writes(op))
         failing = self.on_failure.get(op, [])
         return [command for command in commands if command not in failing] or commands
 
