@@ -10,7 +10,9 @@ addresses, and turns every reply into what the contract asks for:
 * an unasked ``renewed`` line → ``ctx.report_renewal`` (a watchdog's renewal);
 * with the ``pause-points`` capability, while the harness has a pause point or a network
   fault's watch armed (``ctx.pause_points``), every command the driver announces passes by
-  it before ``go``.
+  it before ``go``, and every ``error`` answer is passed to it too (``failed``): a library
+  that knows its link is cut fails without sending anything to announce, and a network fault
+  on every link of the client is what its operation met.
 
 A driver that dies, hangs or writes garbage makes the operation raise ``DriverBroken`` with
 one line saying so; operations on a dead driver keep raising (slowly: no hot loop).
@@ -141,7 +143,7 @@ class DriverLock:
         points = self.ctx.pause_points
         announce = PAUSE_POINTS in self.capabilities and points.announcing
         message = request(id=rid, announce=announce, **fields)
-        op = message.__struct_config__.tag  # acquire, release or extend
+        op = str(message.__struct_config__.tag)  # acquire, release or extend
         self.driver.send(message)
         for _ in range(MAX_ANNOUNCED):
             reply = self.driver.receive(self.op_timeout_s)
@@ -156,6 +158,8 @@ class DriverLock:
                 points.before_command(reply.command.upper())
                 self.driver.send(Go(id=rid))
                 continue
+            if isinstance(reply, Error):
+                points.failed(op, reply.message or "an error")
             return reply
         raise DriverBroken(f"driver {self.label} announced too many commands during {op}")
 

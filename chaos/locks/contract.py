@@ -34,7 +34,9 @@ a renewal that failed, after which it stops renewing, is reported with ``validit
 
 A lock whose Redis commands do not go through the context's connections (a driver process,
 ``chaos.drivers``) calls ``ctx.pause_points.before_command(name)`` right before each command it
-sends, so the harness's pause points (``client-pause-at``) can stop it there.
+sends, so the harness's pause points (``client-pause-at``) can stop it there, and
+``ctx.pause_points.failed(op, error)`` when an operation ends in an error, so a network fault
+on its links counts even when its library sent nothing on a link it knew was cut.
 """
 
 from __future__ import annotations
@@ -129,9 +131,10 @@ class PausePoints(Protocol):
     """The harness's pause-injection points, as a lock that sends its own commands sees them:
     ``armed`` (the points that wait), ``announcing`` (false when neither a point nor a
     network fault's watch waits, after a process's first few operations of each kind: then
-    nothing need be announced) and ``before_command``,
+    nothing need be announced), ``before_command``,
     called with the command's name in capitals right before it is sent (it may stop, slow or
-    kill this process there)."""
+    kill this process there), and ``failed``, called with an operation's name and its error
+    when it ends in one (a network fault on every link of the client met it)."""
 
     @property
     def armed(self) -> Sequence[object]: ...
@@ -140,6 +143,8 @@ class PausePoints(Protocol):
     def announcing(self) -> bool: ...
 
     def before_command(self, command: str) -> None: ...
+
+    def failed(self, op: str, error: str) -> None: ...
 
 
 class _NoPausePoints:
@@ -150,6 +155,9 @@ class _NoPausePoints:
 
     def before_command(self, command: str) -> None:
         """Nothing to fire."""
+
+    def failed(self, op: str, error: str) -> None:
+        """Nothing watches."""
 
 
 NO_PAUSE_POINTS: PausePoints = _NoPausePoints()

@@ -36,6 +36,9 @@ was still awaited while the fault was on its link (``Injector.check_awaited``, f
 worker's control thread), for a fault that holds replies (``Watch.holds_replies``: lost,
 delayed downstream, cut): the first command a ``reply-lost`` met was often such a one, its
 acquire sent a millisecond before the watch went live and its reply never back.
+A lock that sends its own commands may send nothing on a link it knows is cut (Redisson fails
+a command on a closed channel before writing it): an operation of it that ends in an error
+while a watch on every link of the client is live (``Injector.failed``) met the fault too.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ WATCH_SLOTS = 8  # watches one client process can have at once (network faults o
 # each operation sends (the audit's warm-up learned nothing of a driver's without it), and
 # after those only while a point or a watch waits.
 LEARNING_OPS = 5
+ERROR_WORDS = 80  # characters of a library's error an effect quotes (they run to paragraphs)
 MAX_WATCHED_NODE = 61  # a node's bit must fit a signed 64-bit mask: a watch names n0…n61
 
 
@@ -101,6 +105,24 @@ class PausePoint:
 
 
 @dataclass(frozen=True)
+class Crossing:
+    """What a client did that met a watched fault: ``command`` went to ``address`` (None:
+    unknown; ``command`` empty: a connection there was refused), or its reply was ``awaited``
+    there while the fault went on, or — ``error`` — the operation ``command`` of a lock that
+    sends its own commands ended in that error (its library may have sent nothing)."""
+
+    command: str
+    address: str | None = None
+    awaited: bool = False
+    error: str = ""
+
+
+def _first_words(error: str) -> str:
+    """``error`` cut at a word within ``ERROR_WORDS`` characters."""
+    return error if len(error) <= ERROR_WORDS else error[:ERROR_WORDS].rsplit(" ", 1)[0] + "…"
+
+
+@dataclass(frozen=True)
 class Watch:
     """Report the first command sent to one of ``nodes`` (address ``host:port`` -> node
     index) while the watch is live there: what shows that fault ``fault`` (``name``) did
@@ -125,20 +147,20 @@ class Watch:
             return sum(1 << i for i in self.nodes.values())
         return 1 << self.nodes[address]
 
-    def describe(self, client: str, command: str, address: str | None,
-                 awaited: bool = False) -> str:
-        """``command`` sent (``""``: a connection refused; ``awaited``: sent before, its reply
-        awaited) to ``address`` (None: unknown, but the only node watched, if there is one),
-        in words."""
+    def describe(self, client: str, met: Crossing) -> str:
+        """What ``client`` did that met this fault (``met``), in words."""
         nodes = list(self.nodes.values())
-        index = self.nodes.get(address) if address is not None else (
+        index = self.nodes.get(met.address) if met.address is not None else (
             nodes[0] if len(nodes) == 1 else None)
-        if awaited:
+        on = f"while {self.name} was on"
+        if met.error:
+            return f"{client}'s {met.command} failed {on} ({_first_words(met.error)})"
+        if met.awaited:
             node = f" from n{index}" if index is not None else ""
-            return f"{client} awaited the reply to {command}{node} while {self.name} was on"
+            return f"{client} awaited the reply to {met.command}{node} {on}"
         node = f" to n{index}" if index is not None else ""
-        did = f"sent {command}" if command else "could not connect"
-        return f"{client} {did}{node} while {self.name} was on"
+        did = f"sent {met.command}" if met.command else "could not connect"
+        return f"{client} {did}{node} {on}"
 
 
 class Injector:
@@ -176,8 +198,7 @@ class Injector:
         # whether a watch takes a command of unknown address (``Watch.everywhere``).
         # Shared with the harness: each watch's serial, then each watch's mask of live nodes.
         self.slots: MutableSequence[int] = [0] * (2 * WATCH_SLOTS)
-        self.on_crossed: Callable[[Watch, str, str | None, bool], None] = (
-            lambda w, c, a, awaited: None)
+        self.on_crossed: Callable[[Watch, Crossing], None] = lambda watch, met: None
         self._watches: dict[int, Watch] = {}
         # Commands whose reply a connection awaits (by connection), with the live watches
         # before each left: what ``check_awaited`` reads.
@@ -249,7 +270,7 @@ class Injector:
                         del self._watches[w.slot]
                 self._index()
             for w in hit:
-                self.on_crossed(w, command, address, False)
+                self.on_crossed(w, Crossing(command, address))
 
     def awaiting(self, connection: int, command: str, address: str,
                  live: Mapping[int, int]) -> None:
@@ -280,7 +301,7 @@ class Injector:
                         del self._watches[w.slot]
             self._index()
         for w, command, address in hits:
-            self.on_crossed(w, command, address, True)
+            self.on_crossed(w, Crossing(command, address, awaited=True))
 
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
@@ -326,6 +347,23 @@ class Injector:
         self.before_write((command,))
         if self.watching:
             self.crossed(command, None, self.live())
+
+    def failed(self, op: str, error: str) -> None:
+        """An operation ``op`` of a lock that sends its own commands ended in ``error``: each
+        watch on every link of this client that is live now reports it and is disarmed. The
+        library may have sent nothing (it knew the link was gone), so no command crossed it,
+        but the fault is what the operation met."""
+        if not self._everywhere:
+            return
+        slots, hit = self.slots, []
+        with self._lock:
+            for w in [w for w in self._watches.values() if w.everywhere]:
+                if slots[w.slot] == w.serial and _on(slots[WATCH_SLOTS + w.slot], w.bit(None)):
+                    hit.append(w)
+                    del self._watches[w.slot]
+            self._index()
+        for w in hit:
+            self.on_crossed(w, Crossing(op, error=error))
 
     def before_write(self, commands: Sequence[str]) -> None:
         """Before one write of ``commands``: a single command, or a pipeline's, which reach

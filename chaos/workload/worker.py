@@ -43,7 +43,7 @@ from chaos.locks.contract import (
 )
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
-from chaos.workload.inject import InjectingConnection, PausePoint, Watch, injector
+from chaos.workload.inject import Crossing, InjectingConnection, PausePoint, Watch, injector
 from chaos.workload.resource import Resource, StaleToken
 
 SHARED_SHARE = 0.75  # of the acquires of a lock with both modes: 3 reads to 1 write
@@ -210,12 +210,12 @@ class Worker:
             return False
         return True
 
-    def _crossed(self, watch: Watch, command: str, address: str | None,
-                 awaited: bool) -> None:
+    def _crossed(self, watch: Watch, met: Crossing) -> None:
         """A command of this client crossed a link a network fault is on (or its reply was
-        awaited there while it was on): its effect."""
+        awaited there while it was on, or a driver's operation failed while it was on every
+        link): its effect."""
         self.history.log(h.INFO, self.cid, h.EFFECT, value={
-            "id": watch.fault, "what": watch.describe(self.cid, command, address, awaited)})
+            "id": watch.fault, "what": watch.describe(self.cid, met)})
 
     def _fired(self, point: PausePoint) -> None:
         value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}

@@ -14,8 +14,7 @@ N0, N1 = "127.0.0.1:7000", "127.0.0.1:7001"
 def _watching(*watches: Watch) -> tuple[Injector, list[str]]:
     injector = Injector()
     seen: list[str] = []
-    injector.on_crossed = lambda w, command, address, awaited: seen.append(
-        f"{w.fault}: " + w.describe("c2", command, address, awaited))
+    injector.on_crossed = lambda w, met: seen.append(f"{w.fault}: " + w.describe("c2", met))
     for watch in watches:  # live on every node it names, as the harness makes it
         injector.slots[watch.slot] = watch.serial
         injector.slots[WATCH_SLOTS + watch.slot] = watch.bit(None)
@@ -41,6 +40,26 @@ def test_a_driver_command_counts_only_for_a_fault_on_every_link() -> None:
     injector, seen = _watching(Watch("f2", "latency", {N0: 0}, True, 3, 7))
     injector.before_command("EVALSHA")
     assert seen == ["f2: c2 sent EVALSHA to n0 while latency was on"]
+
+
+def test_a_driver_operation_that_failed_counts_only_for_a_live_fault_on_every_link() -> None:
+    """Redisson fails a command on a closed channel without writing it, so a partition of its
+    only link leaves no command to announce: the operation's error is what met the fault. It
+    counts once, only while the fault is on every link, and never for a watch on one node of
+    several (the error could have come from another)."""
+    cut = Watch("f10", "partition", {N0: 0}, True, 7, 16)
+    one_of_two = Watch("f11", "partition", {N0: 0, N1: 1}, False, 6, 17)
+    injector, seen = _watching(cut, one_of_two)
+    injector.slots[cut.slot] = -cut.serial  # taken, not live yet
+    injector.failed("acquire", "RedisException: Unexpected exception while processing command")
+    assert seen == []
+    injector.slots[cut.slot] = cut.serial
+    injector.failed("release", "WriteRedisConnectionException: Unable to write command into "
+                    "connection! Check CPU usage of the JVM. Try to increase nettyThreads.")
+    injector.failed("acquire", "RedisException: Unexpected exception while processing command")
+    assert seen == ["f10: c2's release failed while partition was on (WriteRedisConnection"
+                    "Exception: Unable to write command into connection! Check…)"]
+    assert injector.watching  # the one-node watch waits for a command that names its node
 
 
 def test_a_watch_the_harness_ended_reports_nothing() -> None:
