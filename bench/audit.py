@@ -17,6 +17,7 @@ exercised.
     python bench/audit.py [--seeds 10] [--budget 60] [--cells redlock]
     python bench/audit.py --broken broken_locks:extend_ignores_owner,broken_locks:watchdog_dies
     python bench/audit.py --survive lua,lua-extend,watchdog,reentrant --seeds 3
+    python bench/audit.py --drivers   # the bundled drivers' hard cells instead (DRIVER_CELLS)
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from chaos.experiments.audit import (
     run_audit,
 )
 from chaos.experiments.surface import point_name
-from chaos.experiments.truth_table import CELLS, Cell
+from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, Cell
 from chaos.nemesis import parse_faults
 
 # The locks of tests/redis/broken_locks.py load as ``broken_locks:name``.
@@ -161,6 +162,8 @@ def main() -> None:
     parser.add_argument("--cells", default="", help="only cells whose name contains this")
     parser.add_argument("--broken", default="", help="locks (comma-separated) that must break")
     parser.add_argument("--survive", default="", help="locks (comma-separated) that must pass")
+    parser.add_argument("--drivers", action="store_true",
+                        help="the bundled drivers' hard cells, not the Python locks'")
     args = parser.parse_args()
     rows = []
     broken = [lock for lock in args.broken.split(",") if lock]
@@ -175,7 +178,7 @@ def main() -> None:
         print(f"{lock:55} passed {row['passed']}/{args.seeds}  all exercised "
               f"{row['all_exercised']}/{args.seeds}  verdicts {row['verdicts']}",
               file=sys.stderr, flush=True)
-    for cell in CELLS if not (broken or survive) else ():
+    for cell in (DRIVER_CELLS if args.drivers else CELLS) if not (broken or survive) else ():
         if cell.expected != "hard" or (args.cells and args.cells not in cell.name):
             continue
         row = {"cell": cell.name,
