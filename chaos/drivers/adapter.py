@@ -12,7 +12,9 @@ addresses, and turns every reply into what the contract asks for:
   fault's watch armed (``ctx.pause_points``), every command the driver announces passes by
   it before ``go``, and every ``error`` answer is passed to it too (``failed``): a library
   that knows its link is cut fails without sending anything to announce, and a network fault
-  on every link of the client is what its operation met.
+  on every link of the client is what its operation met;
+* an unasked ``sent`` line (a command the library sent on its own: a watchdog's renewal) →
+  ``ctx.pause_points.sent_in_background``: a network fault met a holder at work by it.
 
 A driver that dies, hangs or writes garbage makes the operation raise ``DriverBroken`` with
 one line saying so; operations on a dead driver keep raising (slowly: no hot loop).
@@ -102,6 +104,8 @@ class DriverLock:
     def __post_init__(self) -> None:
         self.driver = DriverProcess(self.argv, label=self.label, env=self.env)
         self.driver.on_renewed = self._renewed
+        self.driver.on_sent = lambda message: self.ctx.pause_points.sent_in_background(
+            message.command.upper())
         weakref.finalize(self, self.driver.close)  # a lock dropped without close() stops it
         self._next_id = 0
         self.op_timeout_s = max(OP_TIMEOUT_FLOOR_S, 4 * self.ctx.ttl_ms / 1000)

@@ -29,6 +29,7 @@ from chaos.drivers.protocol import (
     Log,
     ProtocolError,
     Renewed,
+    Sent,
     ToDriver,
     decode,
     encode,
@@ -70,8 +71,8 @@ class DriverProcess:
     """One running driver: its pipes, its reader threads, the last lines of its stderr.
 
     ``on_renewed`` is called (from the reader thread) with every unasked ``renewed`` line and
-    the time the renewal was sent (``renewal_sent``); every other message waits in a queue
-    for ``receive``."""
+    the time the renewal was sent (``renewal_sent``), ``on_sent`` with every unasked ``sent``
+    line; every other message waits in a queue for ``receive``."""
 
     def __init__(self, argv: list[str], *, label: str, env: dict[str, str] | None = None) -> None:
         self.label = label
@@ -98,6 +99,7 @@ class DriverProcess:
         self.stderr_tail: deque[str] = deque(maxlen=20)
         self.broken: str | None = None  # why the driver cannot be used any more
         self.on_renewed: Callable[[Renewed, int], None] = lambda message, at: None
+        self.on_sent: Callable[[Sent], None] = lambda message: None
         self._write_lock = threading.Lock()
         for target, stream, name in ((self._read, self.process.stdout, "driver-out"),
                                      (self._read_err, self.process.stderr, "driver-err")):
@@ -113,6 +115,9 @@ class DriverProcess:
                 message = decode(line)
                 if isinstance(message, Renewed):
                     self.on_renewed(message, renewal_sent(message, received))
+                    continue
+                if isinstance(message, Sent):
+                    self.on_sent(message)
                     continue
             except ProtocolError as exc:
                 self._break(str(exc))

@@ -167,7 +167,8 @@ class Before(FromDriver, tag="before", kw_only=True):
 
 
 class Renewed(FromDriver, tag="renewed", kw_only=True):
-    """Unasked: a background renewal of ``token`` succeeded. It was sent at ``sent_ns`` (this
+    """Unasked: a background renewal of ``token`` succeeded (``validity_ms`` 0: it found the
+    lease gone, and the library gave it up). It was sent at ``sent_ns`` (this
     machine's ``CLOCK_MONOTONIC``, the history's clock), else ``age_ms`` before this line was
     written: the line's trip to the harness then counts as part of the lease (``renewal_sent``)."""
 
@@ -175,6 +176,14 @@ class Renewed(FromDriver, tag="renewed", kw_only=True):
     validity_ms: float | None = None
     age_ms: float = 0.0
     sent_ns: int | None = None
+
+
+class Sent(FromDriver, tag="sent", kw_only=True):
+    """Unasked: the library sent ``command`` on its own, outside any request (a watchdog's
+    renewal), just now. Never waited on: a network fault's watch takes it as it takes an
+    announced command, since a holder at work sends nothing else."""
+
+    command: str
 
 
 class Log(FromDriver, tag="log", kw_only=True):
@@ -186,7 +195,7 @@ class Log(FromDriver, tag="log", kw_only=True):
 Answer = Ok | Refused | Error  # what ends a request
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(
-    Described | HelloReply | Ok | Refused | Error | Before | Renewed | Log
+    Described | HelloReply | Ok | Refused | Error | Before | Renewed | Sent | Log
 )
 
 

@@ -36,7 +36,9 @@ A lock whose Redis commands do not go through the context's connections (a drive
 ``chaos.drivers``) calls ``ctx.pause_points.before_command(name)`` right before each command it
 sends, so the harness's pause points (``client-pause-at``) can stop it there, and
 ``ctx.pause_points.failed(op, error)`` when an operation ends in an error, so a network fault
-on its links counts even when its library sent nothing on a link it knew was cut.
+on its links counts even when its library sent nothing on a link it knew was cut, and
+``ctx.pause_points.sent_in_background(name)`` after each command it sent outside any operation
+(a watchdog's renewal): the only commands a holder at work sends.
 """
 
 from __future__ import annotations
@@ -133,8 +135,10 @@ class PausePoints(Protocol):
     network fault's watch waits, after a process's first few operations of each kind: then
     nothing need be announced), ``before_command``,
     called with the command's name in capitals right before it is sent (it may stop, slow or
-    kill this process there), and ``failed``, called with an operation's name and its error
-    when it ends in one (a network fault on every link of the client met it)."""
+    kill this process there), ``failed``, called with an operation's name and its error
+    when it ends in one (a network fault on every link of the client met it), and
+    ``sent_in_background``, called with a command the lock sent on its own, outside any
+    operation (a watchdog's renewal), just after it went out (too late to stop it there)."""
 
     @property
     def armed(self) -> Sequence[object]: ...
@@ -145,6 +149,8 @@ class PausePoints(Protocol):
     def before_command(self, command: str) -> None: ...
 
     def failed(self, op: str, error: str) -> None: ...
+
+    def sent_in_background(self, command: str) -> None: ...
 
 
 class _NoPausePoints:
@@ -157,6 +163,9 @@ class _NoPausePoints:
         """Nothing to fire."""
 
     def failed(self, op: str, error: str) -> None:
+        """Nothing watches."""
+
+    def sent_in_background(self, command: str) -> None:
         """Nothing watches."""
 
 

@@ -365,6 +365,19 @@ class Injector:
         for w in hit:
             self.on_crossed(w, Crossing(op, error=error))
 
+    def sent_in_background(self, command: str) -> None:
+        """A lock that sends its own commands sent ``command`` outside any operation (a
+        driver's watchdog renewal), a moment ago: it is the lock's background surface, and a
+        watch on every link of the client that is live now takes it (a command sent a moment
+        before the watch went live counts too: the report's trip, a millisecond, against a
+        fault on for a tenth of a second or more). No point fires: the command has gone."""
+        seen = (BACKGROUND, command)
+        if seen not in self._seen:
+            self._seen.add(seen)
+            self.on_new_command(BACKGROUND, command, None)
+        if self.watching:
+            self.crossed(command, None, self.live())
+
     def before_write(self, commands: Sequence[str]) -> None:
         """Before one write of ``commands``: a single command, or a pipeline's, which reach
         the server together. Each is counted and recorded in its turn; the first armed point

@@ -36,6 +36,9 @@ class Announced(list[str]):
     def failed(self, op: str, error: str) -> None:
         """Errors are not what these tests count."""
 
+    def sent_in_background(self, command: str) -> None:
+        """Nor are background commands."""
+
 
 def test_node_redlock_survives_commands_rejected_while_announcing(
     standalone: LocalTopology,

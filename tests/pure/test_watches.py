@@ -6,7 +6,7 @@ behind Toxiproxy) is tests/redis/test_network_evidence.py."""
 
 from __future__ import annotations
 
-from chaos.workload.inject import WATCH_SLOTS, Injector, Watch
+from chaos.workload.inject import WATCH_SLOTS, Injector, PausePoint, Watch
 
 N0, N1 = "127.0.0.1:7000", "127.0.0.1:7001"
 
@@ -60,6 +60,24 @@ def test_a_driver_operation_that_failed_counts_only_for_a_live_fault_on_every_li
     assert seen == ["f10: c2's release failed while partition was on (WriteRedisConnection"
                     "Exception: Unable to write command into connection! Check…)"]
     assert injector.watching  # the one-node watch waits for a command that names its node
+
+
+def test_a_drivers_background_command_is_its_surface_and_meets_a_fault_on_every_link() -> None:
+    """A holder at work sends only its watchdog's renewals: a driver reports each one after it
+    went out (``sent``). It is the lock's background surface, met by a live watch on every
+    link, and never fires a point (it has gone)."""
+    cut = Watch("f12", "reset", {N0: 0}, True, 7, 18)
+    injector, seen = _watching(cut)
+    surface: list[tuple[str, str]] = []
+    injector.on_new_command = lambda op, command, with_: surface.append((op, command))
+    injector.arm(PausePoint("EVAL", action="crash"))  # would SIGKILL this test if it fired
+    injector.slots[cut.slot] = -cut.serial  # taken, not live yet
+    injector.sent_in_background("EVAL")
+    assert seen == [] and surface == [("background", "EVAL")]
+    injector.slots[cut.slot] = cut.serial
+    injector.sent_in_background("EVAL")
+    assert seen == ["f12: c2 sent EVAL to n0 while reset was on"]
+    assert surface == [("background", "EVAL")] and injector.armed
 
 
 def test_a_watch_the_harness_ended_reports_nothing() -> None:

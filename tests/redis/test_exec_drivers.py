@@ -329,6 +329,9 @@ class RecordingPausePoints:
     def failed(self, op: str, error: str) -> None:
         """Errors are not what this test counts."""
 
+    def sent_in_background(self, command: str) -> None:
+        """Nor are background commands."""
+
 
 @pytest.mark.parametrize("armed", [("a point",), ()], ids=["armed", "unarmed"])
 def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(

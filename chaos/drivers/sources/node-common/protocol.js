@@ -23,13 +23,19 @@ const waiting = []; // resolvers of "before" announcements waiting for "go"
 // second, unhandled rejection, which ends the process on Node 15 and later. The name is
 // announced as ioredis has it now; a defineCommand script may still go out as EVAL instead
 // of EVALSHA (ioredis decides as it writes), and pause points treat the two as one.
-// `background()` says the command belongs to no request (a refresh timer's): sent at once.
+// `background()` says the command belongs to no request (a refresh timer's): sent at once,
+// and reported as sent (a network fault's watch takes it: a holder at work sends nothing else).
 function announcing(client, background = () => false) {
   const send = client.sendCommand.bind(client);
   client.sendCommand = (command, stream) => {
     // The connection's own set-up (status "connect": AUTH, SELECT, the INFO ready check) is
     // not the lock's, and goes out at once, as does anything outside an announced request.
-    if (!current || !current.announce || client.status === "connect" || background()) {
+    if (client.status !== "connect" && background()) {
+      const reply = send(command, stream);
+      write({ type: "sent", command: String(command.name).toUpperCase() });
+      return reply;
+    }
+    if (!current || !current.announce || client.status === "connect") {
       return send(command, stream);
     }
     const id = current.id;

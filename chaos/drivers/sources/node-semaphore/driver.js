@@ -5,7 +5,7 @@
 // the hello's lock name, the limit the run's capacity, lockTimeout the TTL, the identifier
 // the token (readable in the sorted set), and one attempt (acquireAttemptsLimit 1: the harness
 // owns the retry loop). The package's own refresh stays on (every 0.8 × lockTimeout): each one
-// that succeeded is reported as a renewal. Its lost-lock callback and a refresh that fails
+// is reported as a renewal (validity 0 when it found the permit gone). Its lost-lock callback and a refresh that fails
 // only log: the package's defaults throw from a timer, an unhandled rejection that ends the
 // process on Node 15 and later, and an application that uses it must catch them too.
 "use strict";
@@ -35,7 +35,7 @@ function connect(h) {
   return new Redis(redisOptions(h, { host: h.nodes[0].host, port: h.nodes[0].port }));
 }
 
-// The package's refresh, timed and reported when it succeeded (a renewal of `token`).
+// The package's refresh, timed and reported as a renewal of `token` (validity 0: it gave up).
 function reportingRefresh(semaphore, token) {
   const refresh = semaphore._refresh.bind(semaphore);
   semaphore._refresh = async () => {
@@ -48,8 +48,11 @@ function reportingRefresh(semaphore, token) {
       refreshing = false;
     }
     const ok = await reply;
-    if (ok && leases.get(token) === semaphore) {
-      process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms: hello.ttl_ms, sent_ns: Number(sent) }) + "\n");
+    if (leases.get(token) === semaphore) {
+      // A refresh that found the permit gone makes the package give it up (onLockLost, no
+      // more refreshes): validity 0, the refresh timer alive.
+      const validity_ms = ok ? hello.ttl_ms : 0;
+      process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms, sent_ns: Number(sent) }) + "\n");
     }
     return ok;
   };

@@ -86,6 +86,14 @@ abstract class Protocol {
     }
 
     /**
+     * A command the library sent on its own, outside any request (a watchdog's renewal): a
+     * network fault on this client's links counts it, as it counts an announced command.
+     */
+    static void sent(String command) {
+        write(Json.write("type", "sent", "command", command));
+    }
+
+    /**
      * The pause-points capability: before sending {@code command}, when the harness asked for
      * announcements in this request, say so and wait for "go" (the harness may stop or kill the
      * whole client there).

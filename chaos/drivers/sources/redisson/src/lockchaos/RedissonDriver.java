@@ -45,8 +45,9 @@ import org.redisson.misc.RedisURI;
  * Redisson is configured as an application would, with the run's TTL as the watchdog timeout
  * and no command retries (a retried lock command whose first reply was lost would lie).
  * A Netty hook on every connection sees the commands Redisson writes: it reports each watchdog
- * renewal that succeeded ("renewed", with the time the renewal was written) and announces the
- * operation's own commands when the harness asks (the pause-points capability).
+ * renewal as it goes out ("sent") and how it ended ("renewed", with the time it was written:
+ * validity 0 when it found the lease gone, after which Redisson renews no more), and announces
+ * the operation's own commands when the harness asks (the pause-points capability).
  */
 public final class RedissonDriver {
     /** Redisson 3.45.1's batched renewal script (org.redisson.renewal.LockTask). */
@@ -88,14 +89,16 @@ public final class RedissonDriver {
             for (CommandData<?, ?> c : commands) {
                 if (DEBUG) System.err.println(System.nanoTime() / 1000000 + " " + c.getCommand().getName() + " " + java.util.Arrays.toString(c.getParams()) + " renewal=" + isRenewal(c));
                 if (isRenewal(c)) {
+                    Protocol.sent(c.getCommand().getName());
                     String token = heldToken;
                     long sent = System.nanoTime();
                     c.getPromise().whenComplete((result, error) -> {
-                        if (error == null && token != null && token.equals(heldToken)
-                                && result instanceof List && !((List<?>) result).isEmpty()) {
-                            // Redisson decodes the script's reply into the names it renewed.
-                            Protocol.renewed(token, Protocol.ttlMs, sent);
-                        }
+                        if (error != null || token == null || !token.equals(heldToken)
+                                || !(result instanceof List)) return;
+                        // Redisson decodes the script's reply into the names it renewed. None:
+                        // the lease ran out before the renewal reached Redis, and Redisson gives
+                        // the lock up (cancels its renewal): validity 0, the watchdog alive.
+                        Protocol.renewed(token, ((List<?>) result).isEmpty() ? 0 : Protocol.ttlMs, sent);
                     });
                 } else if (opThread != null && !SET_UP.contains(c.getCommand().getName().toUpperCase())) {
                     Protocol.before(c.getCommand().getName());
