@@ -48,12 +48,11 @@ function reportingRefresh(semaphore, token) {
       refreshing = false;
     }
     const ok = await reply;
-    if (leases.get(token) === semaphore) {
-      // A refresh that found the permit gone makes the package give it up (onLockLost, no
-      // more refreshes): validity 0, the refresh timer alive.
-      const validity_ms = ok ? hello.ttl_ms : 0;
-      process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms, sent_ns: Number(sent) }) + "\n");
-    }
+    // A refresh that found the permit gone makes the package give it up (onLockLost, no more
+    // refreshes): validity 0, the refresh timer alive. Reported even if the permit was
+    // released meanwhile: it went out while held (the checker applies it to no later lease).
+    const validity_ms = ok ? hello.ttl_ms : 0;
+    process.stdout.write(JSON.stringify({ type: "renewed", token, validity_ms, sent_ns: Number(sent) }) + "\n");
     return ok;
   };
 }

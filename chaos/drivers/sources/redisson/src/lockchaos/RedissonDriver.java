@@ -93,11 +93,14 @@ public final class RedissonDriver {
                     String token = heldToken;
                     long sent = System.nanoTime();
                     c.getPromise().whenComplete((result, error) -> {
-                        if (error != null || token == null || !token.equals(heldToken)
-                                || !(result instanceof List)) return;
+                        if (error != null || token == null || !(result instanceof List)) return;
                         // Redisson decodes the script's reply into the names it renewed. None:
                         // the lease ran out before the renewal reached Redis, and Redisson gives
                         // the lock up (cancels its renewal): validity 0, the watchdog alive.
+                        // Reported even if the lease was released meanwhile (a client stopped
+                        // with the reply on its way, then released at once): it went out while
+                        // held, which is what shows the watchdog alive; the checker applies it
+                        // to no later lease.
                         Protocol.renewed(token, ((List<?>) result).isEmpty() ? 0 : Protocol.ttlMs, sent);
                     });
                 } else if (opThread != null && !SET_UP.contains(c.getCommand().getName().toUpperCase())) {
