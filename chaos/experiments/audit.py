@@ -20,7 +20,9 @@ extend's with holders extending; a pause in an acquire shorter than the TTL) —
 capabilities under every fault: holders extending, their work alternately long and short
 against the TTL, and a reentrant lock's holders nesting; then pairs of faults in a seeded
 order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single and the first
-``MIN_CAPABILITY_STEPS`` capability campaigns always run). The first
+``MIN_CAPABILITY_STEPS`` capability campaigns always run; so does, again with a new seed, in
+up to ``AGAIN_ROUNDS`` rounds, the first campaign there for a fault that had no effect or a
+point never reached: ``again_steps``). The first
 ``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an extend or a
 nested release shows only when holders extend or nest, and a dozen singles first would leave it
 half a minute unfound. Before them still, each fault added to the defaults (``+f``: the user
@@ -134,6 +136,13 @@ MIN_CELL_S = 1.5  # shorter, when a small budget must still try every fault alon
 NAMED_CELL_TTLS = 6.0
 CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
 CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
+# A campaign that did not do what it was there for — its fault, alone, had no effect; its point
+# was never reached — runs again with a new seed, in up to this many rounds, whatever the
+# budget. One reset of 100 ms on a Redisson holder whose renewal, late on a loaded machine,
+# went out 4 ms after it ended did nothing, and the audit had no other reset campaign in its
+# budget: inconclusive, 1 seed of 10.
+AGAIN_ROUNDS = 2
+AGAIN_SEED_OFFSET = 2000  # above every planned campaign's and the explorations' (1000 + i)
 EXPLORE_CLIENTS = 2  # in the explore phase, unless told
 # Extending holders' work, alternately long (extends keep the lease alive through work
 # longer than the TTL, every TTL/3) and short (``EXTEND_SHORT_TTLS``: one extend, halfway). In
@@ -332,6 +341,8 @@ class Step:
     # Its faults take turns in the order listed (``--faults-in-order``), not shuffled: a
     # point armed before the fault that makes the lock reach it (``REACHED_BY``).
     in_order: bool = False
+    # A run again of a campaign that did not do what it was there for (``again_steps``).
+    again: bool = False
 
     @property
     def name(self) -> str:
@@ -342,7 +353,9 @@ class Step:
             label += f" (extending{', ' if work else ''}{work})"
         elif work and self.nest_depth == 1:
             label += f" ({work})"
-        return f"{label} (nested, {work})" if self.nest_depth > 1 else label
+        if self.nest_depth > 1:
+            label += f" (nested, {work})"
+        return f"{label}, again" if self.again else label
 
     @property
     def acts_after_s(self) -> float:
@@ -357,6 +370,13 @@ class Step:
         if name not in AIMED or "command" not in overrides:
             return None
         return str(overrides.get("op")), str(overrides["command"])
+
+    def tests(self) -> set[str]:
+        """What it is there for, as ``AuditResult.untested`` names it: its fault, if alone,
+        and the point it aims at."""
+        aim = self.aim()
+        return ({self.faults[0][0]} if len(self.faults) == 1 else set()) | (
+            {point_name(*aim)} if aim else set())
 
 
 def cell_seconds(plan: AuditPlan, steps: int) -> float:
@@ -517,6 +537,19 @@ def _stalls_for_a_while(name: str) -> bool:
     """A fault that stops a client for its ``duration_ms`` (a pause, a pause point)."""
     fault = FAULTS[name]
     return STALLS_CLIENT in fault.effects and fault.parameters.get("duration_ms") is DURATION
+
+
+def again_steps(steps: list[Step], untested: set[str], round_: int) -> list[Step]:
+    """The first of ``steps`` there for each of ``untested`` (a fault that had no effect, a
+    point never reached), to run again in round ``round_``, each with a new seed."""
+    again, left = [], set(untested)
+    for step in steps:
+        if step.tests() & left:
+            left -= step.tests()
+            again.append(step)
+    return [replace(step, again=True, required=True,
+                    seed_offset=AGAIN_SEED_OFFSET + round_ * len(steps) + index)
+            for index, step in enumerate(again)]
 
 
 def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
@@ -739,14 +772,22 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     def broke() -> bool:
         return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
 
+    def run_step(index: int, step: Step, of: int) -> None:
+        say(f"campaign {index + 1}/{of}: {step.name}")
+        campaign = plan.step_campaign(index, step, cell_s)
+        at = time.monotonic() - started
+        result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
+
     for index, step in enumerate(steps):
         if broke() or (not step.required and time.monotonic() + CELL_OVERHEAD_S > deadline):
             result.skipped = steps[index:]
             break
-        say(f"campaign {index + 1}/{len(steps)}: {step.name}")
-        campaign = plan.step_campaign(index, step, cell_s)
-        at = time.monotonic() - started
-        result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
+        run_step(index, step, len(steps))
+    for round_ in range(AGAIN_ROUNDS):
+        again = [] if broke() else again_steps(steps, {what for what, _ in result.untested},
+                                                round_)
+        for step in again:
+            run_step(len(result.steps), step, len(result.steps) + 1)
     if not broke():
         # Each exploration on one topology until its share of the budget is spent, as
         # `lockchaos explore` runs (not a topology and a new seed, Hypothesis starting over

@@ -22,6 +22,7 @@ from chaos.experiments.audit import (
     NEST_WORK_TTLS,
     AuditPlan,
     AuditResult,
+    again_steps,
     capability_steps,
     cell_seconds,
     extend_work_ms,
@@ -113,6 +114,23 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
     ]
     told = AuditPlan(Campaign("lua"), faults="client-pause-at:command=EVAL")
     assert [s.name for s in single_steps(told, learned())] == ["client-pause-at:command=EVAL"]
+
+
+def test_a_campaign_that_did_nothing_it_was_there_for_runs_again_with_a_new_seed() -> None:
+    """The first campaign there for each fault without effect and each point never reached,
+    once each, whatever the budget, each with a seed no planned campaign has; nothing for a
+    fault or point that did what it was for, nor for a pair."""
+    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,reset,latency")
+    steps, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["GET", "DEL"]}))
+    planned = {step.seed_offset for step in steps}
+    again = again_steps(steps, {"reset", "release GET", "extend"}, round_=1)
+    assert [step.name for step in again] == [
+        "client-pause-at:command=GET:op=release:nth=1, again", "reset, again"]
+    assert all(step.again and step.required and step.faults for step in again)
+    offsets = [step.seed_offset for step in again]
+    assert len(set(offsets)) == 2 and not set(offsets) & planned
+    assert not set(offsets) & {s.seed_offset for s in again_steps(steps, {"reset"}, 0)}
+    assert again_steps(steps, set(), 0) == []
 
 
 def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_flushed(
