@@ -547,8 +547,7 @@ def again_steps(steps: list[Step], untested: set[str], round_: int) -> list[Step
         if step.tests() & left:
             left -= step.tests()
             again.append(step)
-    return [replace(step, again=True, required=True,
-                    seed_offset=AGAIN_SEED_OFFSET + round_ * len(steps) + index)
+    return [replace(step, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(steps) + index)
             for index, step in enumerate(again)]
 
 
@@ -784,9 +783,9 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             break
         run_step(index, step, len(steps))
     for round_ in range(AGAIN_ROUNDS):
-        again = [] if broke() else again_steps(steps, {what for what, _ in result.untested},
-                                                round_)
-        for step in again:
+        for step in again_steps(steps, {what for what, _ in result.untested}, round_):
+            if broke():
+                break
             run_step(len(result.steps), step, len(result.steps) + 1)
     if not broke():
         # Each exploration on one topology until its share of the budget is spent, as

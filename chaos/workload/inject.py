@@ -38,7 +38,9 @@ delayed downstream, cut): the first command a ``reply-lost`` met was often such 
 acquire sent a millisecond before the watch went live and its reply never back.
 A lock that sends its own commands may send nothing on a link it knows is cut (Redisson fails
 a command on a closed channel before writing it): an operation of it that ends in an error
-while a watch on every link of the client is live (``Injector.failed``) met the fault too.
+while a watch on every link of the client is live (``Injector.failed``) met the fault too, as
+does a command it sent on its own, outside any operation, and reported just after (a
+watchdog's renewal: ``Injector.sent_in_background``).
 """
 
 from __future__ import annotations

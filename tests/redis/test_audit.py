@@ -64,6 +64,25 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
 
 
 
+def test_a_campaign_that_did_nothing_runs_again_and_then_the_audit_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A point the lock never reaches (lua's release sends no HGET): its campaign runs again
+    with a new seed, twice, whatever the budget, and the audit, still untested, is
+    inconclusive with the reason."""
+    code = main(["audit", "--lock", "lua", "--faults", "client-pause-at:command=HGET:op=release",
+                 "--budget", "15", "--out", str(tmp_path), "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 3, record
+    names = [run["name"] for run in record["runs"]]
+    first = "client-pause-at:command=HGET:op=release"
+    assert names[:3] == [first, f"{first}, again", f"{first}, again"], names
+    runs = [load_run((Path(record["audit_dir"]) / run["report"]).parent) for run in
+            record["runs"][:3]]  # fmt: skip
+    assert len({run.campaign.seed for run in runs}) == 3
+    assert any("release HGET" in why for why in record["inconclusive_reasons"]), record
+
+
 @pytest.mark.parametrize(("lock", "release"), [("lua", ["EVAL"]), ("get-then-del", ["GET", "DEL"])])
 def test_the_audit_learns_the_surface_and_pauses_before_each_release_command(
     lock: str, release: list[str], tmp_path: Path
