@@ -74,6 +74,9 @@ WATCH_SLOTS = 8  # watches one client process can have at once (network faults o
 # after those only while a point or a watch waits.
 LEARNING_OPS = 5
 ERROR_WORDS = 80  # characters of a library's error an effect quotes (they run to paragraphs)
+# The ``awaited`` key of a driver's request in flight (one at a time per process): its last
+# announced command awaits its replies from nodes the driver does not name.
+DRIVER_REQUEST = -1
 MAX_WATCHED_NODE = 61  # a node's bit must fit a signed 64-bit mask: a watch names n0…n61
 
 
@@ -204,7 +207,7 @@ class Injector:
         self._watches: dict[int, Watch] = {}
         # Commands whose reply a connection awaits (by connection), with the live watches
         # before each left: what ``check_awaited`` reads.
-        self._awaited: dict[int, tuple[str, str, Mapping[int, int]]] = {}
+        self._awaited: dict[int, tuple[str, str | None, Mapping[int, int]]] = {}
         self._watched: frozenset[str] = frozenset()
         self._everywhere = False
         self.watching = False  # the command path's one test when nothing is watched
@@ -294,8 +297,8 @@ class Injector:
         slots, hits = self.slots, []
         with self._lock:
             for command, address, before in list(self._awaited.values()):  # a copy, atomic
-                for w in [w for w in self._watches.values()
-                          if w.holds_replies and address in w.nodes]:
+                for w in [w for w in self._watches.values() if w.holds_replies and (
+                          w.everywhere if address is None else address in w.nodes)]:
                     bit = w.bit(address)
                     if (slots[w.slot] == w.serial and _on(slots[WATCH_SLOTS + w.slot], bit)
                             and not _on(before.get(w.serial, 0), bit)):
@@ -328,6 +331,7 @@ class Injector:
 
     def end(self) -> None:
         self.current_op, self._op_thread = None, None
+        self._awaited.pop(DRIVER_REQUEST, None)  # a driver's request has its answer
 
     def succeeded(self, op: str) -> list[str]:
         """The last operation, ``op``, succeeded: the commands it sent that no ``op`` that
@@ -345,10 +349,16 @@ class Injector:
 
     def before_command(self, command: str) -> None:
         """A command a driver announces, right before it sends it (to a node it does not
-        say: only a watch on ``everywhere`` takes it)."""
+        say: only a watch on ``everywhere`` takes it). Its request then awaits its replies
+        until it is answered (``end``): a fault that holds replies and went on every link
+        meanwhile met it (``check_awaited``). node-redlock's release, sent before the last of
+        five links had its reply-lost toxic, waited out the fault and failed at its heal; the
+        audit said "reply-lost had no effect on the lock in any run"."""
         self.before_write((command,))
+        live = self.live()
         if self.watching:
-            self.crossed(command, None, self.live())
+            self.crossed(command, None, live)
+        self._awaited[DRIVER_REQUEST] = (command, None, live)
 
     def failed(self, op: str, error: str) -> None:
         """An operation ``op`` of a lock that sends its own commands ended in ``error``: each

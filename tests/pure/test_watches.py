@@ -80,6 +80,31 @@ def test_a_drivers_background_command_is_its_surface_and_meets_a_fault_on_every_
     assert surface == [("background", "EVAL")] and injector.armed
 
 
+def test_a_drivers_request_awaiting_its_replies_meets_a_fault_that_went_on_every_link() -> None:
+    """node-redlock's release was announced before the last of its five links had its
+    reply-lost toxic, waited out the fault, and failed at its heal: it awaited its replies
+    while the fault was on every link. Answered before (``end``), it reports nothing."""
+    lost = Watch("f13", "reply-lost", {N0: 0, N1: 1}, True, 3, 19, holds_replies=True)
+    injector, seen = _watching(lost)
+    injector.slots[WATCH_SLOTS + lost.slot] = 0b1  # n0's link faulted, n1's not yet
+    injector.begin("release")
+    injector.before_command("EVALSHA")
+    injector.check_awaited()
+    assert seen == []
+    injector.slots[WATCH_SLOTS + lost.slot] = 0b11
+    injector.check_awaited()
+    assert seen == ["f13: c2 awaited the reply to EVALSHA while reply-lost was on"]
+    answered = Watch("f14", "reply-lost", {N0: 0}, True, 4, 20, holds_replies=True)
+    injector, seen = _watching(answered)
+    injector.slots[answered.slot] = -answered.serial  # taken, not live yet
+    injector.begin("release")
+    injector.before_command("EVALSHA")
+    injector.end()
+    injector.slots[answered.slot] = answered.serial
+    injector.check_awaited()
+    assert seen == []
+
+
 def test_a_watch_the_harness_ended_reports_nothing() -> None:
     """The heal zeroes the slot before the links heal: a command the client sends before its
     ``unwatch`` message arrives crossed a healed link."""
