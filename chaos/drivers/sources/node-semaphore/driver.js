@@ -5,9 +5,10 @@
 // the hello's lock name, the limit the run's capacity, lockTimeout the TTL, the identifier
 // the token (readable in the sorted set), and one attempt (acquireAttemptsLimit 1: the harness
 // owns the retry loop). The package's own refresh stays on (every 0.8 × lockTimeout): each one
-// is reported as a renewal (validity 0 when it found the permit gone). Its lost-lock callback and a refresh that fails
-// only log: the package's defaults throw from a timer, an unhandled rejection that ends the
-// process on Node 15 and later, and an application that uses it must catch them too.
+// is reported as a renewal (validity 0 when it found the permit gone). Its lost-lock callback
+// and a refresh that fails only log: the package's defaults throw from a timer, an unhandled
+// rejection that ends the process on Node 15 and later, and an application that uses it must
+// catch them too.
 "use strict";
 
 const { randomBytes } = require("crypto");
