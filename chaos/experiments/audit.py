@@ -659,16 +659,24 @@ class AuditResult:
         reached = {**exercised.pause_points, **exercised.crashes}
         for op, command in dict.fromkeys(aim for s in self.steps if (aim := s.step.aim())):
             if not reached.get(point := point_name(op, command)):
-                missed.append((point, f"no client ever stopped or crashed before {point}: this "
-                               f"lock {self._sends(op, command)}, but never while a point was "
-                               "armed"))
+                missed.append((point, self._unreached(op, command)))
         return missed + self._capabilities_unused(exercised)
 
-    def _sends(self, op: str, command: str) -> str:
-        """How the lock sends ``command`` in ``op``, as the warm-up saw it."""
-        if self.learned is not None and self.learned.only_on_failure(op, command):
-            return f"sent it only when its {op} failed"
-        return "sends it"
+    def _unreached(self, op: str, command: str) -> str:
+        """Why no client stopped or crashed before ``command`` in ``op``, by how the warm-up
+        saw the lock send it: a point the user aimed at a command the lock never sent said
+        "this lock sends it" (``--faults client-pause-at:command=HGET`` on ``lua``)."""
+        said = f"no client ever stopped or crashed before {point_name(op, command)}"
+        learned = self.learned
+        if learned is None:
+            return f"{said}: never while a point was armed"
+        sent = learned.surface.get(op, [])
+        if command not in sent:
+            return (f"{said}: this lock's {op} never sent it in the warm-up"
+                    + (f" (it sent {', '.join(sent)})" if sent else ""))
+        how = (f"sent it only when its {op} failed" if learned.only_on_failure(op, command)
+               else "sends it")
+        return f"{said}: this lock {how}, but never while a point was armed"
 
     def _capabilities_unused(self, exercised: Exercised) -> list[tuple[str, str]]:
         """A capability the warm-up found that the campaigns asking for it never exercised."""

@@ -479,9 +479,16 @@ def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
                                    "extend ZADD (only when it failed: MULTI+ZREM+EXEC)")
 
 
-def test_an_unreached_point_says_when_the_lock_sends_its_command() -> None:
+def test_an_unreached_point_says_how_the_lock_sends_its_command_or_that_it_never_did() -> None:
     plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
     result = AuditResult(plan, Path("."),
                          learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE))
-    assert result._sends("extend", "MULTI") == "sent it only when its extend failed"
-    assert result._sends("extend", "ZADD") == "sends it"
+    said = "no client ever stopped or crashed before"
+    assert result._unreached("extend", "MULTI") == (
+        f"{said} extend MULTI: this lock sent it only when its extend failed, but never while a "
+        "point was armed")
+    assert result._unreached("extend", "ZADD") == (
+        f"{said} extend ZADD: this lock sends it, but never while a point was armed")
+    assert result._unreached("release", "HGET") == (
+        f"{said} release HGET: this lock's release never sent it in the warm-up (it sent MULTI, "
+        "ZREM, EXEC)")

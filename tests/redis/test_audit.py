@@ -57,6 +57,7 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     directory = Path(record["audit_dir"])
     page = (directory / "index.html").read_text()
     assert "Assumed away" in page and "failover" in page
+    assert "<strong>Passes</strong> (exit 0;" in page
     (directory / "index.html").unlink()
     assert main(["report", str(directory)]) == 0  # rebuilt from audit.json alone
     assert (directory / "index.html").read_text() == page
@@ -80,7 +81,10 @@ def test_a_campaign_that_did_nothing_runs_again_and_then_the_audit_says_so(
     campaigns = [load_run((Path(record["audit_dir"]) / run["report"]).parent).campaign
                  for run in record["runs"][:3]]  # fmt: skip
     assert len({campaign.seed for campaign in campaigns if campaign}) == 3
-    assert any("release HGET" in why for why in record["inconclusive_reasons"]), record
+    assert ("no client ever stopped or crashed before release HGET: this lock's release never "
+            "sent it in the warm-up (it sent EVAL)") in record["inconclusive_reasons"], record
+    page = (Path(record["audit_dir"]) / "index.html").read_text()
+    assert "<strong>Does not pass</strong> (exit 3;" in page  # it read "Passes" above it
 
 
 @pytest.mark.parametrize(("lock", "release"), [("lua", ["EVAL"]), ("get-then-del", ["GET", "DEL"])])
