@@ -257,11 +257,13 @@ class Injector:
         return {w.serial: slots[WATCH_SLOTS + w.slot] for w in list(self._watches.values())
                 if slots[w.slot] == w.serial}
 
-    def crossed(self, command: str, address: str | None, live: Mapping[int, int]) -> None:
+    def crossed(self, command: str, address: str | None, live: Mapping[int, int],
+                error: str = "") -> None:
         """``command`` went to ``address`` (None: unknown; ``command`` empty: a connection
-        there was refused), and ``live`` were the live watches before it left: each of those
-        it matches that is still live there reports it (``on_crossed``) and is disarmed, and
-        a matching watch the harness ended is forgotten."""
+        there was refused; ``error``: the operation ``command`` ended in it), and ``live`` were
+        the live watches before it left: each of those it matches that is still live there
+        reports it (``on_crossed``) and is disarmed, and a matching watch the harness ended
+        is forgotten."""
         if address in self._watched if address is not None else self._everywhere:
             slots = self.slots
             with self._lock:
@@ -275,7 +277,7 @@ class Injector:
                         del self._watches[w.slot]
                 self._index()
             for w in hit:
-                self.on_crossed(w, Crossing(command, address))
+                self.on_crossed(w, Crossing(command, address, error=error))
 
     def awaiting(self, connection: int, command: str, address: str,
                  live: Mapping[int, int]) -> None:
@@ -365,17 +367,8 @@ class Injector:
         watch on every link of this client that is live now reports it and is disarmed. The
         library may have sent nothing (it knew the link was gone), so no command crossed it,
         but the fault is what the operation met."""
-        if not self._everywhere:
-            return
-        slots, hit = self.slots, []
-        with self._lock:
-            for w in [w for w in self._watches.values() if w.everywhere]:
-                if slots[w.slot] == w.serial and _on(slots[WATCH_SLOTS + w.slot], w.bit(None)):
-                    hit.append(w)
-                    del self._watches[w.slot]
-            self._index()
-        for w in hit:
-            self.on_crossed(w, Crossing(op, error=error))
+        if self.watching:
+            self.crossed(op, None, self.live(), error=error)
 
     def sent_in_background(self, command: str) -> None:
         """A lock that sends its own commands sent ``command`` outside any operation (a
