@@ -376,12 +376,19 @@ class Injector:
         watch on every link of the client that is live now takes it (a command sent a moment
         before the watch went live counts too: the report's trip, a millisecond, against a
         fault on for a tenth of a second or more). No point fires: the command has gone."""
-        seen = (BACKGROUND, command)
-        if seen not in self._seen:
-            self._seen.add(seen)
-            self.on_new_command(BACKGROUND, command, None)
+        self._record(BACKGROUND, command, None)
         if self.watching:
             self.crossed(command, None, self.live())
+
+    def _record(self, op: str, command: str, with_: str | None) -> bool:
+        """Whether ``op`` sends ``command`` for the first time: then it is recorded
+        (``on_new_command``), beside ``with_`` if it came in the same write."""
+        seen = (op, command)
+        if seen in self._seen:
+            return False
+        self._seen.add(seen)
+        self.on_new_command(op, command, with_)
+        return True
 
     def before_write(self, commands: Sequence[str]) -> None:
         """Before one write of ``commands``: a single command, or a pipeline's, which reach
@@ -394,10 +401,7 @@ class Injector:
             if op is not None:
                 self._sent_in_op += 1
                 self._in_op[command] = None
-            seen = (op or BACKGROUND, command)
-            if seen not in self._seen:
-                self._seen.add(seen)
-                self.on_new_command(*seen, first_new)
+            if self._record(op or BACKGROUND, command, first_new):
                 first_new = first_new or command
             if point is None and self._armed:  # the hot path: nothing armed, no lock taken
                 point = self._take(command, op, self._sent_in_op if op is not None else 1)
