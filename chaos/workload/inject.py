@@ -73,6 +73,13 @@ WATCH_SLOTS = 8  # watches one client process can have at once (network faults o
 # each operation sends (the audit's warm-up learned nothing of a driver's without it), and
 # after those only while a point or a watch waits.
 LEARNING_OPS = 5
+# ... and in every one after those until one of its kind succeeded, up to this many: which
+# commands an operation sends only when it fails is told by the first that succeeded while
+# announced. Five redsync clients contend in the warm-up: under load, a client's first five
+# acquires all failed in each process (five masters split two, two and one: nobody's quorum;
+# then the hot retry loop), no acquire that succeeded was announced, and the release that
+# redsync sends when it misses the quorum passed as part of every acquire.
+LEARNING_UNTIL_OK_OPS = 200
 ERROR_WORDS = 80  # characters of a library's error an effect quotes (they run to paragraphs)
 # The ``awaited`` key of a driver's request in flight (one at a time per process): its last
 # announced command awaits its replies from nodes the driver does not name.
@@ -198,6 +205,7 @@ class Injector:
         self._in_op: dict[str, None] = {}  # the commands the current (or last) operation sent
         self._succeeded: set[tuple[str, str]] = set()  # sent in an operation that succeeded
         self._begun: dict[str, int] = {}  # operations of each kind begun (``announcing``)
+        self._ok_kinds: set[str] = set()  # kinds of operation that succeeded (``announcing``)
         self.written: Written = {}  # by the current (or last) acquire, per node address
         # Watches by slot, and what the command path looks up: the watched addresses, and
         # whether a watch takes a command of unknown address (``Watch.everywhere``).
@@ -229,9 +237,13 @@ class Injector:
     def announcing(self) -> bool:
         """Whether a command sent now may matter to the harness (a driver then announces its
         commands): a point or a watch is armed, or the operation under way is one of the
-        first ``LEARNING_OPS`` of its kind (its commands are the lock's surface)."""
+        first ``LEARNING_OPS`` of its kind (its commands are the lock's surface), or of the
+        first ``LEARNING_UNTIL_OK_OPS`` while none of its kind succeeded (what it sends only
+        when it fails is told by the first that succeeds)."""
         op = self.current_op
-        learning = op is not None and self._begun.get(op, 0) <= LEARNING_OPS
+        begun = self._begun.get(op, 0) if op is not None else 0
+        learning = op is not None and (begun <= LEARNING_OPS or (
+            op not in self._ok_kinds and begun <= LEARNING_UNTIL_OK_OPS))
         return learning or bool(self._armed or self._watches)
 
     def watch(self, watch: Watch) -> None:
@@ -338,6 +350,7 @@ class Injector:
     def succeeded(self, op: str) -> list[str]:
         """The last operation, ``op``, succeeded: the commands it sent that no ``op`` that
         succeeded had sent before (each is returned once per process)."""
+        self._ok_kinds.add(op)
         new = [command for command in self._in_op if (op, command) not in self._succeeded]
         self._succeeded.update((op, command) for command in new)
         return new

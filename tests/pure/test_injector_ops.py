@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import threading
 
-from chaos.workload.inject import BACKGROUND, LEARNING_OPS, Injector, PausePoint
+from chaos.workload.inject import (
+    BACKGROUND,
+    LEARNING_OPS,
+    LEARNING_UNTIL_OK_OPS,
+    Injector,
+    PausePoint,
+)
 
 
 def renewing(injector: Injector, command: str) -> None:
@@ -82,6 +88,7 @@ def test_a_driver_is_asked_to_announce_its_first_operations_of_each_kind() -> No
         injector.begin("acquire")
         assert injector.announcing
         injector.end()
+    injector.succeeded("acquire")
     injector.begin("acquire")
     assert not injector.announcing
     injector.arm(PausePoint("DEL", op="release"))
@@ -90,3 +97,27 @@ def test_a_driver_is_asked_to_announce_its_first_operations_of_each_kind() -> No
     injector.end()
     injector.begin("release")
     assert injector.announcing  # its first release
+
+
+def test_a_driver_announces_until_an_operation_of_the_kind_succeeded() -> None:
+    """Past its first operations, a process's operations of a kind none of which succeeded
+    are still announced, up to ``LEARNING_UNTIL_OK_OPS``: which commands are sent only when
+    one fails is told by the first that succeeds (five contending redsync clients each failed
+    their first five acquires on a loaded machine; the release redsync sends on a missed
+    quorum then passed as part of every acquire)."""
+    injector = Injector()
+    for begun in range(1, LEARNING_UNTIL_OK_OPS + 2):
+        injector.begin("acquire")
+        assert injector.announcing == (begun <= LEARNING_UNTIL_OK_OPS), begun
+        injector.end()
+    injector = Injector()
+    for _ in range(LEARNING_OPS + 1):
+        injector.begin("acquire")
+        injector.before_write(("SET",))
+        injector.end()
+    assert injector.succeeded("acquire") == ["SET"]
+    injector.begin("acquire")
+    assert not injector.announcing  # one succeeded: the first ones taught the rest
+    injector.end()
+    injector.begin("release")
+    assert injector.announcing  # another kind learns on its own
