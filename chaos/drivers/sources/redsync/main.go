@@ -25,8 +25,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	goredislib "github.com/redis/go-redis/v9"
 	"github.com/hashicorp/go-multierror"
+	goredislib "github.com/redis/go-redis/v9"
 )
 
 const library = "go-redsync v4.13.0 + go-redis v9.23.0"
@@ -55,7 +55,7 @@ var (
 	outMu    sync.Mutex
 	in       *bufio.Scanner
 	inMu     sync.Mutex // the pause-points exchange reads stdin from the command goroutines
-	current  int64 = -1
+	current  int64      = -1
 	announce bool
 )
 
@@ -72,6 +72,13 @@ func write(v map[string]any) {
 // operation is announced ("before") and sent only once the harness says "go". A connection
 // go-redis opens during one runs its set-up through the same hook (HELLO, AUTH; the rest is
 // pipelined, which is not announced): not the lock's commands, so not announced.
+//
+// The harness's hold on a command (its announcement's round trip, queued behind the other
+// nodes' — one stdin —, or a pause point) is not the library's time: the command leaves with
+// what was left of its deadline when it was announced, as a Python client's socket timeout
+// starts when it writes. redsync gives a whole acquire TTL/10 (20 ms at a 200 ms TTL); on a
+// loaded machine five announcements took longer, and every announced acquire ended in "i/o
+// timeout" on the nodes announced last (a warm-up of five clients: 1 grant in 2 s).
 type announcer struct{}
 
 var setUp = map[string]bool{"hello": true, "auth": true}
@@ -83,12 +90,18 @@ func (announcer) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredi
 func (announcer) ProcessHook(next goredislib.ProcessHook) goredislib.ProcessHook {
 	return func(ctx context.Context, cmd goredislib.Cmder) error {
 		if announce && current >= 0 && !setUp[cmd.Name()] {
+			announced := time.Now()
 			inMu.Lock()
 			write(map[string]any{"type": "before", "id": current, "command": strings.ToUpper(cmd.Name())})
 			if !in.Scan() {
 				os.Exit(0)
 			}
 			inMu.Unlock()
+			if deadline, ok := ctx.Deadline(); ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(time.Since(announced)))
+				defer cancel()
+			}
 		}
 		return next(ctx, cmd)
 	}
