@@ -321,6 +321,10 @@ def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
         if fault.stalls and fault.hits(hold.process)
     ]
     seen += [_pause(point, clock) for point in timeline.pauses_of(hold.process, hold.start, until)]
+    if not seen:  # a fault's or a point's stop is one too: the stall adds nothing to it
+        seen = [f"its process did not run for {(end - since) / 1e6:.0f} ms from "
+                f"{clock.at(since)}, and no fault stopped it: the machine did not run it"
+                for since, end in timeline.stalls_of(hold.process, hold.start, until)]
     if not seen:
         return f"no pause is recorded for {hold.process}: its work outran the lease"
     return f"{hold.process} was stalled: " + "; ".join(seen)

@@ -24,7 +24,12 @@ TTL, that was hard. It counts only when:
 * no renewal was *sent* in time — by the deadline plus the tolerance (a ``renew``'s
   ``value.invoked``; a ``renew`` ``fail`` is a renewal the lock gave up on): a renewal sent in
   time whose answer came back late, or refused, shows a live watchdog whose lease lapsed on
-  the way to Redis (an overloaded server or proxy), not a watchdog that stopped renewing;
+  the way to Redis (an overloaded server or proxy), not a watchdog that stopped renewing.
+  The tolerance counts only time the holder ran: each stretch its process did not run
+  (``stall``, recorded by the process itself: ``chaos.workload.stalls``) moves the end on by
+  its length. In CI, beside five JVMs starting, a ``watchdog`` holder's process did not run
+  for 524 ms — its read of a local Redis took 534 ms — and its watchdog renewed the moment it
+  ran again: that lease ran out while its holder was stalled, as under a GC pause (soft);
 * the client demonstrably ran afterwards: a renewal ended the lapse, or the client released
   (or acquired again) — a hold cut by a crash, or still held when the history ends, is not
   judged;
@@ -98,10 +103,11 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
         ttl = timeline.ttl_ns or deadline - since
         if deadline - since < ttl * MIN_LEFT:
             continue  # it reached the holder too late to be kept (see the module docstring)
-        tolerance = max(ttl, MIN_TOLERANCE_NS)
-        if until - deadline <= tolerance:
+        due = _while_running(hold.process, since, deadline + max(ttl, MIN_TOLERANCE_NS),
+                             timeline)
+        if until <= due:
             continue
-        if timeline.renewal_sent(hold.process, since, deadline + tolerance):
+        if timeline.renewal_sent(hold.process, since, due):
             continue  # it was sent in time; its answer came back late, or refused
         if excused(hold.process, since, deadline, timeline):
             continue
@@ -109,6 +115,20 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
         found.append(Lapse(hold, since, deadline, until, renewed_again,
                            (extended[0], extended[1] and renewed_again)))
     return found
+
+
+def _while_running(process: str, since: int, due: int, timeline: Timeline) -> int:
+    """``due``, moved on by the time ``process`` did not run after ``since`` (its ``stall``
+    events): the tolerance is counted in the time the holder ran."""
+    stalls = timeline.stalls.get(process, [])
+    moved = due
+    for _ in range(2 * len(stalls) + 1):  # a round takes in more of a stall, or ends
+        later = due + sum(min(until, moved) - max(start, since) for start, until in
+                          timeline.stalls_of(process, since, moved))
+        if later == moved:
+            break
+        moved = later
+    return moved
 
 
 def excused(process: str, lo: int, hi: int, timeline: Timeline) -> bool:

@@ -51,6 +51,7 @@ from chaos.history import (
     RELEASE,
     RENEW,
     STALE_TOKEN,
+    STALL,
     START,
     STOP,
     WRITE,
@@ -289,6 +290,10 @@ def _info(
             verb = "crashed" if reached.action == "crash" else "stopped"
             timeline.fault_effects.setdefault(str(point["fault"]), []).append(
                 f"{p} {verb} before {reached.command}")
+    elif f == STALL:
+        since = (value_of(ev.value) or {}).get("since")
+        if isinstance(since, int) and since < t:
+            timeline.stalls.setdefault(p, []).append((since, t))
     elif f == EFFECT:
         effect = value_of(ev.value) or {}
         timeline.fault_effects.setdefault(str(effect.get("id")), []).append(

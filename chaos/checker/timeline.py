@@ -153,6 +153,8 @@ class Timeline:
     orphan_releases: list[Release] = field(default_factory=list)
     faults: list[FaultSpan] = field(default_factory=list)
     pause_points: dict[str, list[PauseReached]] = field(default_factory=dict)  # in time order
+    # Per process, the (since, until) of each stretch it did not run (``stall``), in order.
+    stalls: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     # What faults did, by fault id: each ``effect`` event's words, and each pause point that
     # names the fault that armed it ("c2 stopped before EVAL").
     fault_effects: dict[str, list[str]] = field(default_factory=dict)
@@ -307,6 +309,11 @@ class Timeline:
         sent = self.renewals_sent.get(process, [])
         index = bisect_right(sent, lo)
         return index < len(sent) and sent[index] <= hi
+
+    def stalls_of(self, process: str, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The stretches ``process`` did not run that overlap [lo, hi]."""
+        return [(since, until) for since, until in self.stalls.get(process, [])
+                if since < hi and until > lo]
 
     def pauses_of(self, process: str, lo: int, hi: int) -> list[PauseReached]:
         """The pause points ``process`` reached in [lo, hi]."""

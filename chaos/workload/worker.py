@@ -43,6 +43,7 @@ from chaos.locks.contract import (
 )
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
+from chaos.workload import stalls
 from chaos.workload.inject import Crossing, InjectingConnection, PausePoint, Watch, injector
 from chaos.workload.resource import Resource, StaleToken
 
@@ -507,12 +508,14 @@ def worker_main(
         # from every replacement; the pool does not replace this client.
         _record_start_failure(spec, h.LOCK_UNUSABLE, exc)
         os._exit(UNUSABLE_LOCK_EXIT)
-    if spec.deadline_ns is None:
+    deadline_ns = spec.deadline_ns
+    if deadline_ns is None:
         deadline_ns = _wait_for_go(control)
         if deadline_ns is None:  # stopped (or the pool gone) before the run began
             control.send(("done", 0))
             os._exit(0)
         worker.spec = replace(spec, deadline_ns=deadline_ns)
+    stalls.watch(worker.history, worker.cid, worker.stopping, deadline_ns)
     completed = worker.run()
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent

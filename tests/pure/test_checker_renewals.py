@@ -103,6 +103,33 @@ def test_a_renewal_later_than_that_is_a_lapse_even_though_renewals_resumed():
     assert "did not renew for 500 ms" in text and "until its next renewal at 0.560 s" in text
 
 
+def test_a_holder_the_machine_did_not_run_is_not_a_dead_watchdog():
+    """Its watchdog renews the moment its process runs again: the tolerance counts only the
+    time the holder ran (in CI, beside five JVMs starting, a holder's process did not run
+    for 514 ms, and the renewal it sent when it did was called a dead watchdog)."""
+    late = renewing().acquire("c1", 0).renew("c1", 60, until=260)
+    assert len(lapses(late.renew("c1", 610, until=810).release("c1", 900))) == 1
+    stalled = renewing().acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 70, 600)
+    assert lapses(stalled.renew("c1", 610, until=810).release("c1", 900)) == []
+
+
+def test_a_stall_moves_the_tolerance_only_by_its_own_length():
+    """A stall is no pause of the watchdog's own: one that never renews again is still dead
+    once the holder ran a tolerance past its deadline."""
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 100, 200)
+    assert len(lapses(h.release("c1", 700))) == 1  # 260 + 250 + 100 < 700
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 100, 200)
+    assert lapses(h.release("c1", 600)) == []
+
+
+def test_a_lease_that_ran_out_while_the_machine_did_not_run_its_holder_says_so():
+    h = renewing().acquire("c1", 0).stall("c1", 100, 500).acquire("c2", 300)
+    verdict = h.release("c2", 400).release("c1", 600).check()
+    assert verdict.verdict == "soft"
+    assert ("c1 was stalled: its process did not run for 400 ms from 0.100 s, and no fault "
+            "stopped it") in verdict.violations[0].explanation
+
+
 def test_one_violation_per_client_counting_its_lapses():
     h = renewing()
     for start in (0, 1000, 2000):

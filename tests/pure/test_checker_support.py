@@ -107,6 +107,10 @@ class History:
         value = {"command": command, "action": action, **({"fault": fault} if fault else {})}
         return self.add(ms, "info", p, "pause-point", value=value)
 
+    def stall(self, p: str, since: float, until: float) -> History:
+        """``p``'s process did not run from ``since`` to ``until`` (chaos.workload.stalls)."""
+        return self.add(until, "info", p, "stall", value={"since": at(since)})
+
     def command(self, p: str, ms: float, op: str, command: str) -> History:
         """``p`` sent ``command`` for the first time in an ``op`` (the lock's surface)."""
         return self.add(ms, "info", p, "command", value={"op": op, "command": command})

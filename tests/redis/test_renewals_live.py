@@ -89,3 +89,24 @@ def test_the_bundled_watchdog_under_cpu_overload_is_not_flagged(
     assert verdict["counts"]["renew_ok"] > 10
     assert [v for v in verdict["violations"] if v["cause"] == "not-renewed"] == []
     assert code == 0, verdict["explanations"]
+
+
+def test_a_client_records_the_time_its_process_did_not_run(tmp_path: Path) -> None:
+    """Each client process records the stretches it did not run (``stall``): what lets the
+    checker count a watchdog's tolerance in the time its holder ran. A client the nemesis
+    stopped with SIGSTOP records that stop itself, within a few periods of its ends."""
+    argv = ["run", "--lock", "watchdog", "--faults", "client-pause", "--duration", "3",
+            "--seed", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    (history,) = tmp_path.rglob("history.jsonl")
+    events = [json.loads(line) for line in history.read_text().splitlines()]
+    pauses = {e["value"]["id"]: (e["value"]["target"]["client"], e["t"]) for e in events
+              if e["process"] == "nemesis" and e["f"] == "start"}
+    stops = {e["value"]["id"]: e["t"] for e in events
+             if e["process"] == "nemesis" and e["f"] == "stop"}
+    stalls = [(e["process"], e["value"]["since"], e["t"]) for e in events if e["f"] == "stall"]
+    assert pauses and set(stops) == set(pauses)
+    slack = 60_000_000  # ns: a few of the watcher's periods, on a loaded machine
+    for fault, (client, start) in pauses.items():
+        assert any(p == client and abs(since - start) < slack and abs(until - stops[fault]) < slack
+                   for p, since, until in stalls), (fault, client, stalls)

@@ -77,8 +77,9 @@ func write(v map[string]any) {
 // nodes' — one stdin —, or a pause point) is not the library's time: the command leaves with
 // what was left of its deadline when it was announced, as a Python client's socket timeout
 // starts when it writes. redsync gives a whole acquire TTL/10 (20 ms at a 200 ms TTL); on a
-// loaded machine five announcements took longer, and every announced acquire ended in "i/o
-// timeout" on the nodes announced last (a warm-up of five clients: 1 grant in 2 s).
+// loaded machine five announcements often took longer, and the acquire ended in "i/o
+// timeout" on the nodes announced last (five clients announcing every acquire: one grant in
+// a 2 s warm-up).
 type announcer struct{}
 
 var setUp = map[string]bool{"hello": true, "auth": true}
