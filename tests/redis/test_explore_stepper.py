@@ -37,7 +37,9 @@ def test_a_release_stopped_before_its_del_leaves_the_key_until_resumed(
         finally:
             pool.stop()
     events = h.read_history(path)
-    said = (h.READ, h.COMMAND, h.LOCK_READY)  # what the lock is and sends: asserted below
+    # What the lock is and sends (asserted below), and how long the process did not run (a
+    # stall: the stop, if it lasted 50 ms).
+    said = (h.READ, h.COMMAND, h.LOCK_READY, h.STALL)
     c1 = [(e.type, e.f) for e in events if e.process == "c1" and e.f not in said]
     assert c1 == [
         (h.INVOKE, h.ACQUIRE), (h.OK, h.ACQUIRE),

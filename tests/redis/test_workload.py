@@ -52,7 +52,7 @@ def test_every_invoke_completes_and_acknowledged_writes_survive(
             assert e.process not in pending, f"{e.process} invoked twice without completing"
             pending[e.process] = e
         elif (e.type in (h.OK, h.FAIL, h.INFO) and e.process in pending
-              and e.f not in (h.RENEW, h.COMMAND)):
+              and e.f not in (h.RENEW, h.COMMAND, h.STALL)):
             assert pending.pop(e.process).f == e.f
     assert not pending
     writes = [e.value for e in _by(events, f=h.WRITE, type=h.OK)]
@@ -84,9 +84,13 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
     }
     # the pause sat between the release's GET and its DEL
     release = [e for e in _by(events, f=h.RELEASE, type=h.INVOKE) if e.t < point.t][-1]
-    after = next(e for e in _by(events, process="c1") if e.t > point.t)
-    assert after.f == h.RELEASE and after.token == release.token
-    assert after.t - point.t >= 1000e6
+    after = [e for e in _by(events, process="c1") if e.t > point.t]
+    # every thread stopped: the process's own stall watcher saw the second it did not run
+    stall = next(e for e in after if e.f == h.STALL)
+    assert stall.t - stall.value["since"] >= 900e6, stall
+    resumed = next(e for e in after if e.f != h.STALL)
+    assert resumed.f == h.RELEASE and resumed.token == release.token
+    assert resumed.t - point.t >= 1000e6
 
 
 def test_a_paused_client_resumes_by_the_clock_not_at_another_clients_message(
