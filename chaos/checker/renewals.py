@@ -119,15 +119,14 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
 
 def _while_running(process: str, since: int, due: int, timeline: Timeline) -> int:
     """``due``, moved on by the time ``process`` did not run after ``since`` (its ``stall``
-    events): the tolerance is counted in the time the holder ran."""
-    stalls = timeline.stalls.get(process, [])
+    events, in time order): the tolerance is counted in the time the holder ran. A stall
+    that begins before the end so far moves it past its own end."""
     moved = due
-    for _ in range(2 * len(stalls) + 1):  # a round takes in more of a stall, or ends
-        later = due + sum(min(until, moved) - max(start, since) for start, until in
-                          timeline.stalls_of(process, since, moved))
-        if later == moved:
+    for start, until in timeline.stalls.get(process, []):
+        if start >= moved:
             break
-        moved = later
+        if until > since:
+            moved += until - max(start, since)
     return moved
 
 

@@ -122,6 +122,15 @@ def test_a_stall_moves_the_tolerance_only_by_its_own_length():
     assert lapses(h.release("c1", 600)) == []
 
 
+def test_a_stall_that_straddles_the_end_of_the_tolerance_moves_it_by_all_its_length():
+    """The end (260 + 250 = 510 ms) moves by the whole stall that began before it (to 910):
+    the renewal sent at 905, when the process ran again, was in time."""
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 500, 900)
+    assert lapses(h.renew("c1", 905, until=1105).release("c1", 1200)) == []
+    h = renewing().acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 500, 900)
+    assert len(lapses(h.renew("c1", 915, until=1115).release("c1", 1200))) == 1
+
+
 def test_a_lease_that_ran_out_while_the_machine_did_not_run_its_holder_says_so():
     h = renewing().acquire("c1", 0).stall("c1", 100, 500).acquire("c2", 300)
     verdict = h.release("c2", 400).release("c1", 600).check()
