@@ -88,6 +88,7 @@ BUNDLED: dict[str, str] = {
     "redisson-rwlock": "chaos.drivers.catalog:redisson_rwlock",
     "redisson-fair": "chaos.drivers.catalog:redisson_fair",
     "node-semaphore": "chaos.drivers.catalog:node_semaphore",
+    "rust-redlock": "chaos.drivers.catalog:rust_redlock",
 }
 
 _HINT = "run `lockchaos list` for the bundled locks, or pass module:attr"
