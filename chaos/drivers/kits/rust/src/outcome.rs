@@ -1,7 +1,7 @@
 //! What a lock's method answers, and the quorum rule that turns per-node votes into it
 //! (docs/driver-protocol.md, "decides by quorum").
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// One request's answer. A `Lock`'s `acquire`, `release` and `extend` each return one.
 #[derive(Debug)]
@@ -63,41 +63,24 @@ impl<L> Outcome<L> {
 
     /// The reply line for request `id`; `token` is the lease's.
     pub(crate) fn reply(&self, id: u64, token: &str) -> Value {
-        let mut line = Map::new();
-        let kind = match self {
+        let (kind, mut line) = match self {
             Outcome::Granted { validity_ms, fence, .. } => {
-                line.insert("token".into(), json!(token));
-                line.insert("validity_ms".into(), json!(validity_ms));
-                line.insert("fence".into(), json!(fence));
-                "ok"
+                ("ok", json!({"token": token, "validity_ms": validity_ms, "fence": fence}))
             }
-            Outcome::Released => "ok",
-            Outcome::Refused(message) => {
-                line.insert("message".into(), json!(message));
-                "refused"
-            }
+            Outcome::Released => ("ok", json!({})),
+            Outcome::Refused(message) => ("refused", json!({"message": message})),
             Outcome::Failed { definite, message } => {
-                line.insert("definite".into(), json!(definite));
-                line.insert("message".into(), json!(message));
-                "error"
+                ("error", json!({"definite": definite, "message": message}))
             }
-            Outcome::Revoked(message) => {
-                line.insert("message".into(), json!(message));
-                "revoked"
-            }
+            Outcome::Revoked(message) => ("revoked", json!({"message": message})),
             Outcome::Invalidated { definite, message } => {
-                line.insert("definite".into(), json!(definite));
-                line.insert("message".into(), json!(message));
-                "invalidated"
+                ("invalidated", json!({"definite": definite, "message": message}))
             }
-            Outcome::Kept(validity_ms) => {
-                line.insert("validity_ms".into(), json!(validity_ms));
-                "kept"
-            }
+            Outcome::Kept(validity_ms) => ("kept", json!({"validity_ms": validity_ms})),
         };
-        line.insert("type".into(), json!(kind));
-        line.insert("id".into(), json!(id));
-        Value::Object(line)
+        line["type"] = json!(kind);
+        line["id"] = json!(id);
+        line
     }
 }
 
