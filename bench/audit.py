@@ -150,7 +150,7 @@ def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
         "only_on_failure": dict(sorted(Counter(
             point_name(op, command) for r in results if r.learned
             for op, commands in r.learned.on_failure.items() for command in commands).items())),
-        "campaigns_median": statistics.median(len(r.steps) for r in results),
+        "campaigns_median": statistics.median(len(r.trials) for r in results),
         "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
 

@@ -20,10 +20,10 @@ extend's with holders extending; a pause in an acquire shorter than the TTL) —
 capabilities under every fault: holders extending, their work alternately long and short
 against the TTL, and a reentrant lock's holders nesting; then pairs of faults in a seeded
 order, as many as fit in ``CAMPAIGN_SHARE`` of the budget (every single and the first
-``MIN_CAPABILITY_STEPS`` capability campaigns always run; so does, again with a new seed, in
+``MIN_CAPABILITY_TRIALS`` capability campaigns always run; so does, again with a new seed, in
 up to ``AGAIN_ROUNDS`` rounds, the first campaign there for a fault that had no effect or a
-point never reached: ``again_steps``). The first
-``EARLY_CAPABILITY_STEPS`` capability campaigns run before the singles: a bug in an extend or a
+point never reached: ``again_trials``). The first
+``EARLY_CAPABILITY_TRIALS`` capability campaigns run before the singles: a bug in an extend or a
 nested release shows only when holders extend or nest, and a dozen singles first would leave it
 half a minute unfound. Before them still, each fault added to the defaults (``+f``: the user
 suspects it, or the lock's commands call for it) runs alone, ``CELL_S`` (at a long TTL,

@@ -20,7 +20,7 @@ from chaos.checker.verdict import (
     RANK,
     VIOLATION_KINDS,
 )
-from chaos.experiments.audit.plan import AuditPlan, Step
+from chaos.experiments.audit.plan import AuditPlan, Trial
 from chaos.experiments.execute import Outcome
 from chaos.experiments.surface import (
     Learned,
@@ -35,8 +35,8 @@ from chaos.report.audit_page import (
 
 
 @dataclass
-class StepResult:
-    step: Step
+class TrialResult:
+    trial: Trial
     outcome: Outcome
     started_s: float  # since the audit began
 
@@ -57,9 +57,9 @@ class AuditResult:
     directory: Path
     learned: Learned | None = None
     warm_up: Outcome | None = None
-    steps: list[StepResult] = field(default_factory=list)
+    trials: list[TrialResult] = field(default_factory=list)
     explored: list[ExploreResult] = field(default_factory=list)
-    skipped: list[Step] = field(default_factory=list)  # planned, not run: a hard one was found
+    skipped: list[Trial] = field(default_factory=list)  # planned, not run: a hard one was found
     explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
     required: int = 0  # planned campaigns that run whatever the budget
     wall_s: float = 0.0
@@ -69,7 +69,7 @@ class AuditResult:
         """(what ran, its verdict, its run directory), the worst first. The warm-up counts
         only when it broke the lock with no fault at all (a hard violation): what else it
         finds is what it asked (a lock refusing its own holder is not reentrant)."""
-        found = [(s.step.name, s.outcome.verdict, s.outcome.run_dir) for s in self.steps]
+        found = [(s.trial.name, s.outcome.verdict, s.outcome.run_dir) for s in self.trials]
         if self.warm_up is not None and self.warm_up.verdict.hard_violations:
             found.append((WARM_UP, self.warm_up.verdict, self.warm_up.run_dir))
         for result in self.explored:
@@ -92,7 +92,7 @@ class AuditResult:
     def inconclusive_reasons(self) -> list[str]:
         """Why the audit tested nothing: no campaign exercised the lock (the first one's
         reason), or something it asked for was never exercised (``untested``)."""
-        verdicts = [s.outcome.verdict for s in self.steps]
+        verdicts = [s.outcome.verdict for s in self.trials]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
             first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive),
                          "no campaign completed two lock cycles")
@@ -110,7 +110,7 @@ class AuditResult:
                   if name not in covered or not covered[name].effective]
         exercised = self.exercised
         reached = {**exercised.pause_points, **exercised.crashes}
-        for op, command in dict.fromkeys(aim for s in self.steps if (aim := s.step.aim())):
+        for op, command in dict.fromkeys(aim for s in self.trials if (aim := s.trial.aim())):
             if not reached.get(point := point_name(op, command)):
                 missed.append((point, self._unreached(op, command)))
         return missed + self._capabilities_unused(exercised)
@@ -135,13 +135,13 @@ class AuditResult:
         """A capability the warm-up found that the campaigns asking for it never exercised."""
         if self.learned is None:
             return []
-        declared, asked = self.learned.declared, [s.step for s in self.steps]
+        declared, asked = self.learned.declared, [s.trial for s in self.trials]
         unused = [
-            (declared.extend and any(step.extend for step in asked) and not exercised.extends_ok,
+            (declared.extend and any(trial.extend for trial in asked) and not exercised.extends_ok,
              "extend", "the lock can extend, but no extend returned a lease in any campaign"),
             (declared.renews and not exercised.renewals, "renewals",
              "the lock renews in the background, but no renewal was recorded in any campaign"),
-            (declared.reentrant and any(step.nest_depth > 1 for step in asked)
+            (declared.reentrant and any(trial.nest_depth > 1 for trial in asked)
              and not exercised.nested_grants, "reentrancy",
              "the lock let its holder in during the warm-up, but no nested acquire was granted "
              "in any campaign"),
@@ -152,7 +152,7 @@ class AuditResult:
     def coverage(self) -> dict[str, FaultCoverage]:
         """Each fault's coverage, summed over the campaigns."""
         total: dict[str, FaultCoverage] = {}
-        for s in self.steps:
+        for s in self.trials:
             for name, entry in s.outcome.verdict.coverage.items():
                 into = total.setdefault(name, FaultCoverage(fired=0, effective=0, active_s=0.0))
                 into.fired += entry.fired
@@ -165,7 +165,7 @@ class AuditResult:
         """Per capability, what the campaigns made the lock do (the warm-up not counted)."""
         seen = Tally()
         extends = renewals = nested = 0
-        for s in self.steps:
+        for s in self.trials:
             seen.add(s.tally)
             counts = s.outcome.verdict.counts
             extends += counts.get("extend_ok", 0)
@@ -194,7 +194,7 @@ class AuditResult:
         """Seconds from the audit's start to the end of the first run that found a hard one."""
         if self.warm_up is not None and self.warm_up.verdict.hard_violations:
             return self.warm_up.verdict.first_hard_violation_s
-        for s in self.steps:
+        for s in self.trials:
             if s.outcome.verdict.hard_violations:
                 first = s.outcome.verdict.first_hard_violation_s or 0.0
                 return s.started_s + first

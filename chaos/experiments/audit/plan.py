@@ -1,5 +1,5 @@
 """What an audit tests and how each of its campaigns is made: the plan (the base campaign, the
-budget, the faults tested and assumed away), a campaign of it (``Step``), and the plan fitted to
+budget, the faults tested and assumed away), a campaign of it (``Trial``), and the plan fitted to
 what the warm-up learned.
 """
 
@@ -65,7 +65,7 @@ DEPLOYMENT = ("clients", "ttl_ms", "work_ms")
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """What to audit, and how long for: ``base`` is the campaign every step starts from
+    """What to audit, and how long for: ``base`` is the campaign every trial starts from
     (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults.
     ``told``: fields of ``DEPLOYMENT`` the user gave even at their default (``--clients 5``):
     with those the base sets away from their default, every phase keeps the base's value."""
@@ -143,17 +143,17 @@ class AuditPlan:
                              work_ms=WARM_UP_WORK_TTLS * self.base.ttl_ms)
         return msgspec.structs.replace(warm, fail_on="hard")
 
-    def step_campaign(self, index: int, step: Step, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th step: its own seed, ``cell_s`` long (if ``named``
+    def trial_campaign(self, index: int, trial: Trial, cell_s: float) -> Campaign:
+        """The campaign of the ``index``-th trial: its own seed, ``cell_s`` long (if ``named``
         or ``in_order``, ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer: a point armed
         first waits for the fault that follows) after its faults had time to act
-        (``Step.acts_after_s``)."""
-        offset = index if step.seed_offset is None else step.seed_offset
+        (``Trial.acts_after_s``)."""
+        offset = index if trial.seed_offset is None else trial.seed_offset
         named_s = max(CELL_S, NAMED_CELL_TTLS * self.base.ttl_ms / 1000)
-        length = named_s if step.named or step.in_order else cell_s
-        return self.campaign(step.faults, seed=self.base.seed + offset, extend=step.extend,
-                             duration_s=length + step.acts_after_s, nest_depth=step.nest_depth,
-                             work_ms=step.work_ms, in_order=step.in_order)
+        length = named_s if trial.named or trial.in_order else cell_s
+        return self.campaign(trial.faults, seed=self.base.seed + offset, extend=trial.extend,
+                             duration_s=length + trial.acts_after_s, nest_depth=trial.nest_depth,
+                             work_ms=trial.work_ms, in_order=trial.in_order)
 
     def explore_campaigns(self) -> list[Campaign]:
         """The explorations of the explore phase, one after the other: first with the
@@ -184,9 +184,10 @@ class AuditPlan:
 
 
 @dataclass(frozen=True)
-class Step:
-    """One seeded campaign of the audit: some faults, holders extending or not (working
-    ``work_ms``, None: the campaign's), acquiring ``nest_depth`` deep."""
+class Trial:
+    """One trial of the audit — a seeded campaign of its own (explore's ``Step`` is one
+    operation of a program): some faults, holders extending or not (working ``work_ms``,
+    None: the campaign's), acquiring ``nest_depth`` deep."""
 
     faults: Faults
     extend: bool = False
@@ -197,7 +198,7 @@ class Step:
     # campaign's seed (and schedule) as it was. None: its index.
     seed_offset: int | None = None
     # It runs whatever the budget: a fault alone, or one of the first capability campaigns
-    # (``plan_steps``). Under load those took longer than the budget and the last singles
+    # (``plan_trials``). Under load those took longer than the budget and the last singles
     # were skipped: a fault never tried, and the audit still went green.
     required: bool = False
     # A fault added by name alone (``AuditPlan.added``): it runs at least ``CELL_S`` long
@@ -210,7 +211,7 @@ class Step:
     # Its faults take turns in the order listed (``--faults-in-order``), not shuffled: a
     # point armed before the fault that makes the lock reach it (``REACHED_BY``).
     in_order: bool = False
-    # A run again of a campaign that did not do what it was there for (``again_steps``).
+    # A run again of a campaign that did not do what it was there for (``again_trials``).
     again: bool = False
 
     @property

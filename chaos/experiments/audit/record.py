@@ -38,7 +38,7 @@ def record(result: AuditResult) -> AuditFile:
         inconclusive_reasons=result.inconclusive_reasons, coverage=result.coverage,
         tested=[name for name, _ in plan.tested()], explored=explored_faults(plan),
         assumed_away=plan.assumed_away(), runs=runs,
-        skipped=[step.name for step in result.skipped], examples=result.examples,
+        skipped=[trial.name for trial in result.skipped], examples=result.examples,
         first_hard_s=None if result.first_hard_s is None else round(result.first_hard_s, 3),
         wall_s=round(result.wall_s, 3), replay=replay_command(plan),
         surface=learned.surface if learned else {},

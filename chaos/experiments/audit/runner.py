@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chaos.campaign import HISTORY, choose_layout, stamped_path
-from chaos.experiments.audit.judge import AuditResult, StepResult
-from chaos.experiments.audit.plan import AuditPlan, Step, fitted
+from chaos.experiments.audit.judge import AuditResult, TrialResult
+from chaos.experiments.audit.plan import AuditPlan, Trial, fitted
 from chaos.experiments.audit.record import record
-from chaos.experiments.audit.steps import AGAIN_ROUNDS, CELL_OVERHEAD_S, again_steps, plan_steps
+from chaos.experiments.audit.trials import AGAIN_ROUNDS, CELL_OVERHEAD_S, again_trials, plan_trials
 from chaos.experiments.execute import run_campaign
 from chaos.experiments.surface import (
     learn,
@@ -45,28 +45,28 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     result.warm_up = run_campaign(warm, directory / RUNS)
     result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
     plan = result.plan = fitted(plan, result.learned)
-    steps, cell_s = plan_steps(plan, result.learned)
-    result.required = sum(step.required for step in steps)
+    trials, cell_s = plan_trials(plan, result.learned)
+    result.required = sum(trial.required for trial in trials)
 
     def broke() -> bool:
         return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
 
-    def run_step(index: int, step: Step, of: int) -> None:
-        say(f"campaign {index + 1}/{of}: {step.name}")
-        campaign = plan.step_campaign(index, step, cell_s)
+    def run_trial(index: int, trial: Trial, of: int) -> None:
+        say(f"campaign {index + 1}/{of}: {trial.name}")
+        campaign = plan.trial_campaign(index, trial, cell_s)
         at = time.monotonic() - started
-        result.steps.append(StepResult(step, run_campaign(campaign, directory / RUNS), at))
+        result.trials.append(TrialResult(trial, run_campaign(campaign, directory / RUNS), at))
 
-    for index, step in enumerate(steps):
-        if broke() or (not step.required and time.monotonic() + CELL_OVERHEAD_S > deadline):
-            result.skipped = steps[index:]
+    for index, trial in enumerate(trials):
+        if broke() or (not trial.required and time.monotonic() + CELL_OVERHEAD_S > deadline):
+            result.skipped = trials[index:]
             break
-        run_step(index, step, len(steps))
+        run_trial(index, trial, len(trials))
     for round_ in range(AGAIN_ROUNDS):
-        for step in again_steps(steps, {what for what, _ in result.untested}, round_):
+        for trial in again_trials(trials, {what for what, _ in result.untested}, round_):
             if broke():
                 break
-            run_step(len(result.steps), step, len(result.steps) + 1)
+            run_trial(len(result.trials), trial, len(result.trials) + 1)
     if not broke():
         # Each exploration on one topology until its share of the budget is spent, as
         # `lockchaos explore` runs (not a topology and a new seed, Hypothesis starting over

@@ -1,4 +1,4 @@
-"""The step planner: which campaigns an audit runs, in what order, each how long, within its
+"""The trial planner: which campaigns an audit runs, in what order, each how long, within its
 budget (singles aimed before each command learned, the capabilities, pairs; and again).
 """
 
@@ -10,7 +10,7 @@ from itertools import combinations, zip_longest
 from typing import Any
 
 from chaos.checker.exercised import RELOADS
-from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Faults, Step
+from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Faults, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
 from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS
@@ -18,7 +18,7 @@ from chaos.nemesis.faults import DURATION, ClientCrash, ClientPause, ScriptFlush
 from chaos.nemesis.schedule import FIRST_AT_S
 
 # The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
-# aimed there is armed on every client, then the fault comes (``Step.in_order``), and the
+# aimed there is armed on every client, then the fault comes (``Trial.in_order``), and the
 # first client to run a script after it stops there. Aimed alone, the point waited for a
 # ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
 # any fault's first turn: never reached, in 3 audits of 3. A lock that loads its scripts once
@@ -74,18 +74,18 @@ NEST_WORK_TTLS = 0.5
 # then acts on what it checked before, its lease still valid: a check-then-act race is hard
 # (the truth table's cells pause 0.3 and 0.5 TTLs there).
 ACQUIRE_PAUSE_TTLS = 0.3
-MIN_CAPABILITY_STEPS = 3  # capability campaigns that run whatever the budget
-EARLY_CAPABILITY_STEPS = 2  # of those, run right after the warm-up, before the singles
+MIN_CAPABILITY_TRIALS = 3  # capability campaigns that run whatever the budget
+EARLY_CAPABILITY_TRIALS = 2  # of those, run right after the warm-up, before the singles
 # Of those, the one whose default does something no point does (kill a holder mid-work):
 # its default campaign runs too.
 KEEPS_DEFAULT = (ClientCrash.name,)
 
 
-def cell_seconds(plan: AuditPlan, steps: int) -> float:
+def cell_seconds(plan: AuditPlan, trials: int) -> float:
     """How long each campaign may run: ``CELL_S``, or less when the campaigns' share of the
-    budget could not otherwise run the ``steps`` that always run (never under
+    budget could not otherwise run the ``trials`` that always run (never under
     ``MIN_CELL_S``)."""
-    share = plan.budget_s * CAMPAIGN_SHARE / max(steps, 1) - CELL_OVERHEAD_S
+    share = plan.budget_s * CAMPAIGN_SHARE / max(trials, 1) - CELL_OVERHEAD_S
     return max(MIN_CELL_S, min(CELL_S, share))
 
 
@@ -126,26 +126,26 @@ def _aim_order(learned: Learned) -> list[tuple[str, str]]:
 
 
 
-def single_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
+def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
     """Every tested fault alone; one of ``AIMED`` the user did not aim (no ``command=``)
     once before each command of each operation learned instead (``_aim_order``) — before an
     extend's with holders extending — and a crash also as its default. A command sent only
     after something went wrong is aimed at first, then comes the fault that makes the lock
     send it (``reached_by``)."""
-    steps = []
+    trials = []
     for fault in plan.tested():
         name, overrides = fault
         if name not in AIMED or "command" in overrides or not learned.points():
-            steps.append(Step([fault]))
+            trials.append(Trial([fault]))
             continue
         if name in KEEPS_DEFAULT:
-            steps.append(Step([fault]))
+            trials.append(Trial([fault]))
         for op, command in _aim_order(learned):
             then, work_ms = reached_by(op, command, learned, plan.base.ttl_ms)
             aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
-            steps.append(Step([aimed, *then], extend=op == "extend", work_ms=work_ms,
+            trials.append(Trial([aimed, *then], extend=op == "extend", work_ms=work_ms,
                               in_order=bool(then)))
-    return steps
+    return trials
 
 
 def reached_by(op: str, command: str, learned: Learned,
@@ -167,7 +167,7 @@ def reached_by(op: str, command: str, learned: Learned,
     return [], None
 
 
-def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
+def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
     """Every tested fault with holders extending (a lock that has extend; a lock that renews
     in the background: holding as long): first those that stop a client for a while, with
     long work, then the others with work alternately long and short against the TTL
@@ -184,13 +184,13 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
             return fault
         return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
 
-    def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Step:
+    def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Trial:
         work_ms = extend_work_ms(index, plan.base.ttl_ms)
         name, overrides = aim(fault, "extend" if declared.extend else "release")
         if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
                 and FAULTS[name].parameters.get("duration_ms") is DURATION):
             overrides = {**overrides, "duration_ms": round(OUTLAST_TTLS * plan.base.ttl_ms)}
-        return Step([(name, overrides)], extend=declared.extend, work_ms=work_ms)
+        return Trial([(name, overrides)], extend=declared.extend, work_ms=work_ms)
 
     # First the faults that stop the holder for a while (a pause; one aimed at the extend's
     # command, so always mid-work, first), each with long work: the holder outlives its
@@ -202,13 +202,13 @@ def capability_steps(plan: AuditPlan, learned: Learned) -> list[Step]:
     others = [fault for fault in tested if fault not in stalling]
     # A lock that renews in the background gets the same campaigns: its watchdog, not the
     # holder, extends then (a renewal that does not check its owner shows the same way).
-    extend_steps = [*(extending(0, fault) for fault in stalling),
+    extend_trials = [*(extending(0, fault) for fault in stalling),
                     *(extending(i, fault) for i, fault in enumerate(others))] \
         if declared.extend or declared.renews else []
     nest_ms = NEST_WORK_TTLS * plan.base.ttl_ms
-    nesting = [Step([aim(fault, "release")], work_ms=nest_ms, nest_depth=WARM_UP_NEST_DEPTH)
+    nesting = [Trial([aim(fault, "release")], work_ms=nest_ms, nest_depth=WARM_UP_NEST_DEPTH)
                for fault in tested] if declared.reentrant else []
-    mixed = [step for pair in zip_longest(extend_steps, nesting) for step in pair if step]
+    mixed = [trial for pair in zip_longest(extend_trials, nesting) for trial in pair if trial]
     return mixed
 
 
@@ -225,45 +225,45 @@ def _stalls_for_a_while(name: str) -> bool:
     return STALLS_CLIENT in fault.effects and fault.parameters.get("duration_ms") is DURATION
 
 
-def again_steps(steps: list[Step], untested: set[str], round_: int) -> list[Step]:
-    """The first of ``steps`` there for each of ``untested`` (a fault that had no effect, a
+def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
+    """The first of ``trials`` there for each of ``untested`` (a fault that had no effect, a
     point never reached), to run again in round ``round_``, each with a new seed."""
     again, left = [], set(untested)
-    for step in steps:
-        if step.tests() & left:
-            left -= step.tests()
-            again.append(step)
-    return [replace(step, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(steps) + index)
-            for index, step in enumerate(again)]
+    for trial in trials:
+        if trial.tests() & left:
+            left -= trial.tests()
+            again.append(trial)
+    return [replace(trial, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(trials) + index)
+            for index, trial in enumerate(again)]
 
 
-def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
+def plan_trials(plan: AuditPlan, learned: Learned) -> tuple[list[Trial], float]:
     """The singles of the faults added to the defaults (``AuditPlan.added``), the first
-    ``EARLY_CAPABILITY_STEPS`` capability campaigns, the other singles, the other capability
+    ``EARLY_CAPABILITY_TRIALS`` capability campaigns, the other singles, the other capability
     campaigns, then pairs in a seeded order, cut to what fits in the campaigns' share of the
-    budget (at least every single and ``MIN_CAPABILITY_STEPS`` capability campaigns); and how
+    budget (at least every single and ``MIN_CAPABILITY_TRIALS`` capability campaigns); and how
     long each may run. A fault added is one the user suspects, or the lock's commands call
     for: at a 1 s TTL the early capability campaigns' long holds took 19 s, and a
     ``+client-clock`` that broke the lock in its first second waited behind them."""
-    singles = single_steps(plan, learned)
-    capabilities = capability_steps(plan, learned)
+    singles = single_trials(plan, learned)
+    capabilities = capability_trials(plan, learned)
     tested = plan.tested()
-    pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
+    pairs = [Trial(list(pair)) for pair in combinations(tested, 2)]
     random.Random(plan.base.seed).shuffle(pairs)
-    always = len(singles) + min(len(capabilities), MIN_CAPABILITY_STEPS)
+    always = len(singles) + min(len(capabilities), MIN_CAPABILITY_TRIALS)
     cell_s = cell_seconds(plan, always)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
-    seeded = [replace(step, seed_offset=i) for i, step in
+    seeded = [replace(trial, seed_offset=i) for i, trial in
               enumerate([*singles, *capabilities, *pairs])]
     singles, capabilities, pairs = (seeded[:len(singles)],
                                     seeded[len(singles):len(singles) + len(capabilities)],
                                     seeded[len(singles) + len(capabilities):])
-    early, late = capabilities[:EARLY_CAPABILITY_STEPS], capabilities[EARLY_CAPABILITY_STEPS:]
+    early, late = capabilities[:EARLY_CAPABILITY_TRIALS], capabilities[EARLY_CAPABILITY_TRIALS:]
     added = plan.added()
-    named = [replace(step, named=True) for step in singles if step.faults[0][0] in added]
-    others = [step for step in singles if step.faults[0][0] not in added]
+    named = [replace(trial, named=True) for trial in singles if trial.faults[0][0] in added]
+    others = [trial for trial in singles if trial.faults[0][0] not in added]
     ordered = [*named, *early, *others, *late, *pairs]
-    required = [replace(step, required=True) for step in ordered[:always]]
+    required = [replace(trial, required=True) for trial in ordered[:always]]
     return [*required, *ordered[always:max(fit, always)]], cell_s
 
 
