@@ -27,6 +27,7 @@ from chaos.experiments.audit.trials import (
     single_trials,
 )
 from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, how_sent
+from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
@@ -241,11 +242,34 @@ def test_a_lock_seen_renewing_is_held_to_it_in_every_phase() -> None:
     renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
                      Declared(extend=False, renews=True, reentrant=False, fencing=False,
                               nodes=1))
-    plan = fitted(AuditPlan(Campaign("lua")), renews)
-    trials, cell_s = plan_trials(plan, renews)
-    assert all(plan.trial_campaign(i, trial, cell_s).renews for i, trial in enumerate(trials))
+    plan = fitted(AuditPlan(Campaign(USER_WATCHDOG)), renews)
+    assert every_phase_renews(plan, renews)[1:] == [True, True]  # after the warm-up
     assert "--renews" in shlex.split(replay_command(plan))
-    assert not fitted(AuditPlan(Campaign("lua")), learned()).base.renews
+    assert not fitted(AuditPlan(Campaign(USER_WATCHDOG)), learned()).base.renews
+
+
+# The bundled watchdog as a user's lock: a ``module:attr`` factory declares nothing.
+USER_WATCHDOG = "chaos.locks.watchdog:make"
+
+
+def every_phase_renews(plan: AuditPlan, warmed: Learned) -> list[bool]:
+    """Whether the clients of each phase of ``plan`` are held to renewing: the warm-up's,
+    every trial's, every exploration's (as its session runs them: ``Program.campaign``)."""
+    trials, cell_s = plan_trials(plan, warmed)
+    explored = [Program.of(c, choose_layout(c)).campaign() for c in plan.explore_campaigns()]
+    return [plan.warm_up_campaign().workload().renews,
+            all(plan.trial_campaign(i, trial, cell_s).workload().renews
+                for i, trial in enumerate(trials)),
+            bool(explored) and all(c.workload().renews for c in explored)]
+
+
+def test_a_user_lock_told_to_renew_renews_in_every_phase() -> None:
+    """``--renews`` on a user's lock (which declares nothing) reaches the clients of every
+    phase of the audit: the warm-up, the trials and the explore phase, whose programs once
+    dropped it (their clients were held to nothing)."""
+    plan = AuditPlan(Campaign(USER_WATCHDOG, renews=True))
+    assert every_phase_renews(plan, learned()) == [True, True, True]
+    assert every_phase_renews(AuditPlan(Campaign(USER_WATCHDOG)), learned()) == [False] * 3
 
 
 @pytest.mark.parametrize(

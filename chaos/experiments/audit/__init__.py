@@ -40,19 +40,19 @@ every phase; left unset, the campaigns run the campaign's defaults, the warm-up 
 
 from chaos.experiments.audit.judge import AuditResult
 from chaos.experiments.audit.plan import (
+    AUDIT_OPTIONS,
     DEPLOYMENT,
     EXPLORE_CLIENTS,
     MUST_SURVIVE,
-    OPTIONS,
     AuditPlan,
 )
 from chaos.experiments.audit.runner import run_audit
 
 __all__ = [
+    "AUDIT_OPTIONS",
     "DEPLOYMENT",
     "EXPLORE_CLIENTS",
     "MUST_SURVIVE",
-    "OPTIONS",
     "AuditPlan",
     "AuditResult",
     "run_audit",

@@ -56,7 +56,7 @@ Faults = list[tuple[str, dict[str, Any]]]
 
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
-OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
+AUDIT_OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
            "ttl_ms", "work_ms", "seed", "fail_on", "allow_inconclusive", "capacity", "renews")
 # Of those, the deployment the audit chooses per phase unless told (explore: 2 clients and a
 # short TTL, for more programs): a value the user gave wins in every phase.
@@ -66,7 +66,7 @@ DEPLOYMENT = ("clients", "ttl_ms", "work_ms")
 @dataclass(frozen=True)
 class AuditPlan:
     """What to audit, and how long for: ``base`` is the campaign every trial starts from
-    (its lock, seed, ``fail_on``, topology…: ``OPTIONS``), each with its own faults.
+    (its lock, seed, ``fail_on``, topology…: ``AUDIT_OPTIONS``), each with its own faults.
     ``told``: fields of ``DEPLOYMENT`` the user gave even at their default (``--clients 5``):
     with those the base sets away from their default, every phase keeps the base's value."""
 

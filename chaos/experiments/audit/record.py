@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from chaos.experiments.audit.judge import AuditResult
-from chaos.experiments.audit.plan import DEPLOYMENT, OPTIONS, AuditPlan
+from chaos.experiments.audit.plan import AUDIT_OPTIONS, DEPLOYMENT, AuditPlan
 from chaos.explore.fault_steps import BUILT_IN
 from chaos.report import REPORT
 from chaos.report.audit_page import (
@@ -52,7 +52,7 @@ def record(result: AuditResult) -> AuditFile:
 
 def replay_command(plan: AuditPlan) -> str:
     """The ``lockchaos audit`` command line that runs ``plan`` again."""
-    given = [name for name in OPTIONS if name not in DEPLOYMENT or name in plan.kept]
+    given = [name for name in AUDIT_OPTIONS if name not in DEPLOYMENT or name in plan.kept]
     words = ["lockchaos", "audit", *plan.base.options(given), "--budget", f"{plan.budget_s:g}"]
     if plan.faults:
         words += ["--faults", plan.faults]
