@@ -21,8 +21,8 @@ from chaos.explore import ExploreResult, Program, Step, explore, replay
 from chaos.explore.machine import Failure
 from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
 from chaos.explore.session import ENDED_EARLY
-from chaos.locks.base import SetNxPxLock
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SetNxPxLock
 
 # Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
 # waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.

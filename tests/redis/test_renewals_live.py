@@ -19,7 +19,7 @@ import pytest
 from chaos.checker import check_file
 from chaos.cli import main
 from chaos.lockspec import resolve
-from chaos.report.run import load_run
+from chaos.report.rundir import load_run
 from chaos.topology import LocalTopology
 from chaos.workload import WorkloadConfig, run_workload
 
