@@ -14,7 +14,7 @@ contract and the bundled Python locks) and ``chaos.drivers`` (locks in other lan
 know nothing of this registry; a campaign resolves its lock once (``Campaign.lock_spec``) and
 hands the ``LockSpec`` down (``WorkloadConfig.lock``), and nothing below resolves the string
 again. Whether the lock suits a run — its faults, ``--capacity``, the topology — the campaign
-checks with what the spec says (``Campaign.validate``, ``choose_layout``).
+checks with what the spec says (``Campaign.validate``).
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class Layout:
 def choose_layout(campaign: Wants) -> Layout:
     """The topology the lock and faults need, as the lock declares it (``LockSpec``: a
     bundled lock's entry, or an ``exec:`` driver's ``describe``); ``UsageError`` for
-    choices that cannot mix."""
+    choices that cannot mix (which ``Campaign.validate`` refuses with the rest)."""
     spec = campaign.lock_spec
     needs_masters = spec.needs_masters
     replicated = [n for n in campaign.fault_names if FAULTS[n].needs == "replicated"]

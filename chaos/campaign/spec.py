@@ -20,7 +20,7 @@ from typing import Annotated, Any, get_args, get_type_hints
 
 import msgspec
 
-from chaos.campaign.layout import TOPOLOGIES
+from chaos.campaign.layout import TOPOLOGIES, choose_layout
 from chaos.checker import VIOLATION_KINDS
 from chaos.errors import UsageError
 from chaos.lockspec import LockSpec, resolve
@@ -220,7 +220,9 @@ class Campaign(msgspec.Struct, frozen=True, dict=True):
         return self.renews or self.lock_spec.renews
 
     def validate(self) -> None:
-        """``UsageError`` (one line) for anything a run of this campaign would refuse."""
+        """``UsageError`` (one line) for anything a run of this campaign would refuse: its
+        knobs, its faults, its lock (resolved: ``lock_spec``) against the faults and
+        ``--capacity``, the provider, and last the topology they need (``choose_layout``)."""
         for name, knob in KNOBS.items():
             knob.check(getattr(self, name))
         for name, overrides in self.faults:  # built without parse_faults (the API, compare)
@@ -237,6 +239,7 @@ class Campaign(msgspec.Struct, frozen=True, dict=True):
             faults=self.fault_objects,
             server=self.server,
         )
+        choose_layout(self)
 
     def _check_capacity(self, spec: LockSpec) -> None:
         """``UsageError`` (one line) for ``--capacity`` on a lock that has no permits to count:

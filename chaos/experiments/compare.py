@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from chaos.campaign import Campaign, choose_layout, stamped_path
+from chaos.campaign import Campaign, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
@@ -238,7 +238,6 @@ def check_plans(plans: Sequence[CellPlan], seeds: int) -> list[str | None]:
         campaign = plan.campaign(1)  # an unknown fault stops everything before any run
         try:
             campaign.validate()
-            choose_layout(campaign)
         except UsageError as exc:
             msgspec.structs.replace(campaign, faults=[]).validate()
             unavailable.append(str(exc))

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from chaos.campaign import DEFAULTS, Campaign, choose_layout
+from chaos.campaign import DEFAULTS, Campaign
 from chaos.campaign.spec import fault_spec
 from chaos.errors import UsageError
 from chaos.experiments.surface import (
@@ -179,8 +179,7 @@ class AuditPlan:
             )
         campaign = self.campaign(self.tested(), seed=self.base.seed, extend=False,
                                  duration_s=CELL_S)
-        campaign.validate()
-        choose_layout(campaign)  # a shape the campaigns could not run on, before any starts
+        campaign.validate()  # a shape the campaigns could not run on too, before any starts
 
 
 @dataclass(frozen=True)
