@@ -82,8 +82,10 @@ from chaos.explore.explorer import EXPLORE_TTL_MS, MAX_EXAMPLES
 from chaos.explore.fault_steps import BUILT_IN, CLIENT_CRASH, explorable
 from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
-from chaos.nemesis.faults import DURATION, ClientCrash, ClientPause, ClientPauseAt, ScriptFlush
+from chaos.nemesis.client_faults import ClientCrash, ClientPause, ClientPauseAt
+from chaos.nemesis.fault import DURATION
 from chaos.nemesis.schedule import FIRST_AT_S
+from chaos.nemesis.server_faults import ScriptFlush
 from chaos.report import REPORT
 from chaos.report.audit_page import (
     AuditFile,

@@ -26,7 +26,7 @@ from chaos.campaign import Campaign
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore.profiles import select_profile
-from chaos.nemesis.faults import FAULTS
+from chaos.nemesis.fault import FAULTS
 from chaos.nemesis.schedule import FIRST_AT_S, GAP_TTLS, FaultEvent, Schedule
 from chaos.signals import sigterm_interrupts
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from chaos.errors import UsageError
 from chaos.explore.program import Step
-from chaos.nemesis.faults import FAULTS, Stepping, TTLs
+from chaos.nemesis.fault import FAULTS, Stepping, TTLs
 
 SLEEP_TTLS = (1.5, 0.4)  # no sum of these lands within 0.2×TTL of a whole TTL
 # Where an operation may stop (None: nowhere), with how likely each is.

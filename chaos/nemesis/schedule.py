@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
-from chaos.nemesis.faults import FAULTS
+from chaos.nemesis.fault import FAULTS
 
 FIRST_AT_S = (0.2, 0.6)  # the first fault comes early: faster to a verdict
 GAP_TTLS = (2.0, 5.0)  # quiet time between one fault's end and the next one's start

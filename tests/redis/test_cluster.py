@@ -18,7 +18,8 @@ from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context, create
-from chaos.nemesis.faults import Failover, Target
+from chaos.nemesis.fault import Target
+from chaos.nemesis.server_faults import Failover
 from chaos.topology import LocalTopology, start
 from chaos.topology.cluster import CLUSTER_MASTERS
 from chaos.topology.node import wait_until
