@@ -84,7 +84,7 @@ from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS, parse_faults
 from chaos.nemesis.client_faults import ClientCrash, ClientPause, ClientPauseAt
 from chaos.nemesis.fault import DURATION
-from chaos.nemesis.schedule import FIRST_AT_S
+from chaos.nemesis.generator import FIRST_AT_S
 from chaos.nemesis.server_faults import ScriptFlush
 from chaos.report import REPORT
 from chaos.report.audit_page import (

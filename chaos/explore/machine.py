@@ -27,10 +27,11 @@ from chaos.explore.fault_steps import (
     SLEEP_TTLS,
     STOP_POINTS,
     explorable,
-    fault_on_steps,
+    fault_on_step,
 )
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.explore.session import Session
+from chaos.nemesis.generator import Drawn
 
 
 @dataclass(frozen=True)
@@ -160,20 +161,13 @@ class LockProgram(RuleBasedStateMachine):
             victim = model.pick(data.draw(self.client_index), kind)
             step = Step("crash", victim, ref=model.next_ref())
         elif kind == "fault-on":
-            name, overrides = data.draw(st.sampled_from(self.faults))
+            choices = Drawn(data.draw)
             shape = self.session.shape
-            step = data.draw(
-                fault_on_steps(
-                    name,
-                    overrides,
-                    ref=model.next_ref(),
-                    ttl_ms=shape.ttl_ms,
-                    clients=self.session.clients,
-                    nodes=shape.nodes,
-                )
-            )
+            step = fault_on_step(choices, choices.pick(self.faults), ref=model.next_ref(),
+                                 ttl_ms=shape.ttl_ms, clients=self.session.clients,
+                                 nodes=shape.nodes)
         else:
-            name = data.draw(st.sampled_from(self.healable))
+            name = Drawn(data.draw).pick(self.healable)
             step = Step("fault-off", fault=name, ref=model.open_ref(name))
         self.steps.append(step)
         self.outcomes.append(self.session.run(step))

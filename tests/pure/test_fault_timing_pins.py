@@ -22,6 +22,7 @@ import hashlib
 import json
 
 import pytest
+from pinned import SMOKE_SCHEDULE
 
 from chaos.campaign import Campaign
 from chaos.experiments.audit import AuditPlan, again_steps, fitted, plan_steps
@@ -62,44 +63,6 @@ PINNED = {
     "client-crash:command=EVAL:op=acquire:nth=1:client=c1": "ce6185d05585a375",
     "client-pause:duration_ms=250,reset:toxicity=1": "4240d2784750d12c",
 }
-# What ``lockchaos run --lock lua --faults client-pause,partition --duration 5 --seed 3``
-# wrote as schedule.json at c1d70ce, byte for byte.
-SMOKE_SCHEDULE = """{
-  "seed": 3,
-  "events": [
-    {
-      "at_s": 0.437,
-      "fault": "partition",
-      "params": {
-        "duration_ms": 478,
-        "scope": "majority"
-      }
-    },
-    {
-      "at_s": 1.599,
-      "fault": "client-pause",
-      "params": {
-        "duration_ms": 474
-      }
-    },
-    {
-      "at_s": 2.837,
-      "fault": "partition",
-      "params": {
-        "duration_ms": 945,
-        "scope": "minority"
-      }
-    },
-    {
-      "at_s": 4.337,
-      "fault": "client-pause",
-      "params": {
-        "duration_ms": 370
-      }
-    }
-  ]
-}
-"""
 # The catalog's order (``lockchaos list``, ``doctor``, an audit's ``assumed_away``).
 ORDER = ["client-pause", "client-pause-at", "client-crash", "slow-work", "latency",
          "partition", "reset", "reply-lost", "server-pause", "crash-restart",
