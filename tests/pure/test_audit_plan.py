@@ -12,23 +12,18 @@ from run_parsing import parse_audit
 from chaos import history as h
 from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
-from chaos.experiments.audit import (
+from chaos.experiments.audit import EXPLORE_CLIENTS, MUST_SURVIVE, AuditPlan, AuditResult
+from chaos.experiments.audit.plan import CELL_S, NAMED_CELL_TTLS, fitted
+from chaos.experiments.audit.record import replay_command
+from chaos.experiments.audit.steps import (
     CAMPAIGN_SHARE,
-    CELL_S,
     EARLY_CAPABILITY_STEPS,
-    EXPLORE_CLIENTS,
-    MUST_SURVIVE,
-    NAMED_CELL_TTLS,
     NEST_WORK_TTLS,
-    AuditPlan,
-    AuditResult,
     again_steps,
     capability_steps,
     cell_seconds,
     extend_work_ms,
-    fitted,
     plan_steps,
-    replay_command,
     single_steps,
 )
 from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, how_sent

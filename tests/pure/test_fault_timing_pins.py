@@ -25,7 +25,9 @@ import pytest
 from pinned import SMOKE_SCHEDULE
 
 from chaos.campaign import Campaign
-from chaos.experiments.audit import AuditPlan, again_steps, fitted, plan_steps
+from chaos.experiments.audit import AuditPlan
+from chaos.experiments.audit.plan import fitted
+from chaos.experiments.audit.steps import again_steps, plan_steps
 from chaos.experiments.surface import Learned
 from chaos.nemesis import FAULTS, Schedule, generate, parse_faults
 from chaos.report.audit_page import Declared

@@ -139,7 +139,7 @@ def test_the_campaign_sits_below_what_runs_and_reports_it() -> None:
         assert reached == [], module
     for module in (name for name in graph if name.startswith("chaos.explore")):
         assert not any(m.startswith("chaos.experiments") for m in graph[module]), module
-    assert "chaos.explore" in graph["chaos.experiments.audit"]
+    assert "chaos.explore" in graph["chaos.experiments.audit.runner"]
 
 
 @pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
