@@ -4,8 +4,8 @@ Every producer of fault timing goes through it, as every nemesis of Jepsen goes 
 one generator protocol: a campaign's seeded schedule (``generate``: ``lockchaos run``, and
 every campaign of ``compare``, the demo and an audit), the schedules ``run --search`` tries
 (``chaos.experiments.search``), the faults ``explore`` switches on and off as steps
-(``chaos.explore.fault_steps``) and the seeded order of an audit's pairs of faults
-(``chaos.experiments.audit``).
+(``chaos.explore.fault_steps``) and an audit's step planner (``chaos.experiments.audit.steps``:
+its campaigns' schedules are seeded ones, and it orders its pairs of faults by a seed too).
 
 It takes every choice from a ``Choices``: ``Seeded`` (a ``random.Random``: the same seed makes
 the same schedule, so a run's ``campaign.json`` makes its ``schedule.json`` again) or

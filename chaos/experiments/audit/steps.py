@@ -1,10 +1,15 @@
 """The step planner: which campaigns an audit runs, in what order, each how long, within its
 budget (singles aimed before each command learned, the capabilities, pairs; and again).
+
+When their faults fire is the one generator's (``chaos.nemesis.generator``): each campaign's
+schedule is the seeded one its seed makes, in rounds (``Step.in_order``: in the order listed),
+and the planner builds on what that generator promises — a schedule's first fault has
+started by ``FIRST_AT_S``'s end (``extend_work_ms``) — and takes its own one choice, the order
+of the pairs, from the same ``Seeded`` choices.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 from itertools import combinations, zip_longest
 from typing import Any
@@ -16,7 +21,7 @@ from chaos.history import STALLS_CLIENT
 from chaos.nemesis import FAULTS
 from chaos.nemesis.client_faults import ClientCrash, ClientPause
 from chaos.nemesis.fault import DURATION
-from chaos.nemesis.generator import FIRST_AT_S
+from chaos.nemesis.generator import FIRST_AT_S, Seeded
 from chaos.nemesis.server_faults import ScriptFlush
 
 # The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
@@ -251,7 +256,7 @@ def plan_steps(plan: AuditPlan, learned: Learned) -> tuple[list[Step], float]:
     capabilities = capability_steps(plan, learned)
     tested = plan.tested()
     pairs = [Step(list(pair)) for pair in combinations(tested, 2)]
-    random.Random(plan.base.seed).shuffle(pairs)
+    Seeded(plan.base.seed).shuffle(pairs)
     always = len(singles) + min(len(capabilities), MIN_CAPABILITY_STEPS)
     cell_s = cell_seconds(plan, always)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
