@@ -46,7 +46,7 @@ def explorable() -> dict[str, Stepping]:
     return {name: fault.stepping for name, fault in FAULTS.items() if fault.stepping}
 
 
-def check_explorable(faults: list[tuple[str, dict[str, Any]]]) -> None:
+def check_explorable(faults: list[FaultSpec]) -> None:
     """``UsageError`` for a fault the explorer cannot switch on and off as a step."""
     for name, _ in faults:
         if name in BUILT_IN:

@@ -31,6 +31,7 @@ from chaos.explore.fault_steps import (
 )
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.explore.session import Session
+from chaos.nemesis.fault import FaultSpec
 from chaos.nemesis.generator import Drawn
 
 
@@ -67,7 +68,7 @@ class Exploration:
     session: Session
     workdir: Path
     fail_on: str = "hard"
-    faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    faults: list[FaultSpec] = field(default_factory=list)
     examples: int = 0
     started: float = field(default_factory=time.monotonic)
     found_s: float | None = None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import UsageError
-from chaos.nemesis.fault import FAULTS
+from chaos.nemesis.fault import FAULTS, FaultSpec
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,11 @@ class Schedule:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
 
 
-def parse_faults(text: str) -> list[tuple[str, dict[str, Any]]]:
+def parse_faults(text: str) -> list[FaultSpec]:
     """``"latency,client-crash:command=EXPIRE:op=acquire"`` → names with parameter overrides,
     each checked against what its fault takes (``Fault.check_params``): ``UsageError`` for an
     unknown fault, key, or a value it cannot apply, before anything starts."""
-    faults = []
+    specs = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, *pairs = item.split(":")
         if name not in FAULTS:
@@ -58,8 +58,8 @@ def parse_faults(text: str) -> list[tuple[str, dict[str, Any]]]:
                 raise UsageError(f"fault parameter {pair!r} of {name} must look like key=value")
             overrides[key] = _number(value)
         FAULTS[name].check_params(overrides)
-        faults.append((name, overrides))
-    return faults
+        specs.append((name, overrides))
+    return specs
 
 
 def _number(value: str) -> Any:

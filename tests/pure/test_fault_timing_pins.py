@@ -132,7 +132,7 @@ def test_an_audit_plans_the_campaigns_it_always_planned(row: Row) -> None:
     learned = Learned(commands, Declared(extend=extend, renews=renews, reentrant=reentrant,
                                          fencing=False, nodes=1), on_failure, {})
     plan = fitted(AuditPlan(Campaign(lock, seed=seed, ttl_ms=ttl_ms), budget_s=budget_s,
-                            faults=faults), learned)
+                            selection=faults), learned)
     steps, cell_s = plan_steps(plan, learned)
     untested = {name for name, _ in plan.tested()} | {UNREACHED}
     again = [step for round_ in range(2) for step in again_steps(steps, untested, round_)]
