@@ -39,7 +39,8 @@ from chaos.campaign import DEFAULTS, KNOBS, Campaign, choose_layout, open_topolo
 from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles
 from chaos.nemesis import ScheduledNemesis, generate, parse_faults
-from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
+from chaos.nemesis.fault import Heal
+from chaos.nemesis.link_faults import cut_client_links, toxic_on_client
 from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"

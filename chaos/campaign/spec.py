@@ -24,7 +24,7 @@ from chaos.campaign.layout import TOPOLOGIES, choose_layout
 from chaos.checker import VIOLATION_KINDS
 from chaos.errors import UsageError
 from chaos.lockspec import LockSpec, resolve
-from chaos.nemesis import FAULTS, Fault, parse_faults
+from chaos.nemesis import FAULTS, Fault, FaultSpec, parse_faults
 from chaos.topology import PROVIDERS, check_provider
 from chaos.topology.images import SERVERS
 from chaos.workload.worker import WorkloadConfig
@@ -32,15 +32,13 @@ from chaos.workload.worker import WorkloadConfig
 WORK_TTL_SHARE = 0.25  # a holder works a quarter of the TTL unless told otherwise
 RENEWING_WORK_TTL_SHARE = 1.0  # … a whole TTL for a lock that renews in the background
 
-Faults = list[tuple[str, dict[str, Any]]]
-
 
 def fault_spec(name: str, overrides: dict[str, Any]) -> str:
     """One fault as ``--faults`` spells it: ``client-crash:nth=2``."""
     return ":".join([name, *(f"{key}={value}" for key, value in overrides.items())])
 
 
-def _faults_text(faults: Faults) -> str:
+def _faults_text(faults: list[FaultSpec]) -> str:
     return ",".join(fault_spec(name, overrides) for name, overrides in faults)
 
 
@@ -103,7 +101,7 @@ class Campaign(msgspec.Struct, frozen=True, dict=True):
     rebuilds it (``options``). (``dict=True``: room for ``lock_spec``, resolved once.)"""
 
     lock: Annotated[str, Knob("--lock", "bundled lock name or module:attr")]
-    faults: Annotated[Faults, Knob(
+    faults: Annotated[list[FaultSpec], Knob(
         "--faults", "comma-separated faults (lockchaos list), each with its overrides as "
         "name:key=value", type=str, default="", parse=parse_faults, text=_faults_text,
     )] = []

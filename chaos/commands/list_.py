@@ -17,7 +17,7 @@ from rich.text import Text
 from chaos import lockspec
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
-from chaos.nemesis.faults import Fault
+from chaos.nemesis.fault import Fault
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.

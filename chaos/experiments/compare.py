@@ -45,11 +45,12 @@ MAX_CELLS = 400  # a comparison is for reading side by side, not for sweeping
 
 @dataclass(frozen=True)
 class CellPlan:
-    """One cell to run: a lock, the faults of one column (as ``--faults`` takes them), how
-    long at most, and the violation kind that settles it early (None: run the duration)."""
+    """One cell to run: a lock, its column (the faults run together in it, as ``--faults``
+    takes them: ``a,b`` for the column ``a+b``), how long at most, and the violation kind that
+    settles it early (None: run the duration)."""
 
     lock: str
-    faults: str
+    column: str
     duration_s: float
     stop_on: str | None = "hard"
     provider: str = "local"
@@ -63,7 +64,7 @@ class CellPlan:
     def campaign(self, seed: int) -> Campaign:
         return Campaign.from_options(
             self.lock,
-            self.faults,
+            self.column,
             duration_s=self.duration_s,
             seed=seed,
             stop_on_first=self.stop_on is not None,
@@ -85,12 +86,12 @@ class CellPlan:
 
     @property
     def name(self) -> str:
-        return f"{self.row} × {column_label(self.faults)}"
+        return f"{self.row} × {column_label(self.column)}"
 
 
-def column_label(faults: str) -> str:
+def column_label(column: str) -> str:
     """A column's heading: its faults joined by ``+`` (a column may combine several)."""
-    return " + ".join(part for part in faults.split(",") if part) or "no faults"
+    return " + ".join(part for part in column.split(",") if part) or "no faults"
 
 
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
@@ -162,7 +163,7 @@ class CellResult:
             expected = Claim(claim=self.claim.expected, source=self.claim.source,
                              matched=sum(r.truth_problem is None for r in self.runs))
         return CellEntry(
-            lock=self.plan.row, faults=self.plan.faults, label=column_label(self.plan.faults),
+            lock=self.plan.row, faults=self.plan.column, label=column_label(self.plan.column),
             server=self.plan.server,
             duration_s=self.plan.duration_s, stop_on=self.plan.stop_on,
             status="n/a" if self.unavailable else ("done" if self.runs else "pending"),
@@ -199,7 +200,7 @@ class Matrix:
 
     @property
     def columns(self) -> list[str]:
-        return list(dict.fromkeys(cell.plan.faults for cell in self.cells))
+        return list(dict.fromkeys(cell.plan.column for cell in self.cells))
 
     def to_file(self) -> MatrixFile:
         """What matrix.json holds: the comparison so far."""
@@ -221,7 +222,7 @@ def claim_for(plan: CellPlan) -> Cell | None:
     """The truth table's claim about exactly this lock and these faults, if any."""
     return next(
         (c for c in (*CELLS, *DRIVER_CELLS, *SERVER_CELLS)
-         if (c.lock, c.faults, c.options) == (plan.lock, plan.faults, plan.options)),
+         if (c.lock, c.faults, c.options) == (plan.lock, plan.column, plan.options)),
         None,
     )
 

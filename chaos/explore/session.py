@@ -42,7 +42,8 @@ from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.locks.context import build_context
 from chaos.lockspec import can_extend
 from chaos.nemesis import record
-from chaos.nemesis.faults import FAULTS, ClientPause, ClientPauseAt, Heal, Target
+from chaos.nemesis.client_faults import ClientPause, ClientPauseAt
+from chaos.nemesis.fault import FAULTS, Heal, Target
 from chaos.topology import Topology
 from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until

@@ -46,11 +46,11 @@ def learned(*, extend: bool = False, reentrant: bool = False,
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
-    added = AuditPlan(Campaign("redlock"), faults="+crash-restart-delayed").tested()
+    added = AuditPlan(Campaign("redlock"), selection="+crash-restart-delayed").tested()
     assert [name for name, _ in added] == ["crash-restart-delayed", *MUST_SURVIVE]
-    replaced = AuditPlan(Campaign("lua"), faults="latency:latency_ms=30").tested()
+    replaced = AuditPlan(Campaign("lua"), selection="latency:latency_ms=30").tested()
     assert replaced == [("latency", {"latency_ms": 30})]
-    assert "slow-work" in AuditPlan(Campaign("lua"), faults="latency").assumed_away()
+    assert "slow-work" in AuditPlan(Campaign("lua"), selection="latency").assumed_away()
 
 
 def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
@@ -75,7 +75,7 @@ def test_a_campaign_lasts_as_much_longer_as_its_faults_take_to_act() -> None:
     slow = FAULTS["failover"].acts_after_s
     assert slow > 0
     for budget_s in (60, 300):  # squeezed (no pairs), and with pairs
-        plan = AuditPlan(Campaign("lua"), budget_s=budget_s, faults="+failover")
+        plan = AuditPlan(Campaign("lua"), budget_s=budget_s, selection="+failover")
         trials, cell_s = plan_trials(plan, learned())
         durations = {trial.name: plan.trial_campaign(i, trial, cell_s).duration_s
                      for i, trial in enumerate(trials)}
@@ -90,7 +90,7 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
     """Once before each command of each operation (an extend's with holders extending), its
     last-sent first; a pause in an acquire shorter than the TTL; a crash also as its default,
     which kills a holder mid-work; an aimed one as the user said."""
-    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,client-crash,latency")
+    plan = AuditPlan(Campaign("get-then-del"), selection="client-pause-at,client-crash,latency")
     surface = {"acquire": ["EXISTS", "SET"], "release": ["GET", "DEL"], "extend": ["PEXPIRE"],
                "background": ["PEXPIRE"]}
     names = [(trial.name, trial.extend) for trial in single_trials(plan, learned(surface=surface))]
@@ -108,7 +108,7 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
         ("client-crash:command=PEXPIRE:op=extend:nth=1 (extending)", True),
         ("latency", False),
     ]
-    told = AuditPlan(Campaign("lua"), faults="client-pause-at:command=EVAL")
+    told = AuditPlan(Campaign("lua"), selection="client-pause-at:command=EVAL")
     assert [s.name for s in single_trials(told, learned())] == ["client-pause-at:command=EVAL"]
 
 
@@ -116,7 +116,7 @@ def test_a_campaign_that_did_nothing_it_was_there_for_runs_again_with_a_new_seed
     """The first campaign there for each fault without effect and each point never reached,
     once each, whatever the budget, each with a seed no planned campaign has; nothing for a
     fault or point that did what it was for, nor for a pair."""
-    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,reset,latency")
+    plan = AuditPlan(Campaign("get-then-del"), selection="client-pause-at,reset,latency")
     trials, _ = plan_trials(plan, learned(surface={"acquire": ["SET"], "release": ["GET", "DEL"]}))
     planned = {trial.seed_offset for trial in trials}
     again = again_trials(trials, {"reset", "release GET", "extend"}, round_=1)
@@ -137,7 +137,7 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
     then the flush comes, then c1 crashes at its next acquire (in that order, full length);
     the act (EVALSHA) is aimed before it, and the capability campaigns aim at the act, never
     at the load."""
-    plan = AuditPlan(Campaign("redis-py"), faults="client-pause-at,client-crash")
+    plan = AuditPlan(Campaign("redis-py"), selection="client-pause-at,client-crash")
     surface = {"acquire": ["SET"], "release": ["EVALSHA", "SCRIPT"],
                "extend": ["EVALSHA", "SCRIPT"]}
     trials = single_trials(plan, learned(extend=True, surface=surface))
@@ -162,7 +162,7 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
 def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     """At a 1 s TTL the early capability campaigns' long holds took 19 s, and a
     ``+client-clock`` that breaks the lock in its first second waited behind them."""
-    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), faults="+client-clock:client=c2")
+    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), selection="+client-clock:client=c2")
     trials, _ = plan_trials(plan, learned(extend=True))
     assert trials[0].name == "client-clock:client=c2"
     # not squeezed, and at a long TTL long enough for its races (6 TTLs: 6 s at 1 s)
@@ -171,7 +171,7 @@ def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     assert all(trial.extend for trial in trials[1:1 + EARLY_CAPABILITY_TRIALS])
     assert trials[1 + EARLY_CAPABILITY_TRIALS].name == MUST_SURVIVE[0]
     assert plan_trials(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
-    short = AuditPlan(Campaign("lua-extend"), faults="+client-clock:client=c2")  # 200 ms TTL
+    short = AuditPlan(Campaign("lua-extend"), selection="+client-clock:client=c2")  # 200 ms TTL
     trials, _ = plan_trials(short, learned(extend=True))
     assert short.trial_campaign(0, trials[0], 1.5).duration_s == CELL_S
 
@@ -230,10 +230,10 @@ def test_a_lock_that_sends_evalsha_has_its_scripts_flushed_too(
     so ``script-flush`` joins the defaults (and the replay); a lock that sends EVAL does not
     get it."""
     evalsha = learned(surface={"acquire": ["EVALSHA"], "release": ["EVALSHA"]})
-    plan = fitted(AuditPlan(Campaign("lua-loaded-once"), faults=faults), evalsha)
-    assert plan.faults == fitted_faults
+    plan = fitted(AuditPlan(Campaign("lua-loaded-once"), selection=faults), evalsha)
+    assert plan.selection == fitted_faults
     assert ("script-flush" in {name for name, _ in plan.tested()}) == (faults != "client-pause")
-    assert fitted(AuditPlan(Campaign("lua")), learned()).faults == ""
+    assert fitted(AuditPlan(Campaign("lua")), learned()).selection == ""
 
 
 def test_a_lock_seen_renewing_is_held_to_it_in_every_phase() -> None:
@@ -354,7 +354,7 @@ def test_explore_first_with_the_clients_own_faults_then_with_every_fault_it_can_
     default = [c.fault_names for c in AuditPlan(Campaign("lua")).explore_campaigns()]
     assert default[0] == ["client-crash"]
     assert set(default[1]) > {"client-crash", "partition", "server-pause"}
-    only_pauses = AuditPlan(Campaign("lua"), faults="client-pause,client-pause-at")
+    only_pauses = AuditPlan(Campaign("lua"), selection="client-pause,client-pause-at")
     assert [c.fault_names for c in only_pauses.explore_campaigns()] == [[]]
 
 
@@ -382,7 +382,7 @@ def test_capacity_on_a_mutex_is_one_line_and_exit_2(
 def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
     """A tested fault that never fired (its campaign never ran) was not tested: said as such,
     not passed over because it has no coverage entry at all."""
-    result = AuditResult(AuditPlan(Campaign("lua"), faults="client-pause"), tmp_path)
+    result = AuditResult(AuditPlan(Campaign("lua"), selection="client-pause"), tmp_path)
     assert result.inconclusive_reasons == ["client-pause never fired in any run"]
     assert result.untested == [("client-pause", "client-pause never fired in any run")]
     assert result.verdict == "inconclusive" and result.exit_status == 3
@@ -461,7 +461,7 @@ def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is
     then a holder working long is stopped past its lease (in that order); an acquire's, which
     fails without a fault (another client holds the lock), is aimed at alone. The capability
     campaigns aim at the extend's act, never at its clean-up."""
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE)
     work = f"work {extend_work_ms(0, 200):g} ms"
     assert [(trial.name, trial.in_order) for trial in single_trials(plan, known)] == [
@@ -483,7 +483,7 @@ def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is
 def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
     """A point before any command of one write (a pipeline, a transaction) stops the client
     before that write: once per write, named by the first command new in it."""
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE,
                     with_=BOOK_WRITES)
     assert [trial.faults[0][1]["command"] for trial in single_trials(plan, known)] == [
@@ -500,7 +500,7 @@ def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
 
 
 def test_an_unreached_point_says_how_the_lock_sends_its_command_or_that_it_never_did() -> None:
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     result = AuditResult(plan, Path("."),
                          learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE))
     said = "no client ever stopped or crashed before"

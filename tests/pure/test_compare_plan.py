@@ -35,7 +35,7 @@ def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
     assert {plan.lock for plan in plans} == local
     cells = [*CELLS, *DRIVER_CELLS]
     assert {(c.lock, c.faults, c.options) for c in cells} <= {
-        (p.lock, p.faults, p.options) for p in plans
+        (p.lock, p.column, p.options) for p in plans
     }
     for plan in plans:
         claim = claim_for(plan)
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 
 def test_a_column_may_combine_faults() -> None:
     (plan,) = plan_matrix(["lua"], ["latency+partition"], 5.0)
-    assert plan.faults == "latency,partition" and plan.name == "lua × latency + partition"
+    assert plan.column == "latency,partition" and plan.name == "lua × latency + partition"
 
 
 def test_capacity_sets_each_semaphores_permits_in_a_row_of_its_own() -> None:

@@ -19,7 +19,8 @@ from chaos.cli import main
 from chaos.experiments.execute import run_campaign
 from chaos.locks import build_context
 from chaos.lockspec import resolve
-from chaos.nemesis.faults import Failover, Target
+from chaos.nemesis.fault import Target
+from chaos.nemesis.server_faults import Failover
 from chaos.topology import LocalTopology, start
 from chaos.topology.cluster import CLUSTER_MASTERS
 from chaos.topology.node import wait_until

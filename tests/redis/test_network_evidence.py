@@ -19,7 +19,7 @@ from chaos import history as h
 from chaos.checker import check_file
 from chaos.lockspec import resolve
 from chaos.nemesis import record
-from chaos.nemesis.faults import Target
+from chaos.nemesis.fault import Target
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.workload import WorkloadConfig, run_workload

@@ -22,8 +22,9 @@ from chaos.experiments.surface import (
 )
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.explore.fault_steps import CLIENT_CRASH, explorable
-from chaos.nemesis import FAULTS, parse_faults
-from chaos.nemesis.faults import ClientCrash, ClientPauseAt, ScriptFlush
+from chaos.nemesis import FAULTS, FaultSpec, parse_faults
+from chaos.nemesis.client_faults import ClientCrash, ClientPauseAt
+from chaos.nemesis.server_faults import ScriptFlush
 
 MUST_SURVIVE = (
     "client-pause",
@@ -51,9 +52,6 @@ EXPLORE_CLIENTS = 2  # in the explore phase, unless told
 AIMED = (ClientPauseAt.name, ClientCrash.name)
 MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
 
-Faults = list[tuple[str, dict[str, Any]]]
-
-
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
 AUDIT_OPTIONS = ("lock", "topology", "nodes", "provider", "provider_config", "server", "clients",
@@ -72,14 +70,16 @@ class AuditPlan:
 
     base: Campaign
     budget_s: float = 60.0
-    faults: str = ""  # as --faults: empty for MUST_SURVIVE, "+f" entries add to it
+    # Which faults it tests, as its --faults spells them: empty for MUST_SURVIVE, entries
+    # replacing them, "+f" entries adding to them.
+    selection: str = ""
     full: bool = False  # run the whole budget even after a hard violation
     told: frozenset[str] = frozenset()
 
     def _entries(self) -> tuple[list[str], list[str]]:
-        """``faults``' entries: those added to the defaults (``+f``, without the ``+``), and
+        """``selection``'s entries: those added to the defaults (``+f``, without the ``+``), and
         those replacing them."""
-        entries = [part.strip() for part in self.faults.split(",") if part.strip()]
+        entries = [part.strip() for part in self.selection.split(",") if part.strip()]
         return ([entry[1:] for entry in entries if entry.startswith("+")],
                 [entry for entry in entries if not entry.startswith("+")])
 
@@ -89,18 +89,18 @@ class AuditPlan:
         added, _ = self._entries()
         return {name for name, _ in parse_faults(",".join(added))}
 
-    def tested(self) -> Faults:
+    def tested(self) -> list[FaultSpec]:
         """The faults the audit injects (``UsageError`` for an unknown one)."""
         added, replacing = self._entries()
         kept = ",".join(replacing) if replacing else ",".join(MUST_SURVIVE)
         # The added ones first: what the user asked for by name is tried soonest.
         chosen = parse_faults(",".join([*added, kept]))
-        seen: dict[str, tuple[str, dict[str, Any]]] = {}
+        seen: dict[str, FaultSpec] = {}
         for name, overrides in chosen:
             seen.setdefault(name, (name, overrides))
         return list(seen.values())
 
-    def stepped(self) -> Faults:
+    def stepped(self) -> list[FaultSpec]:
         """The tested faults explore can switch on and off as steps (a crash, and those with
         ``stepping``); the client faults of ``BUILT_IN`` it explores anyway."""
         return [(name, overrides) for name, overrides in self.tested()
@@ -118,7 +118,7 @@ class AuditPlan:
         moved = {name for name in DEPLOYMENT if getattr(self.base, name) != DEFAULTS[name]}
         return self.told | moved
 
-    def campaign(self, faults: Faults, *, seed: int, extend: bool, duration_s: float,
+    def campaign(self, faults: list[FaultSpec], *, seed: int, extend: bool, duration_s: float,
                  nest_depth: int = 1, in_order: bool = False, **chosen: Any) -> Campaign:
         """One campaign of the audit: the base's, with ``faults``, and ``chosen`` — the
         audit's own choice of fields of ``DEPLOYMENT`` for this phase — where not ``kept``."""
@@ -188,7 +188,7 @@ class Trial:
     operation of a program): some faults, holders extending or not (working ``work_ms``,
     None: the campaign's), acquiring ``nest_depth`` deep."""
 
-    faults: Faults
+    faults: list[FaultSpec]
     extend: bool = False
     work_ms: float | None = None
     nest_depth: int = 1
@@ -256,12 +256,12 @@ def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:
     (``CALLED_FOR``) are added to the default ones (``+f``); a list the user chose is kept."""
     if learned.declared.renews and not plan.base.renews:
         plan = replace(plan, base=msgspec.structs.replace(plan.base, renews=True))
-    entries = [entry.strip() for entry in plan.faults.split(",") if entry.strip()]
+    entries = [entry.strip() for entry in plan.selection.split(",") if entry.strip()]
     if any(not entry.startswith("+") for entry in entries):
         return plan
     sent = {command for commands in learned.surface.values() for command in commands}
     tested = {name for name, _ in plan.tested()}
     added = [f"+{fault}" for command, fault in CALLED_FOR.items()
              if command in sent and fault not in tested]
-    return replace(plan, faults=",".join([*entries, *added])) if added else plan
+    return replace(plan, selection=",".join([*entries, *added])) if added else plan
 

@@ -54,8 +54,8 @@ def replay_command(plan: AuditPlan) -> str:
     """The ``lockchaos audit`` command line that runs ``plan`` again."""
     given = [name for name in AUDIT_OPTIONS if name not in DEPLOYMENT or name in plan.kept]
     words = ["lockchaos", "audit", *plan.base.options(given), "--budget", f"{plan.budget_s:g}"]
-    if plan.faults:
-        words += ["--faults", plan.faults]
+    if plan.selection:
+        words += ["--faults", plan.selection]
     if plan.full:
         words.append("--full")
     return shlex.join(words)

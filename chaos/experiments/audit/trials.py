@@ -1,21 +1,27 @@
 """The trial planner: which campaigns an audit runs, in what order, each how long, within its
 budget (singles aimed before each command learned, the capabilities, pairs; and again).
+
+When their faults fire is the one generator's (``chaos.nemesis.generator``): each campaign's
+schedule is the seeded one its seed makes, in rounds (``Trial.in_order``: in the order listed),
+and the planner builds on what that generator promises — a schedule's first fault has
+started by ``FIRST_AT_S``'s end (``extend_work_ms``) — and takes its own one choice, the order
+of the pairs, from the same ``Seeded`` choices.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 from itertools import combinations, zip_longest
-from typing import Any
 
 from chaos.checker.exercised import RELOADS
-from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Faults, Trial
+from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
 from chaos.history import STALLS_CLIENT
-from chaos.nemesis import FAULTS
-from chaos.nemesis.faults import DURATION, ClientCrash, ClientPause, ScriptFlush
-from chaos.nemesis.schedule import FIRST_AT_S
+from chaos.nemesis import FAULTS, FaultSpec
+from chaos.nemesis.client_faults import ClientCrash, ClientPause
+from chaos.nemesis.fault import DURATION
+from chaos.nemesis.generator import FIRST_AT_S, Seeded
+from chaos.nemesis.server_faults import ScriptFlush
 
 # The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
 # aimed there is armed on every client, then the fault comes (``Trial.in_order``), and the
@@ -89,8 +95,8 @@ def cell_seconds(plan: AuditPlan, trials: int) -> float:
     return max(MIN_CELL_S, min(CELL_S, share))
 
 
-def _aimed(fault: tuple[str, dict[str, Any]], op: str, command: str, ttl_ms: int,
-           everyone: bool = False) -> tuple[str, dict[str, Any]]:
+def _aimed(fault: FaultSpec, op: str, command: str, ttl_ms: int,
+           everyone: bool = False) -> FaultSpec:
     """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
     round trip a crash's default aims at), at every client (``everyone``) for a command sent
     only after another fault (``REACHED_BY``, ``FAILED_BY``: whoever sends it) — and at
@@ -149,14 +155,14 @@ def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
 
 
 def reached_by(op: str, command: str, learned: Learned,
-               ttl_ms: int) -> tuple[Faults, float | None]:
+               ttl_ms: int) -> tuple[list[FaultSpec], float | None]:
     """The faults that make ``op`` send ``command``, if it is sent only on demand
     (``REACHED_BY``: a script flush, then a client's crash) or only when ``op`` failed
     (``FAILED_BY``: a holder stopped past its lease, with work as long as an extending
     campaign's first, for an extend: a hold to stop it in); none for a command sent every
     time. And the holders' work it needs (None: the campaign's)."""
     if command in REACHED_BY:
-        then: Faults = [(REACHED_BY[command], {})]
+        then: list[FaultSpec] = [(REACHED_BY[command], {})]
         if act := learned.every_time("acquire"):
             then.append((RESTARTED_BY, {"command": act[-1], "op": "acquire", "nth": 1,
                                         "client": RESTARTED}))
@@ -178,13 +184,13 @@ def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
     run, nor the clean-up of an extend that found its lease gone."""
     declared, tested = learned.declared, plan.tested()
 
-    def aim(fault: tuple[str, dict[str, Any]], op: str) -> tuple[str, dict[str, Any]]:
+    def aim(fault: FaultSpec, op: str) -> FaultSpec:
         commands = learned.every_time(op)
         if fault[0] not in AIMED or "command" in fault[1] or not commands:
             return fault
         return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
 
-    def extending(index: int, fault: tuple[str, dict[str, Any]]) -> Trial:
+    def extending(index: int, fault: FaultSpec) -> Trial:
         work_ms = extend_work_ms(index, plan.base.ttl_ms)
         name, overrides = aim(fault, "extend" if declared.extend else "release")
         if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
@@ -249,7 +255,7 @@ def plan_trials(plan: AuditPlan, learned: Learned) -> tuple[list[Trial], float]:
     capabilities = capability_trials(plan, learned)
     tested = plan.tested()
     pairs = [Trial(list(pair)) for pair in combinations(tested, 2)]
-    random.Random(plan.base.seed).shuffle(pairs)
+    Seeded(plan.base.seed).shuffle(pairs)
     always = len(singles) + min(len(capabilities), MIN_CAPABILITY_TRIALS)
     cell_s = cell_seconds(plan, always)
     fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
