@@ -22,6 +22,7 @@ import hashlib
 import json
 
 import pytest
+from pinned import SMOKE_SCHEDULE
 
 from chaos.campaign import Campaign
 from chaos.experiments.audit import AuditPlan
@@ -30,7 +31,6 @@ from chaos.experiments.audit.trials import again_trials, plan_trials
 from chaos.experiments.surface import Learned
 from chaos.nemesis import FAULTS, Schedule, generate, parse_faults
 from chaos.report.audit_page import Declared
-from tests.pinned import SMOKE_SCHEDULE
 
 CELLS = [(seed, duration_s, ttl_ms, in_order) for seed in (1, 3, 2024)
          for duration_s in (1.5, 5.0, 20.0) for ttl_ms in (100, 200, 1000)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pinned import SMOKE_SCHEDULE
+
 from chaos import history as h
 from chaos.campaign import Campaign
 from chaos.experiments.execute import run_campaign
 from chaos.nemesis import FAULTS, FaultEvent, Schedule, parse_faults
-from tests.pinned import SMOKE_SCHEDULE
 
 
 def test_a_schedule_json_main_wrote_loads_and_plays(tmp_path: Path) -> None:
