@@ -214,7 +214,9 @@ def timed(specs: list[FaultSpec], choices: Choices, turns: Turns, *, ttl_ms: int
     squeeze = _first_round_squeeze(first_round, first_at, duration_s)
     laid = itertools.chain(first_round, drawn)
     at, fired = first_at, 0
-    while at < duration_s and fired < MAX_FIRINGS:
+    # A firing is at its time in ms (``FaultEvent.at_s``): one rounded up to the run's end
+    # would come as the run stops, and test nothing.
+    while round(at, 3) < duration_s and fired < MAX_FIRINGS:
         part = next(laid, None)  # drawn only now: no choice is spent past the run's end
         if part is None:
             return

@@ -55,6 +55,13 @@ def test_every_source_and_every_kind_of_turns_lays_out_a_schedule(
             )
 
 
+def test_no_firing_is_rounded_up_to_the_runs_end() -> None:
+    """Seed 13626's 17th firing fell at 19.9996 s of a 20 s run: at 20.000 s once rounded to
+    the ms a schedule keeps, the moment the run stops (found by the property test above)."""
+    events = list(timed(SPECS, Seeded(13626), rounds(), ttl_ms=TTL_MS, duration_s=20.0))
+    assert events and all(event.at_s < 20.0 for event in events)
+
+
 def test_rounds_give_every_fault_a_turn_each_round_and_picks_stop_when_told() -> None:
     events = list(timed(SPECS, Seeded(5), rounds(), ttl_ms=TTL_MS, duration_s=600.0))
     names = [event.fault for event in events]
