@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
+from prerequisites import unavailable
 
 from chaos.cli import main, version
-from tests.prerequisites import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
