@@ -222,17 +222,3 @@ def test_the_setup_steps_are_written_once() -> None:
     steps = ("chaos.images.sources", "go install", "MALLOC=libc BUILD_TLS=no", "libfaketime gpgv")
     for step in steps:
         assert step in shipped and step not in checkout
-
-
-def test_the_ci_example_installs_lockchaos_as_a_package() -> None:
-    yaml = pytest.importorskip("yaml")
-    job = yaml.safe_load((REPO / "examples" / "github-actions.yml").read_text())
-    steps = job["jobs"]["lock-correctness"]["steps"]
-    commands = [step.get("run", "") for step in steps]
-    script = "\n".join(commands)
-    assert "make -C" not in script and "make setup" not in script  # no checkout of lockchaos
-    assert ".lockchaos" not in script
-    install = next(i for i, c in enumerate(commands) if "pip\" install" in c)
-    setup = next(i for i, c in enumerate(commands) if c.strip().startswith("lockchaos setup"))
-    run = next(i for i, c in enumerate(commands) if "lockchaos audit" in c)
-    assert install < setup < run
