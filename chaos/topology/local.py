@@ -93,7 +93,7 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
         self.clock = binaries.clock_problem() is None if clock is None else clock
         self.capabilities = ALL_CAPABILITIES if self.clock else ALL_CAPABILITIES - {CLOCK}
         self.run_dir = Path(tempfile.mkdtemp(prefix="lockchaos-"))
-        self.reaper = Reaper(run_dir=self.run_dir)
+        self._reaper = Reaper(run_dir=self.run_dir)
         self.supervisor = Supervisor(self.run_dir)
         self.nodes: list[RedisNode] = []
         self.sentinels: list[SentinelNode] = []
@@ -304,7 +304,7 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
         self._closed = True
         self.supervisor.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
-        self.reaper.dismiss()
+        self._reaper.dismiss()
 
 
 def _pairs(flat: Any) -> dict[str, Any]:
