@@ -219,6 +219,7 @@ class Campaign(msgspec.Struct, frozen=True):
             raise UsageError("--faults-in-order needs two faults or more in --faults: with "
                              f"{len(self.faults) or 'none'}, there is no order to keep")
         locks.check_faults(self.lock, self.fault_objects)
+        locks.check_ttl(self.lock, self.ttl_ms)
         check_provider(
             self.provider,
             config=self.provider_config_path,

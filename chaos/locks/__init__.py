@@ -263,16 +263,23 @@ def _checked(spec: str, declared: object) -> LockInfo:
     if not modes or len(set(modes)) < len(modes) or set(modes) - set(MODES):
         raise UsageError(f"{where} declares modes {list(modes)!r}: one or both of "
                          f"{', '.join(MODES)}, each once")
-    for field in ("capacity", "max_permits"):
+    for field in ("capacity", "max_permits", "min_nodes", "ttl_granularity_ms"):
         value = getattr(declared, field)
-        if value is not None and (type(value) is not int or value < 1):
-            raise UsageError(f"{where} declares {field}={value!r}: a whole number >= 1, "
-                             "or None (unbounded)")
+        if (value is not None or field in ("min_nodes", "ttl_granularity_ms")) and (
+                type(value) is not int or value < 1):
+            unbounded = ", or None (unbounded)" if field in ("capacity", "max_permits") else ""
+            raise UsageError(f"{where} declares {field}={value!r}: a whole number >= 1"
+                             + unbounded)
+    if declared.topology not in ("any", "standalone"):
+        raise UsageError(f"{where} declares topology={declared.topology!r}: 'any', or "
+                         "'standalone' (independent masters, a Redlock)")
     if SHARED not in modes and declared.capacity != 1:
         raise UsageError(f"{where} declares capacity={declared.capacity!r} without shared "
                          "holds: a lock with exclusive holds only grants one at a time (1)")
-    if not isinstance(declared.fair, bool):
-        raise UsageError(f"{where} declares fair={declared.fair!r}: True or False")
+    for flag in ("fair", "renews"):
+        if not isinstance(getattr(declared, flag), bool):
+            raise UsageError(f"{where} declares {flag}={getattr(declared, flag)!r}: True or "
+                             "False")
     return replace(declared, name=spec, target=spec)
 
 
@@ -291,6 +298,23 @@ def check_topology(spec: str, kind: str, nodes: int) -> None:
         raise UsageError(f"lock {spec!r} needs at least {entry.min_nodes} nodes (got {nodes})")
 
 
+def check_ttl(spec: str, ttl_ms: int) -> None:
+    """``UsageError`` if lock ``spec`` cannot express ``ttl_ms``: its ``info`` says its TTLs
+    are multiples of ``ttl_granularity_ms`` (whole seconds: 1000). The checker holds a lease
+    to the TTL the run asked for; a lock that rounds it (up: a longer lease than claimed; down
+    to 0: an error) would be judged on a TTL it never set."""
+    entry = info(spec)
+    step = 1 if entry is None else entry.ttl_granularity_ms
+    if ttl_ms % step:
+        kept = max(step, ttl_ms // step * step)
+        raise UsageError(
+            f"lock {spec!r} expresses its TTL in multiples of {step} ms"
+            + (" (whole seconds)" if step == 1000 else "")
+            + f": --ttl-ms {ttl_ms} cannot be kept; use --ttl-ms {kept}"
+            + (f" or {kept + step}" if kept < ttl_ms else "")
+        )
+
+
 __all__ = [
     "BUNDLED",
     "ClientNeeds",
@@ -306,6 +330,7 @@ __all__ = [
     "check_client",
     "check_faults",
     "check_topology",
+    "check_ttl",
     "create",
     "info",
     "is_module_attr",

@@ -36,7 +36,10 @@ from chaos.locks.contract import (
     INDETERMINATE_ERRORS,
     MUTEX_MODES,
     SHARED,
+    Kept,
     Lease,
+    LeaseGone,
+    LeaseInvalidated,
     LockClient,
     is_lock_bug,
     is_mutex,
@@ -56,6 +59,14 @@ READY, GO = "ready", "go"
 GO_TIMEOUT_S = 120.0
 _INDETERMINATE = object()
 _STALE = object()
+_INVALIDATED = object()  # an extend raised LeaseInvalidated: unknown outcome, and out of reach
+
+
+class LeaseLost(Exception):
+    """An extend's answer put the lease beyond this client's reach (``REVOKED``,
+    ``INVALIDATED``, ``LeaseInvalidated``; its ``args[0]``: which): the holder lets go at once,
+    at whatever depth it holds — no more work under it, no write, no release. The history's
+    extend completion says so (``value.lease``), and the checker ends the hold there."""
 
 
 @dataclass(frozen=True)
@@ -273,8 +284,11 @@ class Worker:
             self.history.log(h.FAIL, self.cid, f, error=h.STALE_TOKEN, **invoke)
             return invoked, _STALE
         except Exception as exc:  # any failure of the lock under test is an outcome
-            self.history.log(h.INFO, self.cid, f, error=_error(exc), **invoke, **self._bug(f, exc))
-            return invoked, _INDETERMINATE
+            lost = f == h.EXTEND and isinstance(exc, LeaseInvalidated)
+            said = {"value": {h.LEASE: h.INVALIDATED}} if lost else {}
+            self.history.log(h.INFO, self.cid, f, error=_error(exc), **invoke, **said,
+                             **self._bug(f, exc))
+            return invoked, _INVALIDATED if lost else _INDETERMINATE
         finally:
             injector.end()
 
@@ -337,10 +351,18 @@ class Worker:
     def release(self, lease: Lease) -> bool | None:
         """What the lock's release returned; None when its outcome is unknown."""
         self.holding.value = 0
-        _, released = self._call(h.RELEASE, lambda: self.lock.release(lease), token=lease.token)
+        invoked, released = self._call(h.RELEASE, lambda: self.lock.release(lease),
+                                       token=lease.token)
         if released is _INDETERMINATE:
             return None
-        self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+        if isinstance(released, Kept):  # released, its key kept on purpose until a deadline
+            until = ({} if released.validity_ms is None else
+                     {"valid_until": invoked.t + int(released.validity_ms * 1e6)})
+            self.history.log(h.OK, self.cid, h.RELEASE, token=lease.token,
+                             value={h.LEASE: h.KEPT}, **until)
+        else:
+            self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE,
+                             token=lease.token)
         if released:
             self._succeeded(h.RELEASE)
         return bool(released)
@@ -352,6 +374,14 @@ class Worker:
         invoked, extended = self._call(h.EXTEND, lambda: extend(lease), token=lease.token)
         if extended is _INDETERMINATE:
             return lease
+        if extended is _INVALIDATED:
+            self.holding.value = 0
+            raise LeaseLost(h.INVALIDATED)
+        if isinstance(extended, LeaseGone):
+            self.history.log(h.FAIL, self.cid, h.EXTEND, token=lease.token,
+                             value={h.LEASE: extended.name})
+            self.holding.value = 0
+            raise LeaseLost(extended.name)
         if not extended:
             self.history.log(h.FAIL, self.cid, h.EXTEND, token=lease.token)
             return lease
@@ -475,8 +505,11 @@ class Worker:
                 retry = self.rng.uniform(self.config.retry_min_ms, self.config.retry_max_ms)
                 time.sleep(retry / 1000)
                 continue
-            self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}", asked=asked)
-            asked = None
+            held, asked = asked, None
+            try:
+                self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}", asked=held)
+            except LeaseLost:  # the lock gave the lease up, or it is out of reach: let go
+                continue
             completed += 1
         self.stopping.set()
         listener.join(timeout=1)
