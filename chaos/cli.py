@@ -17,6 +17,7 @@ from chaos.commands import (
     compare,
     compose,
     demo,
+    driver,
     explore,
     list_,
     merge,
@@ -54,6 +55,7 @@ app.command("setup")(setup_command.setup)
 app.command("doctor")(doctor_command.doctor)
 app.command("audit")(audit.audit)
 app.command("merge")(merge.merge)
+app.add_typer(driver.app, name="driver")  # `driver new`: a driver from a kit's skeleton
 app.add_typer(compose.app, name="compose", hidden=True)  # the containers of compose/
 
 
