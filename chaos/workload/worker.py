@@ -11,6 +11,7 @@ effect (an indeterminate outcome never crashes the worker).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import signal
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -516,6 +518,26 @@ class Worker:
         return completed
 
 
+LOGS = "logs"  # in the run directory: what the lock's library logged, and its driver's stderr
+
+
+def _keep_logs(spec: WorkerSpec) -> None:
+    """The lock's own logging goes to the run directory (``logs/<client>.log``), never to the
+    terminal: an audit of a Python Redlock printed 1,086 lines of its library's "Can not unset
+    lock" there. A driver's stderr is kept beside it (``LOCKCHAOS_DRIVER_LOG_DIR``, unless set:
+    chaos.drivers.process). The file is made only when something is logged."""
+    logs = Path(spec.history_path).parent / LOGS
+    with contextlib.suppress(OSError):
+        logs.mkdir(exist_ok=True)
+        os.environ.setdefault("LOCKCHAOS_DRIVER_LOG_DIR", str(logs))
+    root = logging.getLogger()
+    for inherited in list(root.handlers):
+        root.removeHandler(inherited)
+    handler = logging.FileHandler(logs / f"{spec.client_id}.log", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root.addHandler(handler)
+
+
 def worker_main(
     spec: WorkerSpec,
     control: Connection,
@@ -531,6 +553,7 @@ def worker_main(
         os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _keep_logs(spec)
     try:
         worker = worker_class(spec, control, holding, watch_slots)
     except INDETERMINATE_ERRORS as exc:  # a fault while it connected: a fresh one may do better
