@@ -88,8 +88,9 @@ GO_WAIT_S = 60.0  # the longest a command waits for its "go" (the harness answer
 class Granted:
     """acquire: granted; extend: extended; release: released. ``validity_ms`` counts from when
     the request was sent (``Request.left_at_return`` converts a library's "validity left at
-    its reply"; None: the TTL); ``state``: the library's lock object for this lease, handed
-    back as ``lease.state`` (an extend that returns a new one replaces it)."""
+    its reply"; None: the TTL; zero or negative as the library computed it, never raised);
+    ``state``: the library's lock object for this lease, handed back as ``lease.state`` (an
+    extend that returns a new one replaces it)."""
 
     validity_ms: float | None = None
     fence: int | None = None
@@ -217,15 +218,16 @@ class Request:
     wrote: bool | None = None  # None: no kit connection used; False: none written yet
     waiting: int = 0  # announcements waiting for "go" (the harness's time, not counted)
 
-    def elapsed_ms(self) -> float:
-        return (time.monotonic_ns() - self.received_ns) / 1e6
-
-    def left_at_return(self, left_ms: float) -> float:
+    @staticmethod
+    def left_at_return(left_ms: float, library_elapsed_ms: float) -> float:
         """The validity from the request of a lease the library says has ``left_ms`` left at
-        its reply: the time since the request is added back, floored to the millisecond (never
-        rounded up). Call it the moment the library returns: a pause in between would count
-        as lease the lock never had."""
-        return floor_ms(left_ms + self.elapsed_ms())
+        its reply, ``library_elapsed_ms`` after it started (a Redlock's TTL minus the time it
+        spent minus the drift): the library's own elapsed time is added back — it started
+        after the request was sent — floored to the millisecond, never rounded up. Not a time
+        measured here: a pause between the library's reading of its clock and ours would count
+        as lease the lock never had. A library that says only what is left: claim ``left_ms``
+        (the operation's time is lost, a pause never gained)."""
+        return floor_ms(left_ms + library_elapsed_ms)
 
 
 @dataclass
