@@ -35,9 +35,9 @@ from typing import Any, NamedTuple
 
 from chaos.campaign import Campaign
 from chaos.experiments.audit import (
+    AUDIT_OPTIONS,
     DEPLOYMENT,
     MUST_SURVIVE,
-    OPTIONS,
     AuditPlan,
     AuditResult,
     run_audit,
@@ -66,7 +66,7 @@ def deployment(cell: Cell) -> dict[str, Any]:
     """The cell's options that ``lockchaos audit`` takes too (``--clients``, ``--ttl-ms``,
     ``--capacity``…): the deployment its claim is about, which a user would give the audit.
     The others (``nest_depth``, ``extend_during_work``) are the audit's own choice."""
-    return {name: value for name, value in cell.options if name in OPTIONS}
+    return {name: value for name, value in cell.options if name in AUDIT_OPTIONS}
 
 
 class Audited(NamedTuple):
@@ -150,7 +150,7 @@ def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
         "only_on_failure": dict(sorted(Counter(
             point_name(op, command) for r in results if r.learned
             for op, commands in r.learned.on_failure.items() for command in commands).items())),
-        "campaigns_median": statistics.median(len(r.steps) for r in results),
+        "campaigns_median": statistics.median(len(r.trials) for r in results),
         "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
 

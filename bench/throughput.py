@@ -33,6 +33,7 @@ from pathlib import Path
 from chaos import history as h
 from chaos import topology
 from chaos.drivers.languages import LANGUAGES
+from chaos.lockspec import resolve
 from chaos.topology import binaries
 from chaos.workload import WorkloadConfig, run_workload
 
@@ -137,7 +138,7 @@ def cycles(topo: topology.Topology, lock: str, duration_s: float) -> dict[str, f
     flush(topo)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        config = WorkloadConfig(lock=lock, ttl_ms=200, work_ms=0, duration_s=duration_s)
+        config = WorkloadConfig(lock=resolve(lock), ttl_ms=200, work_ms=0, duration_s=duration_s)
         run_workload(topo, config, path, clients=DRIVER_CLIENTS)
         events = h.read_history(path)
     first: dict[str, int] = {}
@@ -158,12 +159,11 @@ def cycles(topo: topology.Topology, lock: str, duration_s: float) -> dict[str, f
 
 def round_trip_ms(topo: topology.Topology, lock: str, pairs: int) -> float:
     """Median ms of one acquire+release pair, sequential, one client, nobody else."""
-    from chaos import locks
     from chaos.locks.context import build_context
 
     flush(topo)
     ctx = build_context(topo.client_view("bench"), lock_name="bench:rt", ttl_ms=10_000)
-    client = locks.load(lock)(ctx)
+    client = resolve(lock).factory(ctx)
     times = []
     try:
         for _ in range(pairs):
@@ -227,7 +227,8 @@ def main() -> None:
         return
     with topology.start("standalone", nodes=1) as topo, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        config = WorkloadConfig(lock=args.lock, ttl_ms=200, work_ms=0, duration_s=args.duration)
+        config = WorkloadConfig(lock=resolve(args.lock), ttl_ms=200, work_ms=0,
+                                duration_s=args.duration)
         result = run_workload(topo, config, path, clients=CLIENTS)
         events = h.read_history(path)
         attempts = sum(1 for e in events if e.f == h.ACQUIRE and e.type == h.INVOKE)

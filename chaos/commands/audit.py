@@ -21,10 +21,10 @@ from chaos.campaign import DEFAULTS, Campaign
 from chaos.checker.verdict import INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.experiments.audit import (
+    AUDIT_OPTIONS,
     DEPLOYMENT,
     EXPLORE_CLIENTS,
     MUST_SURVIVE,
-    OPTIONS,
     AuditPlan,
     run_audit,
 )
@@ -45,7 +45,7 @@ from chaos.signals import sigterm_unwinds
 
 # Unset (None), the audit chooses per phase (``DEPLOYMENT``); given, the value every phase runs.
 @campaign_options(
-    *OPTIONS,
+    *AUDIT_OPTIONS,
     allow_inconclusive=As(help="exit 0, not 3, when the audit did not exercise the lock"),
     clients=As(None, f"client processes (default: {DEFAULTS['clients']}; explore: "
                      f"{EXPLORE_CLIENTS})"),

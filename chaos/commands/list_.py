@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chaos import locks
+from chaos import lockspec
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
 from chaos.nemesis.faults import Fault
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
-OPTIONS = (
+SEED_OPTIONS = (
     ("--nest-depth K", "acquire K times per critical section, the inner ones while holding: "
      "a reentrant lock lets its holder in, a string lock refuses it (self-deadlock)",
      "003_ad4e3d3f63ce056d.txt, 可重入性"),
@@ -122,7 +122,7 @@ def catalog() -> dict[str, Any]:
                 "fair": info.fair,
                 "max_permits": info.max_permits,
             }
-            for info in locks.catalog()
+            for info in lockspec.catalog()
         ],
         "faults": [
             {
@@ -134,7 +134,7 @@ def catalog() -> dict[str, Any]:
             for fault in FAULTS.values()
         ],
         "options": [
-            {"name": name, "summary": summary, "seed": seed} for name, summary, seed in OPTIONS
+            {"name": name, "summary": summary, "seed": seed} for name, summary, seed in SEED_OPTIONS
         ],
     }
 

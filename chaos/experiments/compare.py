@@ -23,12 +23,12 @@ from typing import Any
 
 import msgspec
 
-from chaos import locks as lock_catalog
-from chaos.campaign import Campaign, choose_layout, stamped_path
+from chaos.campaign import Campaign, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, SERVER_CELLS, Cell
+from chaos.lockspec import resolve
 from chaos.report.matrix import (
     CellEntry,
     Claim,
@@ -134,7 +134,7 @@ def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
 def semaphore_permits(lock: str) -> int | None:
     """The permits ``lock`` declares when it is a semaphore (what ``--capacity`` changes);
     None for a mutex, a read-write lock (its readers are unbounded) or a user's lock."""
-    info = lock_catalog.info(lock)
+    info = resolve(lock).info
     return None if info is None or info.mutex else info.capacity
 
 
@@ -238,7 +238,6 @@ def check_plans(plans: Sequence[CellPlan], seeds: int) -> list[str | None]:
         campaign = plan.campaign(1)  # an unknown fault stops everything before any run
         try:
             campaign.validate()
-            choose_layout(campaign)
         except UsageError as exc:
             msgspec.structs.replace(campaign, faults=[]).validate()
             unavailable.append(str(exc))

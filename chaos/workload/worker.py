@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
@@ -31,7 +31,7 @@ import redis
 
 from chaos import history as h
 from chaos.errors import UsageError
-from chaos.locks import build_context, can_extend, check_client, load
+from chaos.locks.context import build_context
 from chaos.locks.contract import (
     EXCLUSIVE,
     GAVE_UP,
@@ -46,6 +46,7 @@ from chaos.locks.contract import (
     is_lock_bug,
     is_mutex,
 )
+from chaos.lockspec import LockSpec, can_extend, check_client
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
 from chaos.workload import stalls
@@ -74,12 +75,12 @@ class LeaseLost(Exception):
 @dataclass(frozen=True)
 class WorkloadConfig:
     """What every client of one run does, as the worker processes receive it (plain data,
-    picklable). Times in ms unless named otherwise. A campaign's run builds it from the
-    campaign (``chaos.campaign.Campaign.workload``, where its knobs are declared): the lock,
-    the times, ``extend_during_work``, ``client_clocks`` and ``nest_depth``; the retry
-    back-off, timeouts and key are the workload's own."""
+    picklable: ``LockSpec`` says how its factory crosses). Times in ms unless named
+    otherwise. A campaign builds it (``chaos.campaign.Campaign.workload``, where its knobs
+    are declared): the lock, resolved, the times, ``extend_during_work``, ``client_clocks``
+    and ``nest_depth``; the retry back-off, timeouts and key are the workload's own."""
 
-    lock: str
+    lock: LockSpec
     ttl_ms: int
     work_ms: float
     duration_s: float
@@ -115,6 +116,11 @@ class WorkloadConfig:
     @property
     def mutex(self) -> bool:
         return is_mutex(self.capacity, self.modes)
+
+    def recorded(self) -> dict[str, Any]:
+        """Its fields as a history's start event records them: the lock by its ``--lock``."""
+        return {f.name: self.lock.text if f.name == "lock" else getattr(self, f.name)
+                for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,8 @@ class Worker:
             pause_points=injector,
             capacity=self.config.capacity,
         )
-        self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
+        lock = self.config.lock
+        self.lock: LockClient = check_client(lock.factory(context), lock.text)
         resource_conn = redis.Redis(
             *spec.view.resource,
             password=spec.view.resource_password,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from chaos import locks
 from chaos.campaign import Campaign, Layout, choose_layout
 from chaos.cli import main
 from chaos.drivers import catalog
@@ -21,6 +20,7 @@ from chaos.drivers.protocol import Described, decode
 from chaos.errors import UsageError
 from chaos.experiments.audit import AuditPlan
 from chaos.locks.contract import FAKED_CLOCK
+from chaos.lockspec import resolve
 from chaos.nemesis import FAULTS
 
 SCHEMA = json.loads(
@@ -51,7 +51,7 @@ def test_a_redlock_driver_that_declares_independent_masters_gets_them_from_auto(
                                             "topology": "standalone", "min_nodes": 3})
     assert choose_layout(Campaign(redlock)) == Layout("standalone", 5, "none")
     assert choose_layout(Campaign(redlock, nodes=3)).nodes == 3
-    info = locks.info(redlock)
+    info = resolve(redlock).info
     assert info is not None and info.extend and info.needs == "standalone, ≥3 nodes"
     with pytest.raises(UsageError, match=r"needs at least 3 nodes \(got 2\)$"):
         choose_layout(Campaign(redlock, nodes=2))
@@ -73,7 +73,7 @@ def test_a_driver_that_declares_nothing_runs_on_one_node_without_waiting(
     assert choose_layout(Campaign(plain)) == Layout("standalone", 1, "none")
     started = time.monotonic()
     silent = _driver(tmp_path, "silent", None)
-    assert locks.info(silent) is None
+    assert resolve(silent).info is None
     assert choose_layout(Campaign(silent)).nodes == 1
     assert time.monotonic() - started < 10  # not the 30 s a hello may take
 
@@ -104,17 +104,17 @@ def test_client_clock_is_refused_up_front_to_a_driver_whose_clock_libfaketime_ca
         r"\(libfaketime moves its wall clock\), which this one does not announce "
         r"\(docs/driver-protocol.md\)$",
     ):
-        locks.check_faults("redsync", clock)
+        resolve("redsync").check_faults(clock)
     for name, bundled in catalog.BUNDLED_DRIVERS.items():
         assert (FAKED_CLOCK in bundled.capabilities) == (bundled.language != "go"), name
         if bundled.language != "go":
-            locks.check_faults(name, clock)
-    locks.check_faults("getset-timestamp", clock)
+            resolve(name).check_faults(clock)
+    resolve("getset-timestamp").check_faults(clock)
     go = _driver(tmp_path, "go", {"capabilities": ["pause-points"], "language": "go"})
     with pytest.raises(UsageError, match="'faked-clock' capability"):
-        locks.check_faults(go, clock)
+        resolve(go).check_faults(clock)
     libc = _driver(tmp_path, "libc", {"capabilities": ["faked-clock"], "language": "python"})
-    locks.check_faults(libc, clock)
+    resolve(libc).check_faults(clock)
 
 
 def test_run_refuses_client_clock_on_such_a_driver_in_one_line(
