@@ -126,7 +126,7 @@ class Described(SelfDescription, tag="describe", kw_only=True):
     # The most permits one acquire may ask (null: up to the capacity).
     max_permits: Annotated[int, msgspec.Meta(ge=1)] | None = None
     # The TTLs it can express are multiples of this many ms (1000: whole seconds): a run's
-    # --ttl-ms must be one (``chaos.locks.check_ttl``).
+    # --ttl-ms must be one (``chaos.lockspec.LockSpec.check_ttl``).
     ttl_granularity_ms: Annotated[int, msgspec.Meta(ge=1)] = 1
     # It renews its leases in the background (a watchdog): the checker holds it to that.
     renews: bool = False

@@ -166,9 +166,9 @@ def test_a_python_redlock_that_declares_its_masters_gets_them_from_auto(tmp_path
     with pytest.raises(UsageError, match=r"needs at least 3 nodes \(got 2\)$"):
         choose_layout(Campaign(redlock, nodes=2))
     with pytest.raises(UsageError, match="declares topology='cluster': 'any', or 'standalone'"):
-        locks.info(f"{module}:nonsense")
+        resolve(f"{module}:nonsense")
     with pytest.raises(UsageError, match=r"declares min_nodes=0: a whole number >= 1$"):
-        locks.info(f"{module}:none_at_all")
+        resolve(f"{module}:none_at_all")
 
 
 def test_a_ttl_the_lock_cannot_express_is_refused_up_front(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_a_ttl_the_lock_cannot_express_is_refused_up_front(tmp_path: Path) -> No
         with pytest.raises(UsageError, match=r"use --ttl-ms 1000 or 2000$"):
             Campaign(lock, ttl_ms=1500).validate()
         Campaign(lock, ttl_ms=2000).validate()
-    info = locks.info(seconds)
+    info = resolve(seconds).info
     assert info is not None and info.needs == "any topology, TTL a multiple of 1000 ms"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos import locks
+from chaos.lockspec import resolve
 
 LOCK = "def make(ctx):\n    return None\n"
 
@@ -21,4 +21,4 @@ def test_a_file_path_works_with_or_without_dot_slash(
     monkeypatch.chdir(tmp_path)
     for spec in ("mypkg/locks.py:make", "./mypkg/locks.py:make", "top.py:make",
                  f"{tmp_path / 'top.py'}:make"):
-        assert locks.load(spec).__name__ == "make", spec
+        assert resolve(spec).factory.__name__ == "make", spec

@@ -49,7 +49,9 @@ class Lock:
             return REVOKED
         if self.fate == "invalidated" and self.extends % 3 == 0:  # consumed its lock object
             return INVALIDATED
-        return Lease(lease.token, validity_ms=self.ctx.ttl_ms)
+        if self.redis.eval(HOLD, 1, self.ctx.lock_name, lease.token, self.ctx.ttl_ms):
+            return Lease(lease.token, validity_ms=self.ctx.ttl_ms)
+        return None
 
 
 def revoked(ctx):
