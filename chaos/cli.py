@@ -20,6 +20,7 @@ from chaos.commands import (
     compare,
     compose,
     demo,
+    driver,
     explore,
     list_,
     merge,
@@ -69,6 +70,7 @@ app.command("audit")(audit.audit)
 app.command("run")(run.run)
 app.command("explore")(explore.explore_command)
 app.command("compare")(compare.compare)
+app.add_typer(driver.app, name="driver")  # `driver new`: a lock in another language, from a kit
 app.command("list")(list_.list_)
 app.command("doctor")(doctor_command.doctor)
 app.command("setup")(setup_command.setup)

@@ -201,6 +201,21 @@ class LockSpec:
             raise UsageError(f"lock {self.text!r} needs at least {self.min_nodes} nodes "
                              f"(got {nodes})")
 
+    def check_ttl(self, ttl_ms: int) -> None:
+        """``UsageError`` if this lock cannot express ``ttl_ms``: its ``info`` says its TTLs
+        are multiples of ``ttl_granularity_ms`` (whole seconds: 1000). The checker holds a
+        lease to the TTL the run asked for; a lock that rounds it (up: a longer lease than
+        claimed; down to 0: an error) would be judged on a TTL it never set."""
+        step = 1 if self.info is None else self.info.ttl_granularity_ms
+        if ttl_ms % step:
+            kept = max(step, ttl_ms // step * step)
+            raise UsageError(
+                f"lock {self.text!r} expresses its TTL in multiples of {step} ms"
+                + (" (whole seconds)" if step == 1000 else "")
+                + f": --ttl-ms {ttl_ms} cannot be kept; use --ttl-ms {kept}"
+                + (f" or {kept + step}" if kept < ttl_ms else "")
+            )
+
 
 def resolve(text: str) -> LockSpec:
     """The lock ``--lock text`` names: its factory loaded, its declaration read (and checked:
@@ -328,14 +343,21 @@ def _checked(text: str, declared: object) -> LockInfo:
     if not modes or len(set(modes)) < len(modes) or set(modes) - set(MODES):
         raise UsageError(f"{where} declares modes {list(modes)!r}: one or both of "
                          f"{', '.join(MODES)}, each once")
-    for field in ("capacity", "max_permits"):
+    for field in ("capacity", "max_permits", "min_nodes", "ttl_granularity_ms"):
         value = getattr(declared, field)
-        if value is not None and (type(value) is not int or value < 1):
-            raise UsageError(f"{where} declares {field}={value!r}: a whole number >= 1, "
-                             "or None (unbounded)")
+        if (value is not None or field in ("min_nodes", "ttl_granularity_ms")) and (
+                type(value) is not int or value < 1):
+            unbounded = ", or None (unbounded)" if field in ("capacity", "max_permits") else ""
+            raise UsageError(f"{where} declares {field}={value!r}: a whole number >= 1"
+                             + unbounded)
+    if declared.topology not in ("any", "standalone"):
+        raise UsageError(f"{where} declares topology={declared.topology!r}: 'any', or "
+                         "'standalone' (independent masters, a Redlock)")
     if SHARED not in modes and declared.capacity != 1:
         raise UsageError(f"{where} declares capacity={declared.capacity!r} without shared "
                          "holds: a lock with exclusive holds only grants one at a time (1)")
-    if not isinstance(declared.fair, bool):
-        raise UsageError(f"{where} declares fair={declared.fair!r}: True or False")
+    for flag in ("fair", "renews"):
+        if not isinstance(getattr(declared, flag), bool):
+            raise UsageError(f"{where} declares {flag}={getattr(declared, flag)!r}: True or "
+                             "False")
     return replace(declared, name=text, target=text)

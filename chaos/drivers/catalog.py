@@ -113,6 +113,8 @@ def described_info(spec: str) -> LockInfo | None:
         modes=tuple(described.modes),
         fair=described.fair,
         max_permits=described.max_permits,
+        ttl_granularity_ms=described.ttl_granularity_ms,
+        renews=described.renews,
     )
 
 
