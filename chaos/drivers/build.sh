@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Build the bundled lock drivers (docs/driver-protocol.md) from their sources, shipped with the
-# package in sources/ next to this script, into OUT_DIR, idempotently:
+# Build the driver kits and the bundled lock drivers (docs/driver-protocol.md) from their
+# sources, shipped with the package in kits/ and sources/ next to this script, into OUT_DIR,
+# idempotently:
 #
 #   build.sh OUT_DIR
 #
+#   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
+#                 where that language's tools look for it by build_kit_<lang> (below): the
+#                 bundled drivers are written on them, so the kits are built first
 #   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
 #                 driver's Json/Protocol classes)
@@ -11,9 +15,8 @@
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
 #                 (each Node driver with node-common/protocol.js, the protocol's Node side)
-#   kits/rust/    the Rust driver kit (crate lockchaos-driver-kit: what a Rust driver names by
-#                 path) and its conformance driver, `cargo build --release`
-#   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit
+#   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit,
+#                 `cargo build --release`
 #
 # What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
 # checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
@@ -31,10 +34,14 @@ if [ "$#" -ne 1 ] || [ -z "$1" ]; then
     echo "usage: build.sh OUT_DIR" >&2
     exit 2
 fi
-SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC="$HERE/sources"
+KITS="$HERE/kits"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
-[ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
+for dir in "$SRC" "$KITS"; do
+    [ -d "$dir" ] || { echo "[drivers] $dir is missing: reinstall lockchaos" >&2; exit 1; }
+done
 
 say() { printf '[drivers] %s\n' "$*"; }
 missing() { printf '[drivers] %s\n' "$*" >&2; status=1; }
@@ -64,6 +71,81 @@ build_java() {  # name, then the source files to compile
 }
 
 status=0
+
+# -- the driver kits ------------------------------------------------------------------------------
+# build_kit_<lang> builds the kit in $KITS/<lang> (chaos/drivers/kits/<lang>/) into
+# "$(kit_out <lang>)" = $OUT/kits/<lang>/ and installs it where <lang>'s tools look for it (a
+# local Maven repository, a Go module path, an npm tarball, a cargo path: whatever that
+# language's skeleton, kits/<lang>/skeleton/, and the bundled drivers on that kit refer to).
+# Each is written by its kit's owner and follows the drivers' rules below: skip when fresh
+# (`fresh DIR STAMP`, the stamp a checksum of its sources and the toolchain's version), a
+# missing toolchain is `missing "…: install …"` and return 1, a failed build the tail of its
+# log on stderr and return 1. It writes $(kit_out <lang>)/.stamp last: a kit counts as built
+# (`lockchaos doctor`, `lockchaos driver new`) once that file exists. A kit folder with no
+# build_kit_<lang> here is one line and a failed build.
+kit_out() { printf '%s/kits/%s' "$OUT" "$1"; }
+
+build_kit_python() {  # one file, nothing to compile: a copy a driver can put on PYTHONPATH
+    local dir; dir="$(kit_out python)"
+    local files=("$KITS/python/lockchaos_driver.py")
+    local stamp; stamp="$(sums "${files[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the python kit"
+    mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
+}
+
+# Rust: one cargo home and one target directory under OUT_DIR for every Rust build, so the
+# crates the kit's conformance driver and the bundled rust-redlock share (redis-rs 0.23.5, serde)
+# are downloaded and compiled once. Each crate's Cargo.lock pins every version (`--locked`);
+# `cargo fetch` reads crates.io only for what the cargo home lacks (this platform's crates
+# only), and the build itself runs offline.
+build_cargo() {  # name, crate directory, binary, a crate to install beside it (or -), then
+                 # every source file of the build
+    local name="$1" crate="$2/Cargo.toml" bin="$3" install="$4" dir="$OUT/$1"; shift 4
+    local stamp; stamp="$(sums "$@")-$(rustc --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (crates.io + cargo build --release)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    local cargo=(env CARGO_HOME="$OUT/cargo/home" CARGO_TARGET_DIR="$OUT/cargo/target" cargo)
+    local host; host="$(rustc -vV | sed -n 's/^host: //p')"
+    if ! { "${cargo[@]}" fetch --locked --target "$host" --manifest-path "$crate" \
+            && "${cargo[@]}" build --release --locked --offline --manifest-path "$crate" \
+            && cp "$OUT/cargo/target/release/$bin" "$dir.tmp/"; } >"$dir.tmp/build.log" 2>&1; then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: cargo failed (see above)"; return 1
+    fi
+    [ "$install" = - ] || cp -r "$install"/{Cargo.toml,Cargo.lock,src} "$dir.tmp/"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_kit_rust() {  # the crate a driver names by path (@KIT@ in the skeleton's Cargo.toml), a
+                    # copy in kits/rust/, and the kit's conformance driver built beside it
+    local src="$KITS/rust"
+    if ! have cargo || ! have rustc; then
+        missing "cargo not found: no Rust kit (install Rust: https://rustup.rs)"; return 1
+    fi
+    build_cargo kits/rust "$src/conformance" lockchaos-conformance-driver "$src" \
+        "$src"/{Cargo.toml,Cargo.lock} "$src"/src/*.rs \
+        "$src"/conformance/{Cargo.toml,Cargo.lock,src/main.rs} "$src/skeleton/src/lock.rs"
+}
+
+build_rust_redlock() {  # the redlock crate 2.0.0 on the kit
+    build_cargo rust-redlock "$SRC/rust-redlock" rust-redlock-driver - \
+        "$KITS/rust/Cargo.toml" "$KITS/rust"/src/*.rs \
+        "$SRC"/rust-redlock/{Cargo.toml,Cargo.lock,src/main.rs}
+}
+
+for kit in "$KITS"/*/; do
+    lang="$(basename "$kit")"
+    case "$lang" in _*|.*) continue ;; esac  # __pycache__ and the like: not a kit
+    if declare -F "build_kit_$lang" >/dev/null; then
+        "build_kit_$lang" || status=1
+    else
+        missing "kit $lang: chaos/drivers/build.sh has no build_kit_$lang"
+    fi
+done
+
+# -- the bundled drivers ---------------------------------------------------------------------------
 if have java && have javac && have mvn; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
     PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")
@@ -113,46 +195,10 @@ else
     missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
 fi
 
-# -- Rust: the driver kit (kits/rust/) and the drivers on it -------------------------------------
-# One cargo home and one target directory under OUT_DIR for every Rust build: the crates the
-# kit's conformance driver and rust-redlock share (redis-rs 0.23.5, serde) are downloaded and
-# compiled once. Each crate's Cargo.lock pins every version (`--locked`); `cargo fetch` reads
-# crates.io only for what the cargo home lacks, and the build itself runs offline.
-RUST_KIT="$(dirname "$SRC")/kits/rust"
-build_cargo() {  # name, crate directory, binary, then every source file of the build
-    local name="$1" crate="$2/Cargo.toml" bin="$3" dir="$OUT/$1"; shift 3
-    local stamp; stamp="$(sums "$@")-$(rustc --version)"
-    if fresh "$dir" "$stamp"; then return 0; fi
-    say "building $name (crates.io + cargo build --release)"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    local cargo=(env CARGO_HOME="$OUT/cargo/home" CARGO_TARGET_DIR="$OUT/cargo/target" cargo)
-    local host; host="$(rustc -vV | sed -n 's/^host: //p')"  # not every platform's crates
-    if ! { "${cargo[@]}" fetch --locked --target "$host" --manifest-path "$crate" \
-            && "${cargo[@]}" build --release --locked --offline --manifest-path "$crate" \
-            && cp "$OUT/cargo/target/release/$bin" "$dir.tmp/"; } >"$dir.tmp/build.log" 2>&1; then
-        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: cargo failed (see above)"; return 1
-    fi
-    [ "$name" != kits/rust ] || cp -r "$RUST_KIT"/{Cargo.toml,Cargo.lock,src} "$dir.tmp/"
-    echo "$stamp" >"$dir.tmp/.stamp"
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-}
-build_kit_rust() {  # kits/rust/: the kit's crate, which a driver names by path (its skeleton:
-                    # kits/rust/skeleton/), and the kit's conformance driver
-    build_cargo kits/rust "$RUST_KIT/conformance" lockchaos-conformance-driver \
-        "$RUST_KIT"/{Cargo.toml,Cargo.lock} "$RUST_KIT"/src/*.rs \
-        "$RUST_KIT"/conformance/{Cargo.toml,Cargo.lock,src/main.rs} "$RUST_KIT/skeleton/src/lock.rs"
-}
-build_rust_redlock() {  # the redlock crate 2.0.0 on the kit
-    build_cargo rust-redlock "$SRC/rust-redlock" rust-redlock-driver \
-        "$RUST_KIT/Cargo.toml" "$RUST_KIT"/src/*.rs \
-        "$SRC"/rust-redlock/{Cargo.toml,Cargo.lock,src/main.rs}
-}
-
 if have cargo && have rustc; then
-    build_kit_rust || status=1
     build_rust_redlock || status=1
 else
-    missing "cargo not found: no Rust kit and rust-redlock driver (install Rust: https://rustup.rs)"
+    missing "cargo not found: no rust-redlock driver (install Rust: https://rustup.rs)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi
