@@ -64,9 +64,9 @@ fn start(node: usize, upstream: String, timeout: Duration) -> io::Result<Node> {
 /// A command on its way to the node, waiting for its reply.
 struct Pending {
     sent: Instant,
-    /// The request it belongs to and its place in the request's log (none: set-up, or no
-    /// request's).
-    of: Option<(Arc<Request>, usize)>,
+    /// The library call it belongs to (none: set-up, or no request's) and, if that call's
+    /// request was not answered yet, its place in the request's log.
+    of: Option<(Arc<Request>, Option<usize>)>,
 }
 
 /// One client connection and its connection to the node.
@@ -96,8 +96,14 @@ fn connect(node: usize, client: TcpStream, upstream: &str, timeout: Duration) {
 }
 
 impl Link {
+    /// Closes both sockets; the commands still waiting for a reply will get none.
     fn close(&self) {
         let _ = (self.client.shutdown(Shutdown::Both), self.server.shutdown(Shutdown::Both));
+        for pending in self.pending().drain(..) {
+            if let Some((call, index)) = pending.of {
+                call.done(index, None);
+            }
+        }
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<Pending>> {
@@ -138,10 +144,15 @@ impl Link {
         let setup = matches!(name.as_str(), "HELLO" | "AUTH" | "SELECT" | "PING" | "READONLY")
             || name == "CLIENT" && matches!(word(1).as_deref(), Some("SETNAME" | "SETINFO"));
         let call = if setup { None } else { kit().attribute(owner) };
+        if let Some(call) = &call {
+            call.arrived();
+        }
+        let current = call.as_ref().is_some_and(|r| !r.answered());
         match &call {
             _ if setup => {}
-            Some(r) if !r.answered() => {
+            Some(r) if current => {
                 if r.announces() && !kit().announce(r, &name) {
+                    r.done(None, None);
                     return false; // the kit gave up on the request while the harness held this
                 }
             }
@@ -149,7 +160,7 @@ impl Link {
         }
         let mut pending = self.pending();
         let of = call.map(|r| {
-            let index = r.forwarding(self.node, &name);
+            let index = current.then(|| r.forwarding(self.node, &name));
             (r, index)
         });
         pending.push_back(Pending { sent: Instant::now(), of });
@@ -199,8 +210,8 @@ impl Link {
     /// A reply for the oldest command waiting (none: a push, passed on as it is).
     fn replied(&self, reply: Reply) {
         let oldest = self.pending().pop_front();
-        if let Some(Pending { of: Some((request, index)), .. }) = oldest {
-            request.replied(index, reply);
+        if let Some(Pending { of: Some((call, index)), .. }) = oldest {
+            call.done(index, Some(reply));
         }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Display;
 use std::io::{BufRead, BufReader};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread;
@@ -118,6 +118,10 @@ pub struct Request {
     announce: bool,
     start: Instant,
     answered: AtomicBool,
+    /// Its commands at the kit's proxies: held for their "go", or gone to the node and not
+    /// answered yet. While one is, its library call waits for it (a call is one thread that
+    /// waits for each reply), so a command on another connection is not the call's.
+    in_flight: AtomicUsize,
     waiting: Mutex<Waiting>,
     forwarded: Mutex<Vec<Forwarded>>,
 }
@@ -168,6 +172,7 @@ impl Request {
             announce,
             start: Instant::now(),
             answered: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
             waiting: Mutex::new(Waiting::default()),
             forwarded: Mutex::new(Vec::new()),
         }
@@ -214,6 +219,11 @@ impl Request {
         Outcome::failed(!sent, error.to_string())
     }
 
+    /// A command of this request reached a proxy (it is in flight until `done`).
+    pub(crate) fn arrived(&self) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// A command of this request leaves for `node` now: its reply goes to the returned index.
     pub(crate) fn forwarding(&self, node: usize, command: &str) -> usize {
         let mut forwarded = locked(&self.forwarded);
@@ -221,10 +231,14 @@ impl Request {
         forwarded.len() - 1
     }
 
-    pub(crate) fn replied(&self, index: usize, reply: Reply) {
-        if let Some(f) = locked(&self.forwarded).get_mut(index) {
-            f.reply = Some(reply);
+    /// A command of this request is done with: answered (`reply`), or its connection closed.
+    pub(crate) fn done(&self, index: Option<usize>, reply: Option<Reply>) {
+        if let (Some(index), Some(reply)) = (index, reply) {
+            if let Some(f) = locked(&self.forwarded).get_mut(index) {
+                f.reply = Some(reply);
+            }
         }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 
     pub(crate) fn answered(&self) -> bool {
@@ -291,11 +305,13 @@ impl Kit {
 
     /// The library call a command on a connection belongs to, as the proxy that read it can
     /// tell: the call that first used the connection while that call still runs; else the one
-    /// call running (which then owns the connection); else none — ambiguous (a call the kit
-    /// gave up on still runs beside the current one), or outside any request: a connection
-    /// that carries a command while no call runs is a background one (a watchdog's) for good.
-    /// The proxies see connections, not threads: a thread of the library's own that talks on
-    /// a request's connection while the request runs is taken for the request's.
+    /// call running, unless a command of it is in flight on another connection (then it waits
+    /// for that one's reply: a command here is someone else's) — it then owns the connection;
+    /// else none: ambiguous (a call the kit gave up on still runs beside the current one), or
+    /// outside any request (a connection that carries a command while no call runs is a
+    /// background one, a watchdog's, for good). The proxies see connections, not threads: a
+    /// thread of the library's own that talks on a request's connection while the request
+    /// runs is taken for the request's.
     pub(crate) fn attribute(&self, owner: &mut Owner) -> Option<Arc<Request>> {
         let state = locked(&self.state);
         if let Owner::Call(call) = owner {
@@ -305,7 +321,9 @@ impl Kit {
         }
         *owner = match (&*owner, state.running.as_slice()) {
             (Owner::Background, _) | (_, []) => Owner::Background,
-            (_, [only]) => Owner::Call(Arc::clone(only)),
+            (_, [only]) if only.in_flight.load(Ordering::SeqCst) == 0 => {
+                Owner::Call(Arc::clone(only))
+            }
             _ => Owner::Nobody,
         };
         match owner {
@@ -626,8 +644,10 @@ impl<L: Lock> Server<L> {
         }
     }
 
-    /// What only the kit knows: the lease of the token, the modes and permits the lock
-    /// declared; `Err` with the answer when the lock is not asked.
+    /// What only the kit knows: the lease of the token (a token never granted here, or
+    /// already released, is a request the kit cannot serve: a log line and a definite
+    /// error), the modes and permits the lock declared; `Err` with the answer when the lock
+    /// is not asked.
     fn prepare(&self, r: &Request, modes: &[&str], max_permits: Option<u64>)
         -> Result<Option<Arc<L::Lease>>, Outcome<L::Lease>> {
         if r.op == Op::Acquire {
@@ -641,7 +661,11 @@ impl<L: Lock> Server<L> {
             return Ok(None);
         }
         match self.leases.get(&r.token) {
-            None => Err(Outcome::Refused(Some("no such lease".into()))),
+            None => {
+                let why = format!("{} #{}: no lease {} was granted here", r.op.as_str(), r.id, r.token);
+                kit().log(&why);
+                Err(Outcome::failed(true, why))
+            }
             Some(Lease { invalidated: Some(why), .. }) => Err(Outcome::failed(true, format!(
                 "not sent: the library invalidated the lease's lock object ({why})"))),
             Some(lease) => Ok(Some(Arc::clone(&lease.value))),

@@ -1,42 +1,53 @@
 //! The Rust kit's conformance driver (tests/drivers/test_kit_conformance.py): the skeleton's
-//! lock (../skeleton/src/lock.rs), misbehaving as `LOCKCHAOS_CONFORMANCE` asks, so the tests
-//! can see the kit answer each case as the protocol says:
+//! lock (../skeleton/src/lock.rs), misbehaving as `LOCKCHAOS_CONFORMANCE` asks
+//! (chaos/drivers/kits/README.md), so the tests can see the kit answer each case as the
+//! protocol says:
 //!
-//! * `retry-forever`: acquire retries until it wins, as a library that cannot be told to try
-//!   once: the kit must answer within the harness's bound (indeterminate) and release the
-//!   grant that comes too late;
-//! * `late-hook`: acquire's command goes out only after the kit's bound, so after its answer —
-//!   the only way a command of a request can reach the kit's proxies after the answer, since
-//!   they see connections, not threads: it must be reported `sent`, never announced under the
-//!   next request, and its grant released;
-//! * `slow-start`: the lock takes 5 s to open (a cold start): the hello waits for it;
-//! * unset: the skeleton's lock as it is.
+//! * `retry-forever`: acquire retries `SET NX` every 10 ms until it wins, with no bound of its
+//!   own — the kit must answer in time and release the grant that comes too late;
+//! * `late-command`: 300 ms after each acquire returned, a timer it started sends
+//!   `GET <lock_name>` on its own connection — never a command of the next request;
+//! * `slow-start`: building the lock takes 2 s;
+//! * unset or empty: the skeleton's lock as it is.
 //!
-//! Whatever the knob, it logs its wall clock (`SystemTime::now()`) when it opens: under
+//! Whatever the behaviour, it logs its wall clock (`SystemTime::now()`) when it opens: under
 //! libfaketime that is the faked one, which is why the kit announces `faked-clock`.
 
 #[path = "../../skeleton/src/lock.rs"]
 mod lock;
 
-use std::thread::sleep;
+use std::thread::{sleep, spawn};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lockchaos_driver_kit::{log, serve, Description, Hello, Lock, Outcome, Request};
 use lock::CompareAndDelete;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Knob {
-    None,
+enum Behaviour {
+    AsIs,
     RetryForever,
-    LateHook,
+    LateCommand,
     SlowStart,
 }
 
 struct Conformance {
     lock: CompareAndDelete,
-    knob: Knob,
-    /// The kit's bound on a request (max(3 s, 4 × TTL) × 0.8), which `late-hook` outlasts.
-    bound: Duration,
+    behaviour: Behaviour,
+    /// Where `late-command`'s timer sends its GET, and the key it reads.
+    client: redis::Client,
+    key: String,
+}
+
+impl Conformance {
+    /// A timer of the library's: `GET key`, 300 ms from now, on a connection of its own.
+    fn get_later(&self) {
+        let (client, mut get) = (self.client.clone(), redis::cmd("GET"));
+        get.arg(&self.key);
+        spawn(move || {
+            sleep(Duration::from_millis(300));
+            let _ = client.get_connection().and_then(|mut c| get.query::<Option<String>>(&mut c));
+        });
+    }
 }
 
 /// A library's retries that never give up, bounded all the same (as every loop here).
@@ -47,22 +58,17 @@ impl Lock for Conformance {
     const EXTENDS: bool = true;
 
     fn acquire(&self, req: &Request) -> Outcome<()> {
-        match self.knob {
-            Knob::RetryForever => {
-                let start = Instant::now();
-                loop {
-                    let outcome = self.lock.acquire(req);
-                    if matches!(outcome, Outcome::Granted { .. }) || start.elapsed() > RETRY_FOREVER {
-                        return outcome;
-                    }
-                    sleep(Duration::from_millis(20));
+        let start = Instant::now();
+        loop {
+            let outcome = self.lock.acquire(req);
+            let won = matches!(outcome, Outcome::Granted { .. });
+            if self.behaviour != Behaviour::RetryForever || won || start.elapsed() > RETRY_FOREVER {
+                if self.behaviour == Behaviour::LateCommand {
+                    self.get_later();
                 }
+                return outcome;
             }
-            Knob::LateHook => {
-                sleep(self.bound + Duration::from_millis(500));
-                self.lock.acquire(req)
-            }
-            Knob::None | Knob::SlowStart => self.lock.acquire(req),
+            sleep(Duration::from_millis(10));
         }
     }
 
@@ -76,13 +82,13 @@ impl Lock for Conformance {
 }
 
 fn main() {
-    let knob = match std::env::var("LOCKCHAOS_CONFORMANCE").as_deref() {
-        Ok("retry-forever") => Knob::RetryForever,
-        Ok("late-hook") => Knob::LateHook,
-        Ok("slow-start") => Knob::SlowStart,
-        Ok("") | Err(_) => Knob::None,
+    let behaviour = match std::env::var("LOCKCHAOS_CONFORMANCE").as_deref() {
+        Ok("retry-forever") => Behaviour::RetryForever,
+        Ok("late-command") => Behaviour::LateCommand,
+        Ok("slow-start") => Behaviour::SlowStart,
+        Ok("") | Err(_) => Behaviour::AsIs,
         Ok(other) => {
-            eprintln!("LOCKCHAOS_CONFORMANCE={other}: one of retry-forever, late-hook, slow-start");
+            eprintln!("LOCKCHAOS_CONFORMANCE={other}: retry-forever, late-command or slow-start");
             std::process::exit(2);
         }
     };
@@ -94,10 +100,11 @@ fn main() {
     serve(description, move |hello: &Hello| {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         log(format!("wall clock: {} ms since the epoch", wall.as_millis()));
-        if knob == Knob::SlowStart {
-            sleep(Duration::from_secs(5));
+        if behaviour == Behaviour::SlowStart {
+            sleep(Duration::from_secs(2));
         }
-        let bound = Duration::from_secs(3).max(4 * hello.ttl()) * 4 / 5;
-        Ok(Conformance { lock: CompareAndDelete::open(hello)?, knob, bound })
+        let client = redis::Client::open(hello.url(0)).map_err(|e| e.to_string())?;
+        let lock = CompareAndDelete::open(hello)?;
+        Ok(Conformance { lock, behaviour, client, key: hello.lock_name.clone() })
     })
 }

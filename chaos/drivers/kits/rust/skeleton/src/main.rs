@@ -1,7 +1,8 @@
-//! A lock driver for lockchaos (docs/driver-protocol.md), on the Rust driver kit. The lock is
-//! in lock.rs: replace it with yours. Build with ./build.sh, then
+//! @NAME@: a lock driver for lockchaos (docs/driver-protocol.md), on the Rust driver kit. The
+//! lock is in lock.rs: replace its methods with your library's calls. Build with ./build.sh,
+//! then
 //!
-//!     lockchaos run --lock exec:target/release/my-lock-driver --faults client-pause,partition
+//!     lockchaos run --lock exec:@DIR@/target/release/driver --faults client-pause,partition
 
 mod lock;
 
@@ -9,7 +10,7 @@ use lockchaos_driver_kit::{serve, Description};
 
 fn main() {
     let description = Description {
-        driver: "my-lock".into(),
+        driver: "@NAME@".into(),
         library: "redis-rs 0.23".into(),
         ..Description::default()
     };
