@@ -7,6 +7,7 @@ Not part of the public contract (``chaos.locks.contract`` is); user locks may us
 from __future__ import annotations
 
 import re
+from importlib.metadata import version
 from typing import Any
 
 import redis
@@ -17,6 +18,18 @@ from chaos.locks.contract import Lease, LockContext, LockInfo
 
 def whole_seconds(ttl_ms: int) -> bool:
     return ttl_ms % 1000 == 0
+
+
+def whole_seconds_ttl(ctx: LockContext, lock: str) -> int:
+    """The TTL of bundled lock ``lock`` in the whole seconds its library's API takes (its
+    entry declares ``ttl_granularity_ms=1000``). A run refuses another TTL up front
+    (``chaos.locks.check_ttl``); one that reaches the factory by another way is refused the
+    same, in one line, rather than rounded by the library — down to 0 at worst, and an
+    ``EXPIRE key 0`` deletes the key just set."""
+    from chaos.locks import check_ttl  # the package's rule (it imports this module's users)
+
+    check_ttl(lock, ctx.ttl_ms)
+    return ctx.ttl_ms // 1000
 
 
 def expiry(ttl_ms: int) -> dict[str, Any]:
@@ -81,7 +94,9 @@ def lock_info(doc: str | None, *, name: str, module: str, **flags: Any) -> LockI
     * a paragraph starting ``Known flaw:`` (one sentence).
 
     so the docstring is the one place the seed and the flaw are written down (``lockchaos
-    list`` shows them as plain text, without the reST quotes).
+    list`` shows them as plain text, without the reST quotes). Unless ``flags`` name another
+    library, the lock is lockchaos's own, hand-written on redis-py: its library is redis-py, at
+    the version installed.
     """
     if not doc:
         raise ValueError(f"{module} has no docstring")
@@ -94,7 +109,7 @@ def lock_info(doc: str | None, *, name: str, module: str, **flags: Any) -> LockI
         summary=summary,
         seed=_paragraph(doc, "Seed:", module),
         flaw=_paragraph(doc, "Known flaw:", module),
-        **flags,
+        **{"library": "redis-py", "version": version("redis"), **flags},
     )
 
 
