@@ -12,6 +12,7 @@ from typing import Any
 
 import redis
 
+from chaos.errors import UsageError
 from chaos.locks import scripts
 from chaos.locks.contract import Lease, LockContext, LockInfo
 
@@ -20,15 +21,27 @@ def whole_seconds(ttl_ms: int) -> bool:
     return ttl_ms % 1000 == 0
 
 
+def check_ttl_step(lock: str, step: int, ttl_ms: int) -> None:
+    """``UsageError`` if lock ``lock``, whose TTLs are multiples of ``step`` ms (1000: whole
+    seconds, a library whose API takes seconds), cannot express ``ttl_ms``: rounded, up (a
+    longer lease than claimed) or down (to 0: an error, or an ``EXPIRE key 0`` that deletes the
+    key just set), it would be judged on a TTL it never set."""
+    if ttl_ms % step:
+        kept = max(step, ttl_ms // step * step)
+        raise UsageError(
+            f"lock {lock!r} expresses its TTL in multiples of {step} ms"
+            + (" (whole seconds)" if step == 1000 else "")
+            + f": --ttl-ms {ttl_ms} cannot be kept; use --ttl-ms {kept}"
+            + (f" or {kept + step}" if kept < ttl_ms else "")
+        )
+
+
 def whole_seconds_ttl(ctx: LockContext, lock: str) -> int:
     """The TTL of bundled lock ``lock`` in the whole seconds its library's API takes (its
     entry declares ``ttl_granularity_ms=1000``). A run refuses another TTL up front
-    (``chaos.locks.check_ttl``); one that reaches the factory by another way is refused the
-    same, in one line, rather than rounded by the library — down to 0 at worst, and an
-    ``EXPIRE key 0`` deletes the key just set."""
-    from chaos.locks import check_ttl  # the package's rule (it imports this module's users)
-
-    check_ttl(lock, ctx.ttl_ms)
+    (``chaos.lockspec.LockSpec.check_ttl``); one that reaches the factory by another way is
+    refused the same, rather than rounded by the library."""
+    check_ttl_step(lock, 1000, ctx.ttl_ms)
     return ctx.ttl_ms // 1000
 
 
