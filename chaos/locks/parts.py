@@ -6,8 +6,11 @@ Not part of the public contract (``chaos.locks.contract`` is); user locks may us
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from importlib.metadata import version
+from types import ModuleType
 from typing import Any
 
 import redis
@@ -43,6 +46,40 @@ def whole_seconds_ttl(ctx: LockContext, lock: str) -> int:
     refused the same, rather than rounded by the library."""
     check_ttl_step(lock, 1000, ctx.ttl_ms)
     return ctx.ttl_ms // 1000
+
+
+def released(release: Callable[[], object], not_ours: type[Exception]) -> bool:
+    """A library's release: True when ``release`` returned, False when it raised ``not_ours``
+    (its way of saying the lease was not its holder's any more); anything else propagates."""
+    try:
+        release()
+    except not_ours:
+        return False
+    return True
+
+
+def divert(owner: ModuleType, hook: str, ours: Callable[[Any], bool], logger: str,
+           what: str) -> None:
+    """Send the uncaught errors ``ours`` picks out to library logger ``logger`` (at ERROR,
+    ``what`` and the traceback) instead of ``owner.hook`` — ``threading.excepthook`` (a thread
+    the library started) or ``sys.unraisablehook`` (its finalizer) — which print a traceback
+    on stderr; everything else still goes to the hook that was there. A library's errors
+    outside any call are its output as its logging is: they belong in the client's log (a run
+    keeps the root logger's records in its run directory, ``chaos.workload.worker``), not on
+    the terminal. Put in front of whatever hook is there unless this logger's diversion
+    already is (a test framework swaps its own hooks in and out around each test)."""
+    previous = getattr(owner, hook)
+    if logger in getattr(previous, "diverts", ()):
+        return
+
+    def diverted(args: Any) -> None:
+        if ours(args):
+            logging.getLogger(logger).error(what, exc_info=args.exc_value)
+        else:
+            previous(args)
+
+    diverted.diverts = (*getattr(previous, "diverts", ()), logger)  # type: ignore[attr-defined]
+    setattr(owner, hook, diverted)
 
 
 def expiry(ttl_ms: int) -> dict[str, Any]:

@@ -35,6 +35,7 @@ own logger, silent unless the application configures logging).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -50,11 +51,9 @@ LIBRARY = {"library": "pottery", "version": "3.0.1", "extra": "corpus"}
 class PotteryRedlock:
     def __init__(self, ctx: LockContext) -> None:
         if ctx.master is not None or len(ctx.nodes) < MIN_NODES:
-            raise UsageError(
-                f"pottery-redlock needs at least {MIN_NODES} independent masters (got "
-                f"{len(ctx.nodes)}{' behind one master' if ctx.master is not None else ''}): "
-                "use e.g. --topology standalone --nodes 5"
-            )
+            raise UsageError(f"pottery-redlock needs at least {MIN_NODES} independent masters, "
+                             "not a Sentinel group or a cluster: use e.g. --topology standalone "
+                             "--nodes 5")
         self.ctx = ctx
         self.masters = [with_socket_timeout(node, node_timeout_s(ctx.ttl_ms)) for node in ctx.nodes]
         self.ttl_s = ctx.ttl_ms / 1000
@@ -77,36 +76,39 @@ class PotteryRedlock:
         return Lease(token=lock._uuid, validity_ms=self.validity_ms, state=lock)
 
     def release(self, lease: Lease) -> bool:
-        from pottery import QuorumIsImpossible, ReleaseUnlockedLock
+        from pottery import ReleaseUnlockedLock
 
-        try:
-            lease.state.release()
-        except QuorumIsImpossible as exc:
-            raise _undecided("release", exc) from exc
-        except ReleaseUnlockedLock as exc:
-            if exc.redis_errors:
-                raise _undecided("release", exc) from exc
-            return False
-        return True
+        return _decided("release", lease.state.release, ReleaseUnlockedLock)
 
     def extend(self, lease: Lease) -> Lease | None:
-        from pottery import ExtendUnlockedLock, QuorumIsImpossible, TooManyExtensions
+        from pottery import ExtendUnlockedLock, TooManyExtensions
 
         try:
-            lease.state.extend()
-        except TooManyExtensions:
+            extended = _decided("extend", lease.state.extend, ExtendUnlockedLock)
+        except TooManyExtensions:  # its cap, refused before sending anything
             return None
-        except QuorumIsImpossible as exc:
-            raise _undecided("extend", exc) from exc
-        except ExtendUnlockedLock as exc:
-            if exc.redis_errors:
-                raise _undecided("extend", exc) from exc
-            return None
-        return replace(lease, validity_ms=self.validity_ms)
+        return replace(lease, validity_ms=self.validity_ms) if extended else None
 
     def __repr__(self) -> str:
         return (f"PotteryRedlock(client={self.ctx.client_id!r}, nodes={len(self.masters)}, "
                 f"key={self.ctx.lock_name!r})")
+
+
+def _decided(op: str, call: Callable[[], object], refused: type[Exception]) -> bool:
+    """One of pottery's quorum operations: True when ``call`` returned (a quorum did it),
+    False when pottery refused it (``refused``) and no node erred; ``Indeterminate`` when
+    erring nodes leave it undecided (a refusal with errors, or errors on a majority)."""
+    from pottery import QuorumIsImpossible
+
+    try:
+        call()
+    except QuorumIsImpossible as exc:
+        raise _undecided(op, exc) from exc
+    except refused as exc:
+        if exc.redis_errors:  # type: ignore[attr-defined]
+            raise _undecided(op, exc) from exc
+        return False
+    return True
 
 
 def _undecided(op: str, exc: Any) -> Indeterminate:

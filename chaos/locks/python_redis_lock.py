@@ -24,29 +24,24 @@ own extends would keep the lease alive and hide a dead renewal thread. Each rene
 through the lock's ``extend`` (the library's renewal thread calls it on the instance), which a
 subclass times and reports (``ctx.report_renewal``): a renewal that raised is reported with
 validity 0 — the thread then ends, as the library's does — and its exception goes to the
-library's ``redis_lock.refresh.thread`` logger instead of a traceback on stderr. The library's
-loggers get a ``NullHandler`` (it has none, so Python's last resort printed its WARNING for
-every refused acquire on the terminal): its records go where the application's logging sends
-them, and nowhere unless it configures some.
+library's ``redis_lock.refresh.thread`` logger instead of a traceback on stderr: with the
+WARNING it logs for every refused acquire, into the client's log in the run directory.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import weakref
 from typing import Any
 
 from chaos.history import now
 from chaos.locks.contract import Lease, LockContext
-from chaos.locks.parts import SingleNodeLock, lock_info, whole_seconds_ttl
+from chaos.locks.parts import SingleNodeLock, divert, lock_info, released, whole_seconds_ttl
 
 LIBRARY = {"library": "python-redis-lock", "version": "4.0.1", "extra": "corpus"}
-LOGGER = "redis_lock"  # the library's loggers: redis_lock.acquire, redis_lock.refresh.thread, …
-_QUIET = logging.NullHandler()
-# The renewal threads of this process's locks, whose uncaught exception (``renewal_died``)
-# goes to the library's logger: weak, so a finished thread is forgotten.
+# The renewal threads of this process's locks, whose uncaught exception goes to the library's
+# logger: weak, so a finished thread is forgotten.
 _RENEWERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
 
@@ -54,8 +49,8 @@ class PythonRedisLock(SingleNodeLock):
     def __init__(self, ctx: LockContext) -> None:
         super().__init__(ctx)
         self.expire_s = whole_seconds_ttl(ctx, "python-redis-lock")
-        logging.getLogger(LOGGER).addHandler(_QUIET)  # once: the same handler is added once
-        _route_renewal_deaths()
+        divert(threading, "excepthook", lambda args: args.thread in _RENEWERS,
+               "redis_lock.refresh.thread", "a renewal thread died")
 
     def acquire(self) -> Lease | None:
         token = self.new_token()
@@ -68,11 +63,7 @@ class PythonRedisLock(SingleNodeLock):
     def release(self, lease: Lease) -> bool:
         from redis_lock import NotAcquired  # the corpus extra: checked at load
 
-        try:
-            lease.state.release()
-        except NotAcquired:  # not its id's any more
-            return False
-        return True
+        return released(lease.state.release, NotAcquired)  # NotAcquired: not its id's any more
 
 
 @functools.cache
@@ -102,27 +93,6 @@ def _reporting_lock_type() -> type:
             _RENEWERS.add(self._lock_renewal_thread)
 
     return ReportingLock
-
-
-def _route_renewal_deaths() -> None:
-    """The uncaught exception that ends one of our renewal threads goes to the library's
-    ``redis_lock.refresh.thread`` logger (where its own thread logs) instead of a traceback on
-    stderr — the terminal of a lockchaos run; any other thread's goes where it went. Put in
-    front of whatever ``threading.excepthook`` is unless it is ours already (a test framework
-    swaps its own in and out around each test)."""
-    previous = threading.excepthook
-    if getattr(previous, "routes_renewal_deaths", False):
-        return
-
-    def renewal_died(args: threading.ExceptHookArgs) -> None:
-        if args.thread is None or args.thread not in _RENEWERS:
-            previous(args)
-            return
-        logging.getLogger(f"{LOGGER}.refresh.thread").error(
-            "the renewal thread %s died", args.thread.name, exc_info=args.exc_value)
-
-    renewal_died.routes_renewal_deaths = True  # type: ignore[attr-defined]
-    threading.excepthook = renewal_died
 
 
 def make(ctx: LockContext) -> PythonRedisLock:

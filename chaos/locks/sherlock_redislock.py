@@ -20,16 +20,21 @@ TTLs in whole seconds); the lease claims ``expire`` s from the invocation, what 
 grants after it. ``release()`` raises ``LockException`` when the key is not its owner's any
 more (``lock.py:493-503``): ``False``; ``renew()`` returns whether the key was still its own.
 Redis errors propagate (indeterminate). The first ``EVALSHA`` on a server is rejected
-(``NOSCRIPT``) and followed by ``SCRIPT LOAD`` (redis-py's ``Script``): one-time loading.
+(``NOSCRIPT``) and followed by ``SCRIPT LOAD`` (redis-py's ``Script``): one-time loading. A
+lock object still owning its key when it is collected (its release raised) releases again
+from the garbage collector (``lock.py:229-233``): one more ``EVALSHA``, outside any
+operation; the traceback of one that fails goes to a ``sherlock`` logger (the client's log
+in the run directory), not the terminal.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Any
 
 from chaos.locks.contract import Lease, LockContext
-from chaos.locks.parts import SingleNodeLock, lock_info, whole_seconds_ttl
+from chaos.locks.parts import SingleNodeLock, divert, lock_info, released, whole_seconds_ttl
 
 LIBRARY = {"library": "sherlock", "version": "0.4.1", "extra": "corpus"}
 NO_EXPIRY_MS = 86_400_000.0  # a day: what a lease with no expiry claims, longer than any run
@@ -39,17 +44,16 @@ class SherlockLock(SingleNodeLock):
     """``sherlock.RedisLock`` with ``expire_s`` (None: the library's "no expiry")."""
 
     def __init__(self, ctx: LockContext, expire_s: int | None) -> None:
+        from sherlock import RedisLock  # the corpus extra: checked when the lock was loaded
+
         super().__init__(ctx)
         self.expire_s = expire_s
         self.validity_ms = NO_EXPIRY_MS if expire_s is None else expire_s * 1000
-
-    def _lock(self) -> Any:
-        from sherlock import RedisLock  # the corpus extra: checked when the lock was loaded
-
-        return RedisLock(self.key, client=self.redis, expire=self.expire_s)
+        self.lock_type = RedisLock
+        quiet_finalizer(RedisLock)
 
     def acquire(self) -> Lease | None:
-        lock = self._lock()
+        lock = self.lock_type(self.key, client=self.redis, expire=self.expire_s)
         if not lock.acquire(blocking=False):
             return None
         return Lease(token=lock._owner, validity_ms=self.validity_ms, state=lock)
@@ -57,11 +61,7 @@ class SherlockLock(SingleNodeLock):
     def release(self, lease: Lease) -> bool:
         from sherlock import LockException
 
-        try:
-            lease.state.release()
-        except LockException:  # not its owner's any more
-            return False
-        return True
+        return released(lease.state.release, LockException)  # not its owner's any more
 
 
 class RenewableSherlockLock(SherlockLock):
@@ -72,6 +72,15 @@ class RenewableSherlockLock(SherlockLock):
             return None
         return replace(lease, validity_ms=self.validity_ms)
 
+
+def quiet_finalizer(lock_type: Any) -> None:
+    """A lock object collected while it still has an owner (its release raised, or found the
+    key gone) releases again from the garbage collector (``BaseLock.__del__``,
+    ``lock.py:229-233``), during whatever runs then; when that release raises, Python prints
+    "Exception ignored in" and a traceback on stderr. Those go to a ``sherlock`` logger."""
+    finalizer = lock_type.__del__
+    divert(sys, "unraisablehook", lambda args: args.object is finalizer, "sherlock",
+           "a lock's release from the garbage collector failed")
 
 
 def make(ctx: LockContext) -> RenewableSherlockLock:

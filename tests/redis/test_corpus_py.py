@@ -121,6 +121,77 @@ def test_a_ttl_in_milliseconds_is_refused_not_rounded_to_expire_0(
         contexts.lock(single, name, ttl_ms=300)
 
 
+# A client process as a run starts one (chaos.workload.worker): the root logger writes to the
+# client's log file (argv[3]); Python's own thread and finalizer hooks. Then (argv[4]) a
+# lock's scenario around the link to its node (argv[1]) that the test cuts.
+CLIENT = """
+import logging, sys, time, redis
+from chaos.locks.contract import LockContext
+from chaos.lockspec import resolve
+logging.basicConfig(filename=sys.argv[3], format="%(name)s %(levelname)s %(message)s")
+def lock(name, cid):
+    node = redis.Redis(port=int(sys.argv[1]), socket_timeout=0.5, decode_responses=True)
+    return resolve(name).create(LockContext(cid, sys.argv[2], 1000, nodes=[node]))
+"""
+# sherlock: a lock object whose release raised is collected while the link is still cut.
+SHERLOCK_COLLECTED = CLIENT + """
+holder = lock("sherlock", "c1")
+lease = holder.acquire()
+print("acquired", flush=True)
+sys.stdin.readline()  # the link is cut
+try:
+    holder.release(lease)
+except redis.ConnectionError:
+    print("release raised", flush=True)
+del lease  # its RedisLock still has an owner: its finalizer releases again, and fails
+print("collected", flush=True)
+"""
+# python-redis-lock: a refused acquire, then the holder's first renewal over a cut link.
+RENEWAL_CUT = CLIENT + """
+holder, other = lock("python-redis-lock", "c1"), lock("python-redis-lock", "c2")
+lease = holder.acquire()
+assert lease and not other.acquire()
+print("acquired", flush=True)
+sys.stdin.readline()  # the link is cut over the renewal at 2/3 s
+time.sleep(1.5)
+print("renewing" if lease.state._lock_renewal_thread.is_alive() else "dead", flush=True)
+"""
+
+
+def client_process(topo: LocalTopology, script: str, log: Path, cut_s: float = 0.0) -> str:
+    """``script`` run as a client process, its link cut from the moment it says "acquired"
+    for ``cut_s`` (or until it ends); its stdout after that line, once its stderr, where a
+    run's terminal would show it, was found empty."""
+    (_, port) = topo.client_view("c1").nodes[0]
+    link = topo.client_links("c1")[0].name
+    client = subprocess.Popen([sys.executable, "-c", script, str(port), KEY, str(log)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdout.readline() == "acquired\n"
+        topo.toxiproxy.disable(link)
+        if cut_s:
+            time.sleep(cut_s)
+            topo.toxiproxy.enable(link)
+        out, err = client.communicate("cut\n", timeout=30)
+    finally:
+        topo.toxiproxy.enable(link)
+        client.kill()
+        client.wait()
+    assert err == ""
+    return out
+
+
+def test_sherlock_release_from_the_garbage_collector_goes_to_the_log_not_the_terminal(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    log = tmp_path / "c1.log"
+    assert client_process(single, SHERLOCK_COLLECTED, log) == "release raised\ncollected\n"
+    assert log.read_text().startswith(
+        "sherlock ERROR a lock's release from the garbage collector failed\n")
+    assert "redis.exceptions.ConnectionError" in log.read_text()
+
+
 def test_sherlock_without_expire_leaves_no_key_and_grants_everyone(
     single: LocalTopology, contexts: Contexts
 ) -> None:
@@ -254,42 +325,17 @@ def test_python_redis_lock_renewal_thread_dies_at_its_first_failed_renewal(
     assert "ConnectionError" in caplog.text
 
 
-# A client process as lockchaos runs one (no logging configured, Python's own thread
-# excepthook): a refused acquire, then a renewal the test cuts (it prints "acquired" first).
-QUIET_SCRIPT = """
-import sys, time, redis
-from chaos.lockspec import resolve
-from chaos.locks.contract import LockContext
-def lock(cid):
-    node = redis.Redis(port=int(sys.argv[1]), socket_timeout=0.5, decode_responses=True)
-    return resolve("python-redis-lock").create(LockContext(cid, sys.argv[2], 1000, nodes=[node]))
-holder, other = lock("c1"), lock("c2")
-lease = holder.acquire()
-assert lease and not other.acquire()
-print("acquired", flush=True)
-time.sleep(2.5)
-print("renewing" if lease.state._lock_renewal_thread.is_alive() else "dead", flush=True)
-"""
-
-
-def test_python_redis_lock_says_nothing_on_the_terminal(single: LocalTopology) -> None:
-    """Its WARNING for each refused acquire and its renewal thread's dying traceback stay
-    off a client process's stderr (the terminal of a lockchaos run)."""
-    (_, port) = single.client_view("c1").nodes[0]
-    link = single.client_links("c1")[0].name
-    script = subprocess.Popen([sys.executable, "-c", QUIET_SCRIPT, str(port), KEY],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert script.stdout is not None and script.stdout.readline() == "acquired\n"
-        single.toxiproxy.disable(link)
-        time.sleep(1.0)  # over the renewal at 2/3 s
-        single.toxiproxy.enable(link)
-        out, err = script.communicate(timeout=30)
-    finally:
-        single.toxiproxy.enable(link)
-        script.kill()
-        script.wait()
-    assert (out, err) == ("dead\n", "")
+def test_python_redis_lock_warnings_and_dead_thread_go_to_the_log_not_the_terminal(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """Its WARNING for each refused acquire (logged: the run's log keeps it) and its renewal
+    thread's dying traceback (printed by Python's thread hook: the adapter logs it)."""
+    log = tmp_path / "c1.log"
+    assert client_process(single, RENEWAL_CUT, log, cut_s=1.0) == "dead\n"
+    lines = log.read_text().splitlines()
+    assert lines[0] == "redis_lock.acquire WARNING Failed to acquire Lock('lock:lock:corpus')."
+    assert lines[1] == "redis_lock.refresh.thread ERROR a renewal thread died"
+    assert "redis.exceptions.ConnectionError" in lines[-1]
 
 
 HOLDER_WORK_MS = 5 * SECOND
