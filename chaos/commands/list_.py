@@ -1,6 +1,7 @@
 """``lockchaos list``: every bundled lock and fault with its one-line description, what each lock
-grants (a mutex, a semaphore's permits, a read-write lock's modes), the parameters each
-fault takes with their defaults, and the checker's rules (``--rules``: those alone)."""
+is made with (language, library, version) and grants (a mutex, a semaphore's permits, a
+read-write lock's modes), the parameters each fault takes with their defaults, and the
+checker's rules (``--rules``: those alone)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,12 @@ def grants(info: LockInfo) -> str:
     return ", ".join(words)
 
 
+def made_with(info: LockInfo) -> str:
+    """What ``info``'s lock is made with, in a few words: ``sherlock 0.4.1 (python)``; a
+    hand-written lock names the client it is written on (``redis-py 5.3.1 (python)``)."""
+    return " ".join(part for part in (info.library, info.version, f"({info.language})") if part)
+
+
 def catalog() -> dict[str, Any]:
     return {
         "locks": [
@@ -122,6 +129,10 @@ def catalog() -> dict[str, Any]:
                 "modes": list(info.modes),
                 "fair": info.fair,
                 "max_permits": info.max_permits,
+                "language": info.language,
+                "library": info.library,
+                "version": info.version,
+                "made_with": made_with(info),
             }
             for info in lockspec.catalog()
         ],
@@ -161,8 +172,8 @@ def list_(
     console = Console()
     sections = (
         ("locks (--lock NAME, or module:attr for your own; a semaphore's permits: --capacity N)",
-         "locks", {"name": "name", "grants": "grants", "what it does": "summary",
-                   "seed": "seed", "known flaw": "flaw"}),
+         "locks", {"name": "name", "made with": "made_with", "grants": "grants",
+                   "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
         ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
