@@ -101,6 +101,7 @@ BUNDLED: dict[str, str] = {
     "redisson-rwlock": "chaos.drivers.catalog:redisson_rwlock",
     "redisson-fair": "chaos.drivers.catalog:redisson_fair",
     "node-semaphore": "chaos.drivers.catalog:node_semaphore",
+    "rust-redlock": "chaos.drivers.catalog:rust_redlock",
 }
 
 # Where a lock comes from: bundled (a short name of ``BUNDLED``), a user's driver

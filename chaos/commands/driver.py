@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import typer
@@ -105,15 +106,30 @@ def _copy(skeleton: Path, directory: Path, language: Language, values: dict[str,
 
 
 def _build(directory: Path) -> None:
-    """Run ``DIR/build.sh`` in ``DIR``, its output on stderr; exit 1 if it fails."""
+    """Run ``DIR/build.sh`` in ``DIR``, its output on stderr as it comes (line by line through
+    ``sys.stderr``, which need not be a file: a caller may have captured it); exit 1 if it
+    fails or outlasts ``BUILD_TIMEOUT_S``."""
     sys.stdout.flush()
-    try:
-        done = subprocess.run(["bash", "build.sh"], cwd=directory, stdout=sys.stderr,
-                              timeout=BUILD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
+    expired = threading.Event()
+    with subprocess.Popen(["bash", "build.sh"], cwd=directory, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace") as done:
+
+        def kill() -> None:
+            expired.set()
+            done.kill()
+
+        timer = threading.Timer(BUILD_TIMEOUT_S, kill)
+        timer.start()
+        try:
+            assert done.stdout is not None
+            for line in done.stdout:  # ends when the build exits (or the timer kills it)
+                sys.stderr.write(line)
+        finally:
+            timer.cancel()
+    if expired.is_set():
         print(f"lockchaos: {directory}/build.sh took more than {BUILD_TIMEOUT_S} s",
               file=sys.stderr)
-        raise typer.Exit(1) from None
+        raise typer.Exit(1)
     if done.returncode != 0:
         print(f"lockchaos: {directory}/build.sh failed (exit status {done.returncode}): see "
               "its output above", file=sys.stderr)

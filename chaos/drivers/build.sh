@@ -15,17 +15,19 @@
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
 #                 (each Node driver with node-common/protocol.js, the protocol's Node side)
+#   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit,
+#                 `cargo build --release`
 #
 # What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
 # checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
-# repository, Go's module cache, npm's cache) are kept in OUT_DIR too. Nothing is written next
-# to the sources (an installed package may be read-only).
+# repository, Go's module cache, npm's cache, cargo's home and target) are kept in OUT_DIR too.
+# Nothing is written next to the sources (an installed package may be read-only).
 #
 # Each driver is rebuilt only when its sources changed (a stamp holds their checksum), so a
 # second run with everything present takes well under a second. A missing toolchain (java,
-# mvn, go, node/npm) skips that driver with one line saying what to install, and the others are
-# still built. Progress goes to stdout as `[drivers] …` lines; exit status 1 (after every driver
-# was tried) when one could not be built, its reason on stderr.
+# mvn, go, node/npm, cargo) skips that driver with one line saying what to install, and the
+# others are still built. Progress goes to stdout as `[drivers] …` lines; exit status 1 (after
+# every driver was tried) when one could not be built, its reason on stderr.
 set -uo pipefail
 
 if [ "$#" -ne 1 ] || [ -z "$1" ]; then
@@ -92,6 +94,47 @@ build_kit_python() {  # one file, nothing to compile: a copy a driver can put on
     mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
 }
 
+# Rust: one cargo home and one target directory under OUT_DIR for every Rust build, so the
+# crates the kit's conformance driver and the bundled rust-redlock share (redis-rs 0.23.5, serde)
+# are downloaded and compiled once. Each crate's Cargo.lock pins every version (`--locked`);
+# `cargo fetch` reads crates.io only for what the cargo home lacks (this platform's crates
+# only), and the build itself runs offline.
+build_cargo() {  # name, crate directory, binary, a crate to install beside it (or -), then
+                 # every source file of the build
+    local name="$1" crate="$2/Cargo.toml" bin="$3" install="$4" dir="$OUT/$1"; shift 4
+    local stamp; stamp="$(sums "$@")-$(rustc --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (crates.io + cargo build --release)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    local cargo=(env CARGO_HOME="$OUT/cargo/home" CARGO_TARGET_DIR="$OUT/cargo/target" cargo)
+    local host; host="$(rustc -vV | sed -n 's/^host: //p')"
+    if ! { "${cargo[@]}" fetch --locked --target "$host" --manifest-path "$crate" \
+            && "${cargo[@]}" build --release --locked --offline --manifest-path "$crate" \
+            && cp "$OUT/cargo/target/release/$bin" "$dir.tmp/"; } >"$dir.tmp/build.log" 2>&1; then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: cargo failed (see above)"; return 1
+    fi
+    [ "$install" = - ] || cp -r "$install"/{Cargo.toml,Cargo.lock,src} "$dir.tmp/"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_kit_rust() {  # the crate a driver names by path (@KIT@ in the skeleton's Cargo.toml), a
+                    # copy in kits/rust/, and the kit's conformance driver built beside it
+    local src="$KITS/rust"
+    if ! have cargo || ! have rustc; then
+        missing "cargo not found: no Rust kit (install Rust: https://rustup.rs)"; return 1
+    fi
+    build_cargo kits/rust "$src/conformance" lockchaos-conformance-driver "$src" \
+        "$src"/{Cargo.toml,Cargo.lock} "$src"/src/*.rs \
+        "$src"/conformance/{Cargo.toml,Cargo.lock,src/main.rs} "$src/skeleton/src/lock.rs"
+}
+
+build_rust_redlock() {  # the redlock crate 2.0.0 on the kit
+    build_cargo rust-redlock "$SRC/rust-redlock" rust-redlock-driver - \
+        "$KITS/rust/Cargo.toml" "$KITS/rust"/src/*.rs \
+        "$SRC"/rust-redlock/{Cargo.toml,Cargo.lock,src/main.rs}
+}
+
 for kit in "$KITS"/*/; do
     lang="$(basename "$kit")"
     case "$lang" in _*|.*) continue ;; esac  # __pycache__ and the like: not a kit
@@ -150,6 +193,12 @@ if have node && have npm; then
     build_node node-semaphore || status=1
 else
     missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
+fi
+
+if have cargo && have rustc; then
+    build_rust_redlock || status=1
+else
+    missing "cargo not found: no rust-redlock driver (install Rust: https://rustup.rs)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi

@@ -198,8 +198,9 @@ def _java(main: str, *args: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-def _go(root: Path) -> list[str]:
-    return [str(root / "redsync-driver")]
+def _binary(name: str) -> Callable[[Path], list[str]]:
+    """A driver that is one executable in its build directory (a Go or Rust build)."""
+    return lambda root: [str(root / name)]
 
 
 def _node(root: Path) -> list[str]:
@@ -221,6 +222,7 @@ REDISSON = Library("Redisson", "3.45.1")
 REDSYNC = Library("go-redsync", "v4.13.0", "go-redis v9")
 NODE_REDLOCK = Library("redlock", "5.0.0-beta.2", "ioredis 5")
 NODE_SEMAPHORE = Library("redis-semaphore", "5.8.0", "ioredis 5")
+RUST_REDLOCK = Library("redlock", "2.0.0", "redis-rs 0.23.5")
 _SEED_004 = "004_8e2bee48344fb8f7.txt"
 
 
@@ -354,7 +356,7 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             "redsync",
             "go",
             REDSYNC,
-            _go,
+            _binary("redsync-driver"),
             "redsync-driver",
             # A pure-Go binary reads the clock through the vDSO, not libc: libfaketime cannot
             # move it, so client-clock would run on the true clock.
@@ -391,6 +393,22 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             NODE_SEMAPHORE,
             _node,
             "node_modules/redis-semaphore/package.json",
+        ),
+        Bundled(
+            _info(
+                "rust-redlock",
+                f"rust ({RUST_REDLOCK}): RedLock::lock on N standalone masters, one attempt",
+                "003_ad4e3d3f63ce056d.txt (Redlock), as the redlock crate implements it",
+                "its validity is ttl - drift - elapsed in usize: an acquire that outlasts the "
+                "TTL wraps it to ~1.8e19 ms and hands over a lease already expired (hard).",
+                topology="standalone",
+                min_nodes=3,
+            ),
+            "rust-redlock",
+            "rust",
+            RUST_REDLOCK,
+            _binary("rust-redlock-driver"),
+            "rust-redlock-driver",
         ),
     )
 }
@@ -434,6 +452,7 @@ redisson_permit_expirable_semaphore = bundled("redisson-permit-expirable-semapho
 redisson_rwlock = bundled("redisson-rwlock")
 redisson_fair = bundled("redisson-fair")
 node_semaphore = bundled("node-semaphore")
+rust_redlock = bundled("rust-redlock")
 
 __all__ = [
     "BUILD_SCRIPT",
