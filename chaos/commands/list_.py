@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from rich.markup import escape
 
 from chaos import lockspec
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
 from chaos.nemesis.fault import Fault
+from chaos.report.terminal import print_table, terminal
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
@@ -30,12 +29,6 @@ SEED_OPTIONS = (
      "001 / 002"),
 )
 
-
-# A section whose columns would be narrower than this (``lockchaos list`` in an 80-column CI
-# log: five columns of 16 characters folded a lock's flaw into 30 lines) is printed as one
-# block per entry instead: its first column as a heading, the others indented under it.
-MIN_COLUMN_WIDTH = 20
-INDENT = 2  # a block's lines, under its heading
 
 # How many occurrences ``defaults`` draws to see a fault's default parameters, at two TTLs.
 DRAWS = 2000
@@ -139,14 +132,20 @@ def catalog() -> dict[str, Any]:
     }
 
 
-def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+def list_(
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    locks: bool = typer.Option(False, "--locks", help="only the locks"),
+    faults: bool = typer.Option(False, "--faults", help="only the faults and their parameters"),
+) -> None:
     """Show every bundled lock and fault with its one-line description, and each fault's
-    parameters with their defaults."""
+    parameters with their defaults (--locks: only the locks; --faults: only the faults)."""
     data = catalog()
+    shown = {key for key, asked in (("locks", locks), ("faults", faults)) if asked} or {
+        "locks", "faults", "options"}
     if json_output:
-        print(json.dumps(data, indent=2))
+        print(json.dumps({key: value for key, value in data.items() if key in shown}, indent=2))
         return
-    console = Console()
+    console = terminal()
     sections = (
         ("locks (--lock NAME, or module:attr for your own; a semaphore's permits: --capacity N)",
          "locks", {"name": "name", "grants": "grants", "what it does": "summary",
@@ -162,34 +161,10 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
         {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
     ]
     for title, key, columns in sections:
-        if console.width < MIN_COLUMN_WIDTH * len(columns):
-            _print_blocks(console, title, data[key], columns)
-            continue
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for entry in data[key]:
-            table.add_row(*(entry[field] for field in columns.values()))
-        console.print(table)
+        if key in shown or (key == "parameters" and "faults" in shown):
+            print_table(console, title, columns, [_escaped(entry) for entry in data[key]])
 
 
-def _print_blocks(console: Console, title: str, entries: list[dict[str, Any]],
-                  columns: dict[str, str]) -> None:
-    """A section too wide for the console: per entry, its first column as a heading and each
-    other one as an indented ``column: value`` line (wrapped under itself)."""
-    _print_wrapped(console, Text(title, style="italic"))
-    first, *others = columns.items()
-    for entry in entries:
-        _print_wrapped(console, Text(str(entry[first[1]]), style="bold"))
-        for label, field in others:
-            line = Text.assemble((f"{label}: ", "dim"), str(entry[field]))
-            _print_wrapped(console, line, INDENT)
-    console.print()
-
-
-def _print_wrapped(console: Console, text: Text, indent: int = 0) -> None:
-    """``text`` wrapped to the console's width, ``indent`` cells in, no trailing blanks (a CI
-    log keeps them)."""
-    for line in text.wrap(console, console.width - indent):
-        line.rstrip()
-        console.print(Text(" " * indent) + line)
+def _escaped(entry: dict[str, Any]) -> dict[str, str]:
+    """An entry's values as rich markup that shows them as they are (``[a-z]`` is text)."""
+    return {key: "" if value is None else escape(str(value)) for key, value in entry.items()}
