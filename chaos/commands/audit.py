@@ -5,8 +5,9 @@ must survive (alone — before each command learned —, extending, nested, in p
 ``explore``, within ``--budget`` seconds; one verdict, one page linking every run, one
 junit.xml. Its terminal summary leads with the answer (``chaos.report.audit_answer``):
 passes, fails or did not test, the worst verdict and what it means, and the command that
-runs it again. Exit status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input, 3
-inconclusive (the audit did not exercise the lock, or did not test all it planned).
+runs it again. Exit status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation,
+2 bad input, 3 inconclusive (the audit did not exercise the lock, or did not test all it
+planned).
 """
 
 from __future__ import annotations
