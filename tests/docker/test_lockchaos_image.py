@@ -73,7 +73,7 @@ def _docker_run(project: Path, *args: str, image: str = IMAGE) -> list[str]:
 
 @IMAGES
 def test_a_run_of_a_python_lock_in_the_project_needs_no_set_up(tmp_path: Path) -> None:
-    """The README's CI line, `docker run … lockchaos/lockchaos run --lock mylocks:make`: the
+    """docs/ci.md's line, `docker run … lockchaos/lockchaos run --lock mylocks:make`: the
     lock module is imported from the mounted working directory, Redis and Toxiproxy are the
     image's, and the run directory lands in the project."""
     (tmp_path / "mylocks.py").write_text(LOCK_MODULE)
