@@ -315,7 +315,7 @@ class Checker:
         return verdict
 
 
-AUDIT_BUDGET_S = 30.0  # a test's audit unless it says otherwise: about 40 s for a sound lock
+AUDIT_BUDGET_S = 30.0  # a test's audit unless it says otherwise (`lockchaos audit --budget`)
 AuditRunner = Callable[..., AuditFile]
 
 
