@@ -20,6 +20,7 @@ from chaos.commands import (
     compare,
     compose,
     demo,
+    driver,
     explore,
     list_,
     merge,
@@ -72,6 +73,8 @@ app.command("audit", cls=Command)(audit.audit)
 app.command("run", cls=Command)(run.run)
 app.command("explore", cls=Command)(explore.explore_command)
 app.command("compare", cls=Command)(compare.compare)
+# `driver new`: a lock in another language, from a kit
+app.add_typer(driver.app, name="driver", cls=Group)
 app.command("list", cls=Command)(list_.list_)
 app.command("doctor", cls=Command)(doctor_command.doctor)
 app.command("setup", cls=Command)(setup_command.setup)

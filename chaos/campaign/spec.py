@@ -231,6 +231,7 @@ class Campaign(msgspec.Struct, frozen=True, dict=True):
             raise UsageError("--faults-in-order needs two faults or more in --faults: with "
                              f"{len(self.faults) or 'none'}, there is no order to keep")
         spec.check_faults(self.fault_objects)
+        spec.check_ttl(self.ttl_ms)
         check_provider(
             self.provider,
             config=self.provider_config_path,

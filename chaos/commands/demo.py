@@ -1,6 +1,7 @@
 """``lockchaos demo``: every bundled lock against the faults that matter for it, on the local
 provider (so not a lock that needs another server, ``delifeq``: its claims are
-``SERVER_CELLS``, run on the docker provider by tests/docker/test_delifeq.py).
+``SERVER_CELLS``, run on the docker provider by tests/docker/test_delifeq.py; nor the corpus of
+third-party libraries, ``LockInfo.extra``: an optional install, judged by its own scoreboard).
 
 A ``compare`` over the cells of the truth table (``chaos.experiments.truth_table``: what the
 seed posts, Kleppmann and the Redis docs claim about each lock) plus one telling cell for each

@@ -1,10 +1,11 @@
 """``lockchaos doctor``: what lockchaos found, where, and which faults and drivers that allows.
 
 Exit 0 when the basics every local run needs (redis-server, redis-sentinel, toxiproxy-server)
-are there, 1 when one is missing. The docker provider and the bundled drivers are only
-reported, never required: each is listed as possible only when what it needs is really here
-(the engine, Compose v2 and lockchaos's images; a finished build), and otherwise with the one
-command that sets it up (``lockchaos setup --docker``, ``lockchaos setup --drivers``).
+are there, 1 when one is missing. The docker provider, the bundled drivers and the driver kits
+are only reported, never required: each is listed as possible only when what it needs is
+really here (the engine, Compose v2 and lockchaos's images; a finished build; a kit's
+toolchain and build), and otherwise with the one command that sets it up (``lockchaos setup
+--docker``, ``lockchaos setup --drivers``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import typer
 
 from chaos.drivers.catalog import BUNDLED_DRIVERS
+from chaos.drivers.languages import LANGUAGES
 from chaos.nemesis import FAULTS
 from chaos.report.terminal import print_table, say, terminal
 from chaos.topology import binaries
@@ -96,6 +98,23 @@ def drivers() -> dict[str, dict[str, Any]]:
     return builds
 
 
+def kits() -> dict[str, dict[str, Any]]:
+    """Each driver kit this lockchaos carries (``chaos/drivers/kits/<lang>/``): the clients
+    ``lockchaos driver new`` has a skeleton for, the programs of its toolchain not on PATH,
+    and where it is built (None: not built)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, language in LANGUAGES.items():
+        if not language.source.is_dir():
+            continue
+        built = language.built()
+        found[name] = {
+            "skeletons": [c for c in language.clients if language.skeleton(c) is not None],
+            "tools_missing": language.missing_tools(),
+            "path": str(built) if built else None,
+        }
+    return found
+
+
 def _fault_needs(name: str) -> set[str]:
     fault = FAULTS[name]
     needs = set(fault.provider_needs)
@@ -149,6 +168,7 @@ def diagnose() -> dict[str, Any]:
         "clock_problem": clock_problem,
         "docker": docker,
         "drivers": drivers(),
+        "kits": kits(),
         "drivers_fix": binaries.setup_hint("--drivers"),
         "faults": faults,
         "fix": None if local_ok and clock_problem is None else binaries.setup_hint(),
@@ -196,6 +216,13 @@ def print_report(report: dict[str, Any]) -> None:
                 [{"driver": f"{name} ({entry['language']})", "locks": ", ".join(entry["locks"]),
                   "at": entry["path"] or "[red]not built[/red]"}
                  for name, entry in report["drivers"].items()])
+    print_table(console, "driver kits (lockchaos driver new --lang)",
+                {"kit": "kit", "skeletons (--client)": "skeletons", "built at": "at"},
+                [{"kit": name, "skeletons": ", ".join(entry["skeletons"]) or "none",
+                  "at": entry["path"] or (
+                      f"[red]no {', '.join(entry['tools_missing'])}[/red]"
+                      if entry["tools_missing"] else "[red]not built[/red]")}
+                 for name, entry in report["kits"].items()])
     reasons = any(entry["local_unavailable"] for entry in report["faults"].values())
     print_table(console, "faults possible here (--provider)",
                 {"fault": "fault", "providers": "providers",
@@ -217,6 +244,8 @@ def print_report(report: dict[str, Any]) -> None:
     if docker["problem"]:
         say(console, f"docker provider: not usable: {docker['problem']}: {docker['fix']}")
     unbuilt = [name for name, entry in report["drivers"].items() if entry["path"] is None]
+    unbuilt += [f"the {name} kit" for name, entry in report["kits"].items()
+                if entry["path"] is None and not entry["tools_missing"]]
     if unbuilt:
         say(console, f"drivers not built: {', '.join(unbuilt)}: {report['drivers_fix']}")
 

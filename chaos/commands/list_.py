@@ -1,6 +1,7 @@
 """``lockchaos list``: every bundled lock and fault with its one-line description, what each lock
-grants (a mutex, a semaphore's permits, a read-write lock's modes), and the parameters each
-fault takes with their defaults."""
+is made with (language, library, version) and grants (a mutex, a semaphore's permits, a
+read-write lock's modes), the parameters each fault takes with their defaults, and the
+checker's rules (``--rules``: those alone)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from chaos import lockspec
+from chaos.checker.rules import RULES
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
 from chaos.nemesis.fault import Fault
@@ -100,6 +102,12 @@ def grants(info: LockInfo) -> str:
     return ", ".join(words)
 
 
+def made_with(info: LockInfo) -> str:
+    """What ``info``'s lock is made with, in a few words: ``sherlock 0.4.1 (python)``; a
+    hand-written lock names the client it is written on (``redis-py 5.3.1 (python)``)."""
+    return " ".join(part for part in (info.library, info.version, f"({info.language})") if part)
+
+
 def catalog() -> dict[str, Any]:
     return {
         "locks": [
@@ -114,6 +122,10 @@ def catalog() -> dict[str, Any]:
                 "modes": list(info.modes),
                 "fair": info.fair,
                 "max_permits": info.max_permits,
+                "language": info.language,
+                "library": info.library,
+                "version": info.version,
+                "made_with": made_with(info),
             }
             for info in lockspec.catalog()
         ],
@@ -129,37 +141,53 @@ def catalog() -> dict[str, Any]:
         "options": [
             {"name": name, "summary": summary, "seed": seed} for name, summary, seed in SEED_OPTIONS
         ],
+        "rules": rules(),
     }
+
+
+def rules() -> list[dict[str, Any]]:
+    """The checker's rules, in the order it applies them (``chaos.checker.rules.RULES``)."""
+    return [{"name": rule.name, "kinds": list(rule.kinds), "summary": rule.summary}
+            for rule in RULES]
 
 
 def list_(
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
     locks: bool = typer.Option(False, "--locks", help="only the locks"),
     faults: bool = typer.Option(False, "--faults", help="only the faults and their parameters"),
+    rules_only: bool = typer.Option(False, "--rules",
+                                    help="only the checker's rules (what a verdict looks for)"),
 ) -> None:
-    """Show every bundled lock and fault with its one-line description, and each fault's
-    parameters with their defaults (--locks: only the locks; --faults: only the faults)."""
-    data = catalog()
-    shown = {key for key, asked in (("locks", locks), ("faults", faults)) if asked} or {
-        "locks", "faults", "options"}
+    """Show every bundled lock and fault with its one-line description, each fault's
+    parameters with their defaults, and the checker's rules (--locks, --faults, --rules: only
+    those)."""
+    asked = {key for key, given in (("locks", locks), ("faults", faults), ("rules", rules_only))
+             if given}
+    data: dict[str, Any] = {"rules": rules()} if asked == {"rules"} else catalog()
+    shown = asked or set(data)
     if json_output:
         print(json.dumps({key: value for key, value in data.items() if key in shown}, indent=2))
         return
     console = terminal()
     sections = (
         ("locks (--lock NAME, or module:attr for your own; a semaphore's permits: --capacity N)",
-         "locks", {"name": "name", "grants": "grants", "what it does": "summary",
-                   "seed": "seed", "known flaw": "flaw"}),
+         "locks", {"name": "name", "made with": "made_with", "grants": "grants",
+                   "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
         ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
          {"fault": "fault", "parameter": "name", "values": "values", "default": "default"}),
         ("workload options (lockchaos run)", "options",
          {"option": "name", "what it does": "summary", "seed": "seed"}),
+        ("checker rules (what a verdict looks for; docs/history-format.md)", "rules",
+         {"rule": "name", "violations": "kinds", "what it finds": "summary"}),
     )
-    data["parameters"] = [
-        {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
-    ]
+    if "faults" in data:
+        data["parameters"] = [
+            {"fault": fault["name"], **row}
+            for fault in data["faults"] for row in fault["parameters"]
+        ]
+    data["rules"] = [{**rule, "kinds": ", ".join(rule["kinds"])} for rule in data["rules"]]
     for title, key, columns in sections:
         if key in shown or (key == "parameters" and "faults" in shown):
             print_table(console, title, columns, [_escaped(entry) for entry in data[key]])

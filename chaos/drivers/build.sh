@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Build the bundled lock drivers (docs/driver-protocol.md) from their sources, shipped with the
-# package in sources/ next to this script, into OUT_DIR, idempotently:
+# Build the driver kits and the bundled lock drivers (docs/driver-protocol.md) from their
+# sources, shipped with the package in kits/ and sources/ next to this script, into OUT_DIR,
+# idempotently:
 #
 #   build.sh OUT_DIR
 #
+#   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
+#                 where that language's tools look for it by build_kit_<lang> (below): the
+#                 bundled drivers are written on them, so the kits are built first
 #   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
 #                 driver's Json/Protocol classes)
@@ -28,10 +32,14 @@ if [ "$#" -ne 1 ] || [ -z "$1" ]; then
     echo "usage: build.sh OUT_DIR" >&2
     exit 2
 fi
-SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC="$HERE/sources"
+KITS="$HERE/kits"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
-[ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
+for dir in "$SRC" "$KITS"; do
+    [ -d "$dir" ] || { echo "[drivers] $dir is missing: reinstall lockchaos" >&2; exit 1; }
+done
 
 say() { printf '[drivers] %s\n' "$*"; }
 missing() { printf '[drivers] %s\n' "$*" >&2; status=1; }
@@ -61,6 +69,40 @@ build_java() {  # name, then the source files to compile
 }
 
 status=0
+
+# -- the driver kits ------------------------------------------------------------------------------
+# build_kit_<lang> builds the kit in $KITS/<lang> (chaos/drivers/kits/<lang>/) into
+# "$(kit_out <lang>)" = $OUT/kits/<lang>/ and installs it where <lang>'s tools look for it (a
+# local Maven repository, a Go module path, an npm tarball, a cargo path: whatever that
+# language's skeleton, kits/<lang>/skeleton/, and the bundled drivers on that kit refer to).
+# Each is written by its kit's owner and follows the drivers' rules below: skip when fresh
+# (`fresh DIR STAMP`, the stamp a checksum of its sources and the toolchain's version), a
+# missing toolchain is `missing "…: install …"` and return 1, a failed build the tail of its
+# log on stderr and return 1. It writes $(kit_out <lang>)/.stamp last: a kit counts as built
+# (`lockchaos doctor`, `lockchaos driver new`) once that file exists. A kit folder with no
+# build_kit_<lang> here is one line and a failed build.
+kit_out() { printf '%s/kits/%s' "$OUT" "$1"; }
+
+build_kit_python() {  # one file, nothing to compile: a copy a driver can put on PYTHONPATH
+    local dir; dir="$(kit_out python)"
+    local files=("$KITS/python/lockchaos_driver.py")
+    local stamp; stamp="$(sums "${files[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the python kit"
+    mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
+}
+
+for kit in "$KITS"/*/; do
+    lang="$(basename "$kit")"
+    case "$lang" in _*|.*) continue ;; esac  # __pycache__ and the like: not a kit
+    if declare -F "build_kit_$lang" >/dev/null; then
+        "build_kit_$lang" || status=1
+    else
+        missing "kit $lang: chaos/drivers/build.sh has no build_kit_$lang"
+    fi
+done
+
+# -- the bundled drivers ---------------------------------------------------------------------------
 if have java && have javac && have mvn; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
     PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")

@@ -26,10 +26,10 @@ from chaos.topology import images
 from chaos.topology.docker import (
     LAYOUT,
     PROJECT,
-    RUN_LABEL,
     DockerTopology,
     project_name,
 )
+from chaos.topology.reaper import RUN_LABEL
 from chaos.topology.remote import RemoteServer
 
 ROOT = Path(__file__).resolve().parents[2]

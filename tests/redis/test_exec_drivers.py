@@ -27,7 +27,14 @@ from chaos.drivers.protocol import encode
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
 from chaos.locks.context import build_context
-from chaos.locks.contract import Lease, LockContext
+from chaos.locks.contract import (
+    INVALIDATED,
+    REVOKED,
+    Kept,
+    Lease,
+    LeaseInvalidated,
+    LockContext,
+)
 from chaos.lockspec import can_extend, check_client, resolve
 from chaos.nemesis import FAULTS
 from chaos.topology import LocalTopology
@@ -191,6 +198,41 @@ elif m["type"] == "extend":
             lock.release(Lease(token="c1:b"))
         assert can_extend(lock)
         assert lock.extend(Lease(token="c1:a")) == Lease(token="c1:a", validity_ms=200)  # type: ignore[attr-defined]
+    finally:
+        lock.close()
+
+
+def test_revoked_invalidated_and_kept_become_what_the_contract_says(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    """An extend's ``revoked`` and ``invalidated`` (and, not definite, ``LeaseInvalidated``
+    raised), a release's ``kept`` with its validity; a reply to a request it does not answer
+    breaks the driver in one line."""
+    lock = _start(
+        tmp_path,
+        single,
+        """\
+if m["type"] == "extend" and m["token"] == "c1:r":
+    out(type="revoked", id=m["id"], message="unlocked after a failed extend")
+elif m["type"] == "extend" and m["token"] == "c1:i":
+    out(type="invalidated", id=m["id"])
+elif m["type"] == "extend":
+    out(type="invalidated", id=m["id"], definite=False, message="timed out")
+elif m["type"] == "release" and m["token"] == "c1:k":
+    out(type="kept", id=m["id"], validity_ms=900)
+else:
+    out(type="revoked", id=m["id"])
+""",
+        caps='["extend"]',
+    )
+    try:
+        assert lock.extend(Lease(token="c1:r")) is REVOKED  # type: ignore[attr-defined]
+        assert lock.extend(Lease(token="c1:i")) is INVALIDATED  # type: ignore[attr-defined]
+        with pytest.raises(LeaseInvalidated, match="timed out"):
+            lock.extend(Lease(token="c1:u"))  # type: ignore[attr-defined]
+        assert lock.release(Lease(token="c1:k")) == Kept(900)
+        with pytest.raises(DriverBroken, match=re.escape("which answers extend only")):
+            lock.release(Lease(token="c1:x"))
     finally:
         lock.close()
 

@@ -48,7 +48,8 @@ def _cli(*args: str, columns: int) -> str:
 
 @pytest.mark.parametrize("args", [
     ("--help",), ("run", "--help"), ("audit", "--help"), ("explore", "--help"),
-    ("compare", "--help"), ("list",), ("list", "--locks"), ("list", "--faults"),
+    ("compare", "--help"), ("driver", "new", "--help"), ("list",), ("list", "--locks"),
+    ("list", "--faults"), ("list", "--rules"),
 ], ids=" ".join)
 def test_a_command_breaks_no_token_at_80_columns(args: tuple[str, ...]) -> None:
     narrow, wide = _cli(*args, columns=NARROW), _cli(*args, columns=WIDE)
