@@ -23,6 +23,7 @@ from pathlib import Path
 
 import typer
 
+from chaos.commands.help import Command
 from chaos.drivers.languages import EXEC_TEMPLATE, LANGUAGES, Language, fill, placeholders
 from chaos.errors import UsageError
 from chaos.topology.binaries import setup_hint
@@ -30,11 +31,12 @@ from chaos.topology.binaries import setup_hint
 app = typer.Typer(
     help="Drivers for locks in other languages (docs/driver-protocol.md).",
     no_args_is_help=True,
+    rich_markup_mode=None,  # its --help as every command's (chaos.commands.help)
 )
 BUILD_TIMEOUT_S = 900  # a first Maven or cargo build downloads its dependencies
 
 
-@app.command("new")
+@app.command("new", cls=Command)
 def new(
     directory: Path = typer.Argument(..., help="where to write it (new, or empty)"),
     lang: str = typer.Option(..., "--lang", help=f"one of {', '.join(LANGUAGES)}"),
