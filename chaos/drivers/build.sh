@@ -4,9 +4,10 @@
 #
 #   build.sh OUT_DIR
 #
-#   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
-#   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
-#                 driver's Json/Protocol classes)
+#   kits/java/    lockchaos's Java driver kit (kits/java next to this script): its jar, built
+#                 with javac and installed into the local Maven repository OUT_DIR/m2
+#   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
+#   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
@@ -29,6 +30,7 @@ if [ "$#" -ne 1 ] || [ -z "$1" ]; then
     exit 2
 fi
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
+KITS="$(dirname "$SRC")/kits"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
 [ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
@@ -41,10 +43,50 @@ have() { command -v "$1" >/dev/null 2>&1; }
 sums() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 
-build_java() {  # name, then the source files to compile
+# Maven and javac run for seconds each: C1 alone and the serial collector halve their CPU time.
+export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
+JAVAC=(javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -Xlint:all -Werror --release 17 -encoding UTF-8)
+
+# -- the Java kit: io.lockchaos:lockchaos-driver-kit (chaos/drivers/kits/java) --------------------
+# Maven resolves what it compiles against (Gson; the Jedis, Lettuce and Redisson it hooks, all
+# "provided"), javac compiles it — no Maven lifecycle plugins to download, as for the drivers —
+# and its jar and pom are installed into OUT_DIR/m2 as `mvn install` lays them out: the local
+# Maven repository the bundled Java drivers build against, and the one a driver made by
+# `lockchaos driver new --lang java` builds against (its build.sh passes -Dmaven.repo.local).
+# OUT_DIR/kits/java/ keeps the jar, its pom and `m2`, a link to that repository.
+build_kit_java() {
+    if ! { have java && have javac && have jar && have mvn; }; then
+        missing "java, javac, jar or mvn not found: no Java kit (install a JDK 17 and Maven)"; return 1
+    fi
+    local src="$KITS/java" dir="$OUT/kits/java" sources version
+    mapfile -t sources < <(find "$src/src/main/java" -name '*.java' | sort)
+    version="$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$src/pom.xml" | head -n1)"
+    local stamp; stamp="$(sums "$src/pom.xml" "${sources[@]}")-$(javac -version 2>&1 | head -n1)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building the Java kit (Maven Central + javac)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    local log="$dir.tmp/build.log" jarname="lockchaos-driver-kit-$version"
+    if ! mvn -B -q -f "$src/pom.xml" -Dmaven.repo.local="$OUT/m2" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$dir.tmp/deps" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: Maven failed (see above)"; return 1
+    fi
+    if ! { "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/deps/*" \
+               "${sources[@]}" && jar --create --file "$dir.tmp/$jarname.jar" -C "$dir.tmp/classes" .; } >>"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: javac failed (see above)"; return 1
+    fi
+    local repo="$OUT/m2/io/lockchaos/lockchaos-driver-kit/$version"
+    mkdir -p "$repo" && cp "$dir.tmp/$jarname.jar" "$repo/" && cp "$src/pom.xml" "$repo/$jarname.pom"
+    cp "$src/pom.xml" "$dir.tmp/$jarname.pom" && ln -s ../../m2 "$dir.tmp/m2"
+    rm -rf "$dir.tmp/deps" "$dir.tmp/classes"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_java() {  # name, then the source files to compile (against the Java kit, built first)
     local name="$1"; shift
     local dir="$OUT/$name" pom="$SRC/$name/pom.xml"
-    local stamp; stamp="$(sums "$pom" "$@")-$JAVA_VERSION"
+    local stamp; stamp="$(sums "$pom" "$@" "$OUT/kits/java/.stamp")-$JAVA_VERSION"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (Maven Central + javac)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
@@ -53,7 +95,7 @@ build_java() {  # name, then the source files to compile
             -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
     fi
-    if ! javac -nowarn -encoding UTF-8 -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
+    if ! "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
     fi
     echo "$stamp" >"$dir.tmp/.stamp"
@@ -63,9 +105,16 @@ build_java() {  # name, then the source files to compile
 status=0
 if have java && have javac && have mvn; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
-    PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")
-    build_java jedis "${PROTO[@]}" "$SRC/jedis/src/lockchaos/JedisDriver.java" || status=1
-    build_java redisson "${PROTO[@]}" "$SRC/redisson/src/lockchaos/RedissonDriver.java" || status=1
+    if build_kit_java; then
+        # Each resolves only what the kit's build has just downloaded (and its slf4j binding):
+        # the two run at once.
+        build_java jedis "$SRC/jedis/src/lockchaos/JedisDriver.java" & jedis=$!
+        build_java redisson "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
+        wait "$jedis" || status=1
+        wait "$redisson" || status=1
+    else
+        status=1
+    fi
 else
     missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
