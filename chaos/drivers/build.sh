@@ -83,9 +83,9 @@ build_kit_java() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
-build_java() {  # name, then the source files to compile (against the Java kit, built first)
-    local name="$1"; shift
-    local dir="$OUT/$name" pom="$SRC/$name/pom.xml"
+build_java() {  # where under OUT_DIR, its pom (dependencies), then the sources (on the Java kit, built first)
+    local name="$1" pom="$2"; shift 2
+    local dir="$OUT/$name"
     local stamp; stamp="$(sums "$pom" "$@" "$OUT/kits/java/.stamp")-$JAVA_VERSION"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (Maven Central + javac)"
@@ -106,10 +106,14 @@ status=0
 if have java && have javac && have mvn; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
     if build_kit_java; then
-        # Each resolves only what the kit's build has just downloaded (and its slf4j binding):
-        # the two run at once.
-        build_java jedis "$SRC/jedis/src/lockchaos/JedisDriver.java" & jedis=$!
-        build_java redisson "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
+        # Each resolves what the kit's build has just downloaded (and its slf4j binding): the
+        # Jedis and Redisson drivers build at once. The kit's conformance driver (the Jedis
+        # skeleton's lock, kits/java/conformance) has the Jedis driver's dependencies: after it.
+        { build_java jedis "$SRC/jedis/pom.xml" "$SRC/jedis/src/lockchaos/JedisDriver.java" &&
+          build_java kits/java/conformance "$KITS/java/skeleton/jedis/pom.xml" \
+              "$KITS/java/skeleton/jedis/src/main/java/driver/LockDriver.java" \
+              "$KITS/java/conformance/src/conformance/ConformanceDriver.java"; } & jedis=$!
+        build_java redisson "$SRC/redisson/pom.xml" "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
         wait "$jedis" || status=1
         wait "$redisson" || status=1
     else

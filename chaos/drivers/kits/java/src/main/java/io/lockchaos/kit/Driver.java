@@ -108,7 +108,7 @@ public final class Driver {
         Thread reader = new Thread(this::read, "lockchaos-stdin");
         reader.setDaemon(true);
         reader.start();
-        for (long n = 0; n < Long.MAX_VALUE; n++) {  // ends when stdin closes (System.exit)
+        for (long n = 0; n < Long.MAX_VALUE; n++) {  // ends when stdin closes (the reader halts the JVM)
             JsonObject m;
             try {
                 m = requests.take();
@@ -119,6 +119,10 @@ public final class Driver {
         }
     }
 
+    /**
+     * Reads the harness's lines until stdin closes, then ends the JVM at once: the client
+     * stopped, and no library thread (nor a shutdown hook of one) may keep it alive.
+     */
     private void read() {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
@@ -128,9 +132,15 @@ public final class Driver {
         } catch (IOException e) {
             // stdin broke: the same as closed
         }
-        System.exit(0);
+        Runtime.getRuntime().halt(0);
     }
 
+    /** The id of the request being served (0: none), and the last id the harness used. */
+    private volatile long open;
+    private long lastId;
+    private volatile boolean greeted;
+
+    /** One line: answered here (describe, go, anything out of order) or queued for the main thread. */
     private void take(String line) {
         JsonObject m;
         try {
@@ -141,15 +151,33 @@ public final class Driver {
             Wire.log("a line that is not a JSON object: " + cut(line));
             return;
         }
-        String type = m.has("type") && !m.get("type").isJsonNull() ? m.get("type").getAsString() : "";
+        JsonElement t = m.get("type");
+        String type = t != null && t.isJsonPrimitive() ? t.getAsString() : "";
+        Long id = id(m);
         switch (type) {
             case "go" -> {
-                Long id = id(m);
                 if (id == null) Wire.log("a go without an id: " + cut(line));
                 else Commands.go(id);
             }
             case "describe" -> Wire.write(description.described());
-            case "hello", "acquire", "release", "extend" -> requests.add(m);
+            case "hello" -> {
+                greeted = true;
+                requests.add(m);
+            }
+            case "acquire", "release", "extend" -> {
+                String why = id == null ? "without an id"
+                    : !greeted ? "before hello"
+                    : id <= lastId ? "whose id does not grow (the last was " + lastId + ")"
+                    : open != 0 ? "while #" + open + " is not answered: one request at a time"
+                    : null;
+                if (why != null) {
+                    refuse(m, type + " " + why + ": " + cut(line));
+                    return;
+                }
+                lastId = id;
+                open = id;
+                requests.add(m);
+            }
             default -> refuse(m, "an unknown request type '" + type + "': " + cut(line));
         }
     }
@@ -164,60 +192,49 @@ public final class Driver {
         return v.getAsLong();
     }
 
-    /** A line the kit cannot act on: one log line, and an error answer when it has an id. */
+    private static String string(JsonObject m, String field) {
+        JsonElement v = m.get(field);
+        return v == null || v.isJsonNull() ? null : v.getAsString();
+    }
+
+    /** A line the kit does not obey: one log line, and an error answer (nothing done) when it has an id. */
     private static void refuse(JsonObject m, String why) {
         Wire.log(why);
         Long id = id(m);
-        if (id != null) answer(id, Outcome.notSent(why), null, null);
+        if (id != null) write(id, Outcome.notSent(why), null, null);
     }
 
+    /** A queued request (its order checked by the reader), on the main thread. */
     private void handle(JsonObject m) {
         String type = m.get("type").getAsString();
         if (type.equals("hello")) {
             hello(m);
             return;
         }
-        Long id = id(m);
-        if (id == null) {
-            refuse(m, type + " without an id: " + cut(m.toString()));
-            return;
-        }
-        if (lock == null) {
-            refuse(m, type + " #" + id + " before a hello that succeeded");
-            return;
-        }
-        String token = m.has("token") && !m.get("token").isJsonNull() ? m.get("token").getAsString() : null;
-        if (type.equals("acquire")) {
-            String mode = m.has("mode") && !m.get("mode").isJsonNull() ? m.get("mode").getAsString() : null;
-            int permits = m.has("permits") && !m.get("permits").isJsonNull() ? m.get("permits").getAsInt() : 1;
-            acquire(new Request(id, type, newToken(), mode, permits, announce(m)));
-            return;
-        }
-        if (token == null) {
-            refuse(m, type + " #" + id + " without a token");
-            return;
-        }
-        if (type.equals("extend") && !description.canExtend()) {
-            refuse(m, "extend #" + id + ": this driver did not declare extend");
-            return;
-        }
-        Lease lease = LEASES.get(token);
-        Request request = new Request(id, type, token, null, 1, announce(m));
-        if (lease == null) {
-            answer(id, Outcome.notSent("not sent: no lease " + token + " is held by this driver"), token, null);
-        } else if (lease.closed() != null) {
-            if (type.equals("release")) LEASES.remove(token);
-            answer(id, lease.closed(), token, null);
-        } else if (type.equals("release")) {
-            release(request, lease);
-        } else {
-            extend(request, lease);
-        }
-    }
-
-    private static boolean announce(JsonObject m) {
+        long id = id(m);
+        String token = string(m, "token");
         JsonElement v = m.get("announce");
-        return v != null && v.isJsonPrimitive() && v.getAsBoolean();
+        boolean announce = v != null && v.isJsonPrimitive() && v.getAsBoolean();
+        if (lock == null) {
+            answer(id, Outcome.notSent("not sent: " + type + " #" + id + " before a hello that succeeded"), null, type);
+        } else if (type.equals("acquire")) {
+            String permits = string(m, "permits");
+            acquire(new Request(id, type, newToken(), string(m, "mode"), permits == null ? 1 : Integer.parseInt(permits), announce));
+        } else if (token == null) {
+            answer(id, Outcome.notSent("not sent: " + type + " #" + id + " without a token"), null, type);
+        } else if (type.equals("extend") && !description.canExtend()) {
+            answer(id, Outcome.notSent("not sent: this driver did not declare extend"), token, type);
+        } else if (!LEASES.containsKey(token)) {
+            answer(id, Outcome.notSent("not sent: no lease " + token + " was granted here"), token, type);
+        } else if (LEASES.get(token).closed() != null) {  // the kit answers for a lease the library closed
+            Outcome closed = LEASES.get(token).closed();
+            if (type.equals("release")) LEASES.remove(token);
+            answer(id, closed, token, type);
+        } else if (type.equals("release")) {
+            release(new Request(id, type, token, null, 1, announce), LEASES.get(token));
+        } else {
+            extend(new Request(id, type, token, null, 1, announce), LEASES.get(token));
+        }
     }
 
     private String newToken() {
@@ -254,29 +271,26 @@ public final class Driver {
     }
 
     private void acquire(Request request) {
-        Task<Outcome> task = new Task<>(request, () -> lock.acquire(request));
-        Outcome outcome = outcome(request, task);
+        Outcome outcome = outcome(request, new Task<>(request, () -> lock.acquire(request)));
         if (outcome instanceof Outcome.Granted g) LEASES.put(request.token(), new Lease(g.lease(), null));
         answer(request.id(), outcome, request.token(), request.kind());
     }
 
     private void release(Request request, Lease lease) {
         Outcome outcome = outcome(request, new Task<>(request, () -> lock.release(request, lease.object())));
-        LEASES.remove(request.token());
+        LEASES.remove(request.token());  // nothing will be asked of it again
         answer(request.id(), outcome, request.token(), request.kind());
     }
 
     private void extend(Request request, Lease lease) {
         Outcome outcome = outcome(request, new Task<>(request, () -> lock.extend(request, lease.object())));
-        String closed = "extend #" + request.id() + " ";
         if (outcome instanceof Outcome.Granted g && g.lease() != null) {
             LEASES.put(request.token(), new Lease(g.lease(), null));
-        } else if (outcome instanceof Outcome.Revoked r) {
-            LEASES.put(request.token(), new Lease(null, Outcome.refused("not sent: the library gave the lease up at "
-                + closed + (r.message() == null ? "" : ": " + r.message()))));
-        } else if (outcome instanceof Outcome.Invalidated i) {
-            LEASES.put(request.token(), new Lease(null, Outcome.notSent("not sent: the library invalidated the lock object at "
-                + closed + (i.message() == null ? "" : ": " + i.message()))));
+        } else if (outcome instanceof Outcome.Revoked) {
+            LEASES.remove(request.token());  // the library gave it up: nothing will be asked of it again
+        } else if (outcome instanceof Outcome.Invalidated) {
+            LEASES.put(request.token(), new Lease(null, Outcome.notSent(
+                "not sent: the library invalidated this lease's lock object (extend #" + request.id() + ")")));
         }
         answer(request.id(), outcome, request.token(), request.kind());
     }
@@ -344,8 +358,13 @@ public final class Driver {
         return m;
     }
 
-    /** Writes the answer to request {@code id}. */
-    private static void answer(long id, Outcome outcome, String token, String kind) {
+    /** Answers the request being served: the next one may come as soon as this line is out. */
+    private void answer(long id, Outcome outcome, String token, String kind) {
+        open = 0;
+        write(id, outcome, token, kind);
+    }
+
+    private static void write(long id, Outcome outcome, String token, String kind) {
         JsonObject m = answerOf(outcome, token, kind);
         m.addProperty("id", id);
         Wire.write(m);

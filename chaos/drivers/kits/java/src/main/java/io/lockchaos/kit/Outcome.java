@@ -37,15 +37,15 @@ public sealed interface Outcome
 
     /**
      * An extend's answer: not extended, and the library gave the lease up (it deleted the key
-     * after a failed extend, or told its caller the lock is lost). The lease's release is then
-     * answered by the kit, without calling the lock: refused.
+     * after a failed extend, or told its caller the lock is lost). The lease is valid no more
+     * from the request on; the kit forgets it (a later release is answered, not sent).
      */
     record Revoked(String message) implements Outcome { }
 
     /**
      * An extend's answer: the library invalidated the lease's lock object, so nothing more can
      * be sent for it; its key stays until it expires. {@code definite}: the extend certainly
-     * did not happen. The lease's release is answered by the kit: not sent.
+     * did not happen. The kit answers the lease's later release and extend itself: not sent.
      */
     record Invalidated(boolean definite, String message) implements Outcome { }
 
