@@ -8,6 +8,7 @@ import io.lockchaos.kit.Hello;
 import io.lockchaos.kit.Lock;
 import io.lockchaos.kit.Outcome;
 import io.lockchaos.kit.Request;
+import io.lockchaos.kit.Scripts;
 import io.lockchaos.kit.jedis.JedisNode;
 import redis.clients.jedis.params.SetParams;
 
@@ -23,11 +24,6 @@ import redis.clients.jedis.params.SetParams;
  * (it may have happened); a failure to connect is a definite one. Rebuild with ./build.sh.
  */
 public final class LockDriver {
-    static final String RELEASE =
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-    static final String EXTEND =
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
-
     private LockDriver() { }
 
     public static void main(String[] args) {
@@ -48,13 +44,13 @@ public final class LockDriver {
 
             @Override
             public Outcome release(Request request, Void lease) throws Exception {
-                Object deleted = redis.call(jedis -> jedis.eval(RELEASE, List.of(key), List.of(request.token())));
+                Object deleted = redis.call(jedis -> jedis.eval(Scripts.COMPARE_AND_DELETE, List.of(key), List.of(request.token())));
                 return Long.valueOf(1).equals(deleted) ? Outcome.released() : Outcome.refused();
             }
 
             @Override
             public Outcome extend(Request request, Void lease) throws Exception {
-                Object extended = redis.call(jedis -> jedis.eval(EXTEND, List.of(key), List.of(request.token(), String.valueOf(ttl))));
+                Object extended = redis.call(jedis -> jedis.eval(Scripts.COMPARE_AND_PEXPIRE, List.of(key), List.of(request.token(), String.valueOf(ttl))));
                 return Long.valueOf(1).equals(extended) ? Outcome.granted(ttl) : Outcome.refused();
             }
         };

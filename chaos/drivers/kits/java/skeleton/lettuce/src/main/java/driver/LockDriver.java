@@ -8,6 +8,7 @@ import io.lockchaos.kit.Hello;
 import io.lockchaos.kit.Lock;
 import io.lockchaos.kit.Outcome;
 import io.lockchaos.kit.Request;
+import io.lockchaos.kit.Scripts;
 import io.lockchaos.kit.lettuce.LettuceNode;
 
 /**
@@ -23,11 +24,6 @@ import io.lockchaos.kit.lettuce.LettuceNode;
  * connect is a definite one. Rebuild with ./build.sh.
  */
 public final class LockDriver {
-    static final String RELEASE =
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-    static final String EXTEND =
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
-
     private LockDriver() { }
 
     public static void main(String[] args) {
@@ -48,13 +44,13 @@ public final class LockDriver {
 
             @Override
             public Outcome release(Request request, Void lease) throws Exception {
-                Long deleted = redis.sync(r -> r.eval(RELEASE, ScriptOutputType.INTEGER, key, request.token()));
+                Long deleted = redis.sync(r -> r.eval(Scripts.COMPARE_AND_DELETE, ScriptOutputType.INTEGER, key, request.token()));
                 return Long.valueOf(1).equals(deleted) ? Outcome.released() : Outcome.refused();
             }
 
             @Override
             public Outcome extend(Request request, Void lease) throws Exception {
-                Long extended = redis.sync(r -> r.eval(EXTEND, ScriptOutputType.INTEGER, key, request.token(), String.valueOf(ttl)));
+                Long extended = redis.sync(r -> r.eval(Scripts.COMPARE_AND_PEXPIRE, ScriptOutputType.INTEGER, key, request.token(), String.valueOf(ttl)));
                 return Long.valueOf(1).equals(extended) ? Outcome.granted(ttl) : Outcome.refused();
             }
         };

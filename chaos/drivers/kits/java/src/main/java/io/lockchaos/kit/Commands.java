@@ -31,7 +31,7 @@ public final class Commands {
      * (Sentinel's queries go to Sentinels, not to the lock's nodes).
      */
     public static final Set<String> HOUSEKEEPING =
-        Set.of("HELLO", "AUTH", "SELECT", "CLIENT", "PING", "READONLY", "QUIT", "SENTINEL");
+        Set.of("HELLO", "AUTH", "SELECT", "CLIENT", "PING", "READONLY", "INFO", "QUIT", "SENTINEL");
 
     /** How long one command may wait for its go: the harness answers in milliseconds. */
     private static final long GO_BOUND_S = 120;
@@ -85,8 +85,10 @@ public final class Commands {
 
     /** The protocol's name of a command: its first word, upper case. */
     public static String name(String command) {
-        String first = command.strip().split("\\s+", 2)[0];
-        return first.toUpperCase(Locale.ROOT);
+        String s = command.strip();
+        int end = 0;
+        while (end < s.length() && !Character.isWhitespace(s.charAt(end))) end++;
+        return s.substring(0, end).toUpperCase(Locale.ROOT);
     }
 
     /**

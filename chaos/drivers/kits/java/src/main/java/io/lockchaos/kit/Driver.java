@@ -8,14 +8,11 @@ import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonNull;
@@ -26,14 +23,15 @@ import com.google.gson.JsonParser;
  * A lock driver (docs/driver-protocol.md): {@code Driver.serve(description, hello -> lock)}
  * runs the protocol on stdin and stdout until stdin closes, and the lock only locks.
  *
- * <p>Three threads: one reads the harness's lines (answering {@code describe}, passing each
- * {@code go} to the waiting command, and exiting the JVM the moment stdin closes, since the
- * client stopped); the main thread takes the requests in order and answers each within the
- * harness's bound; one lock thread runs the lock's methods one at a time. A method that
- * overruns the bound — 0.8 × max(3 s, 4 × TTL) of running time, which like the harness's
- * counts neither a stretch the process was stopped (SIGSTOP) nor the time a command waited
- * for its go — is answered {@code definite: false}, the lock thread interrupted, and a grant
- * that still comes back later is released at once (nobody asked for it any more).
+ * <p>The calling thread reads the harness's lines: it answers {@code describe} and anything
+ * out of order itself, passes each {@code go} to the command waiting for it, hands each request
+ * to the lock thread, and halts the JVM the moment stdin closes (the client stopped). The lock
+ * thread runs the lock's methods one at a time, in order, and writes each answer. A watch
+ * thread bounds them: a method that has not returned after 0.8 × max(3 s, 4 × TTL) of running
+ * time — which, like the harness's, counts neither a stretch the process was stopped (SIGSTOP)
+ * nor the time a command waited for its go — is answered {@code definite: false} and its thread
+ * interrupted, and a grant that still comes back later is released at once (nobody asked for
+ * it any more).
  */
 public final class Driver {
     /** A wait slice; a slice this much longer means the process did not run (the harness's rule). */
@@ -42,23 +40,26 @@ public final class Driver {
     private static final double BOUND_SHARE = 0.8;
     private static final long HELLO_BOUND_MS = 30_000;  // the harness's bound on hello
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** The live leases: token → the library's object for it. */
+    private static final Map<String, Lease> LEASES = new ConcurrentHashMap<>();
 
     private final Description description;
     private final Lock.Factory factory;
-    private final BlockingQueue<JsonObject> requests = new LinkedBlockingQueue<>();
     private final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "lockchaos-lock");
         t.setDaemon(true);
         Commands.lockThread(t);
         return t;
     });
-    /** The live leases: token → the library's object for it (null: none). */
-    private static final Map<String, Lease> LEASES = new ConcurrentHashMap<>();
-    private Hello hello;
+    private volatile Hello hello;
     /** The lock; its leases are the objects its own acquires returned, so they fit its methods. */
-    private Lock<Object> lock;
+    private volatile Lock<Object> lock;
+    /** The hello or request being served (null: none); guarded by {@code this} for the watch. */
+    private Task open;
+    private long lastId;  // the reader's alone
+    private boolean greeted;  // the reader's alone
 
-    /** A lease the kit holds for the harness; {@code closed}: why nothing more may be sent for it. */
+    /** A lease the kit holds for the harness; {@code closed}: the answer for it once the library closed it. */
     private record Lease(Object object, Outcome closed) { }
 
     private Driver(Description description, Lock.Factory factory) {
@@ -67,7 +68,7 @@ public final class Driver {
     }
 
     /**
-     * Runs the driver until stdin closes (then the JVM exits). Call it first thing in
+     * Runs the driver until stdin closes (then the JVM halts). Call it first thing in
      * {@code main}: it keeps stdout for the protocol and sends the JVM's logging to stderr.
      */
     public static void serve(Description description, Lock.Factory factory) {
@@ -104,26 +105,14 @@ public final class Driver {
 
     // -- the harness's lines ----------------------------------------------------------------
 
-    private void run() {
-        Thread reader = new Thread(this::read, "lockchaos-stdin");
-        reader.setDaemon(true);
-        reader.start();
-        for (long n = 0; n < Long.MAX_VALUE; n++) {  // ends when stdin closes (the reader halts the JVM)
-            JsonObject m;
-            try {
-                m = requests.take();
-            } catch (InterruptedException e) {
-                return;
-            }
-            handle(m);
-        }
-    }
-
     /**
      * Reads the harness's lines until stdin closes, then ends the JVM at once: the client
      * stopped, and no library thread (nor a shutdown hook of one) may keep it alive.
      */
-    private void read() {
+    private void run() {
+        Thread watch = new Thread(this::watch, "lockchaos-bound");
+        watch.setDaemon(true);
+        watch.start();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
             for (String line; (line = in.readLine()) != null; ) {
@@ -135,12 +124,7 @@ public final class Driver {
         Runtime.getRuntime().halt(0);
     }
 
-    /** The id of the request being served (0: none), and the last id the harness used. */
-    private volatile long open;
-    private long lastId;
-    private volatile boolean greeted;
-
-    /** One line: answered here (describe, go, anything out of order) or queued for the main thread. */
+    /** One line: answered here (describe, go, anything out of order) or handed to the lock thread. */
     private void take(String line) {
         JsonObject m;
         try {
@@ -151,34 +135,33 @@ public final class Driver {
             Wire.log("a line that is not a JSON object: " + cut(line));
             return;
         }
-        JsonElement t = m.get("type");
-        String type = t != null && t.isJsonPrimitive() ? t.getAsString() : "";
+        String type = string(m, "type");
         Long id = id(m);
-        switch (type) {
-            case "go" -> {
-                if (id == null) Wire.log("a go without an id: " + cut(line));
-                else Commands.go(id);
-            }
-            case "describe" -> Wire.write(description.described());
-            case "hello" -> {
-                greeted = true;
-                requests.add(m);
-            }
-            case "acquire", "release", "extend" -> {
-                String why = id == null ? "without an id"
-                    : !greeted ? "before hello"
-                    : id <= lastId ? "whose id does not grow (the last was " + lastId + ")"
-                    : open != 0 ? "while #" + open + " is not answered: one request at a time"
-                    : null;
-                if (why != null) {
-                    refuse(m, type + " " + why + ": " + cut(line));
-                    return;
+        try {
+            switch (type == null ? "" : type) {
+                case "go" -> {
+                    if (id == null) Wire.log("a go without an id: " + cut(line));
+                    else Commands.go(id);
                 }
-                lastId = id;
-                open = id;
-                requests.add(m);
+                case "describe" -> Wire.write(description.described());
+                case "hello" -> hello(m);
+                case "acquire", "release", "extend" -> {
+                    String why = id == null ? "without an id"
+                        : !greeted ? "before hello"
+                        : id <= lastId ? "whose id does not grow (the last was " + lastId + ")"
+                        : isOpen() ? "while another request is not answered: one request at a time"
+                        : null;
+                    if (why != null) {
+                        refuse(m, type + " " + why + ": " + cut(line));
+                    } else {
+                        lastId = id;
+                        request(m, type, id);
+                    }
+                }
+                default -> refuse(m, "an unknown request type '" + type + "': " + cut(line));
             }
-            default -> refuse(m, "an unknown request type '" + type + "': " + cut(line));
+        } catch (RuntimeException e) {  // a field of the wrong type
+            refuse(m, "a line that is not the protocol (" + oneLine(e) + "): " + cut(line));
         }
     }
 
@@ -204,39 +187,6 @@ public final class Driver {
         if (id != null) write(id, Outcome.notSent(why), null, null);
     }
 
-    /** A queued request (its order checked by the reader), on the main thread. */
-    private void handle(JsonObject m) {
-        String type = m.get("type").getAsString();
-        if (type.equals("hello")) {
-            hello(m);
-            return;
-        }
-        long id = id(m);
-        String token = string(m, "token");
-        JsonElement v = m.get("announce");
-        boolean announce = v != null && v.isJsonPrimitive() && v.getAsBoolean();
-        if (lock == null) {
-            answer(id, Outcome.notSent("not sent: " + type + " #" + id + " before a hello that succeeded"), null, type);
-        } else if (type.equals("acquire")) {
-            String permits = string(m, "permits");
-            acquire(new Request(id, type, newToken(), string(m, "mode"), permits == null ? 1 : Integer.parseInt(permits), announce));
-        } else if (token == null) {
-            answer(id, Outcome.notSent("not sent: " + type + " #" + id + " without a token"), null, type);
-        } else if (type.equals("extend") && !description.canExtend()) {
-            answer(id, Outcome.notSent("not sent: this driver did not declare extend"), token, type);
-        } else if (!LEASES.containsKey(token)) {
-            answer(id, Outcome.notSent("not sent: no lease " + token + " was granted here"), token, type);
-        } else if (LEASES.get(token).closed() != null) {  // the kit answers for a lease the library closed
-            Outcome closed = LEASES.get(token).closed();
-            if (type.equals("release")) LEASES.remove(token);
-            answer(id, closed, token, type);
-        } else if (type.equals("release")) {
-            release(new Request(id, type, token, null, 1, announce), LEASES.get(token));
-        } else {
-            extend(new Request(id, type, token, null, 1, announce), LEASES.get(token));
-        }
-    }
-
     private String newToken() {
         byte[] b = new byte[8];
         RANDOM.nextBytes(b);
@@ -246,65 +196,94 @@ public final class Driver {
     // -- hello and the three requests -----------------------------------------------------------
 
     private void hello(JsonObject m) {
-        if (hello != null) {
+        if (greeted) {
             Wire.log("a second hello: ignored");
             return;
         }
-        JsonObject reply;
+        greeted = true;
+        Hello parsed;
         try {
-            hello = new Hello(m);
-            Task<Lock<?>> made = new Task<>(null, () -> factory.create(hello));
-            long boundMs = (long) (HELLO_BOUND_MS * BOUND_SHARE);
-            if (!bounded(made, boundMs)) throw new IllegalStateException("the lock was not built within " + boundMs + " ms");
-            if (made.failure != null) throw made.failure;
-            @SuppressWarnings("unchecked")
-            Lock<Object> built = (Lock<Object>) made.result;
-            lock = built;
-            reply = description.ready(Commands.isHooked());
-        } catch (Exception e) {
-            reply = Wire.message("hello");
-            reply.addProperty("ok", false);
-            reply.addProperty("message", oneLine(e));
-            lock = null;
+            parsed = new Hello(m);
+        } catch (RuntimeException e) {
+            Wire.write(notReady("a hello that is not the protocol: " + oneLine(e)));
+            return;
         }
-        Wire.write(reply);
+        Object[] built = new Object[1];
+        start(new Task(null, (long) (HELLO_BOUND_MS * BOUND_SHARE), () -> {
+            built[0] = factory.create(parsed);
+            return null;
+        }, failure -> {
+            if (failure == null) {  // ready: requests may come once the answer is out
+                @SuppressWarnings("unchecked")
+                Lock<Object> made = (Lock<Object>) built[0];
+                hello = parsed;
+                lock = made;
+            }
+            close();
+            Wire.write(failure == null ? description.ready(Commands.isHooked())
+                : notReady(((Outcome.Failed) failure).message()));
+        }));
     }
 
-    private void acquire(Request request) {
-        Outcome outcome = outcome(request, new Task<>(request, () -> lock.acquire(request)));
-        if (outcome instanceof Outcome.Granted g) LEASES.put(request.token(), new Lease(g.lease(), null));
-        answer(request.id(), outcome, request.token(), request.kind());
+    private static JsonObject notReady(String why) {
+        JsonObject reply = Wire.message("hello");
+        reply.addProperty("ok", false);
+        reply.addProperty("message", why);
+        return reply;
     }
 
-    private void release(Request request, Lease lease) {
-        Outcome outcome = outcome(request, new Task<>(request, () -> lock.release(request, lease.object())));
-        LEASES.remove(request.token());  // nothing will be asked of it again
-        answer(request.id(), outcome, request.token(), request.kind());
-    }
-
-    private void extend(Request request, Lease lease) {
-        Outcome outcome = outcome(request, new Task<>(request, () -> lock.extend(request, lease.object())));
-        if (outcome instanceof Outcome.Granted g && g.lease() != null) {
-            LEASES.put(request.token(), new Lease(g.lease(), null));
-        } else if (outcome instanceof Outcome.Revoked) {
-            LEASES.remove(request.token());  // the library gave it up: nothing will be asked of it again
-        } else if (outcome instanceof Outcome.Invalidated) {
-            LEASES.put(request.token(), new Lease(null, Outcome.notSent(
-                "not sent: the library invalidated this lease's lock object (extend #" + request.id() + ")")));
+    /** A request whose order the reader checked: answered here when the kit can tell, else run. */
+    private void request(JsonObject m, String type, long id) {
+        Lock<Object> lock = this.lock;
+        String token = type.equals("acquire") ? null : string(m, "token");
+        Lease lease = token == null ? null : LEASES.get(token);
+        JsonElement v = m.get("announce");
+        boolean announce = v != null && v.isJsonPrimitive() && v.getAsBoolean();
+        if (lock == null) {
+            refuse(m, type + " #" + id + " before a hello that succeeded");
+        } else if (type.equals("acquire")) {
+            String permits = string(m, "permits");
+            Request request = new Request(id, type, newToken(), string(m, "mode"),
+                permits == null ? 1 : Integer.parseInt(permits), announce);
+            run(request, () -> lock.acquire(request), outcome -> {
+                if (outcome instanceof Outcome.Granted g) LEASES.put(request.token(), new Lease(g.lease(), null));
+            });
+        } else if (token == null) {
+            refuse(m, type + " #" + id + " without a token");
+        } else if (type.equals("extend") && !description.canExtend()) {
+            refuse(m, "extend #" + id + ": this driver did not declare extend");
+        } else if (lease == null) {
+            refuse(m, "not sent: no lease " + token + " was granted here (" + type + " #" + id + ")");
+        } else if (lease.closed() != null) {  // the library closed it: the kit answers
+            if (type.equals("release")) LEASES.remove(token);
+            write(id, lease.closed(), token, type);
+        } else if (type.equals("release")) {
+            Request request = new Request(id, type, token, null, 1, announce);
+            run(request, () -> lock.release(request, lease.object()), outcome -> LEASES.remove(token));
+        } else {
+            Request request = new Request(id, type, token, null, 1, announce);
+            run(request, () -> lock.extend(request, lease.object()), outcome -> {
+                if (outcome instanceof Outcome.Granted g && g.lease() != null) {
+                    LEASES.put(token, new Lease(g.lease(), null));
+                } else if (outcome instanceof Outcome.Revoked) {
+                    LEASES.remove(token);  // the library gave it up: nothing will be asked of it again
+                } else if (outcome instanceof Outcome.Invalidated) {
+                    LEASES.put(token, new Lease(null, Outcome.notSent(
+                        "not sent: the library invalidated this lease's lock object (extend #" + id + ")")));
+                }
+            });
         }
-        answer(request.id(), outcome, request.token(), request.kind());
     }
 
-    /** The lock method's outcome within the bound; an exception is a failure (definite only for NotSent). */
-    private Outcome outcome(Request request, Task<Outcome> task) {
+    /** Runs the lock's method for {@code request}; {@code keep} updates the token map before the answer goes out. */
+    private void run(Request request, Callable<Outcome> method, Consumer<Outcome> keep) {
         long boundMs = (long) (hello.requestBoundMs() * BOUND_SHARE);
-        if (bounded(task, boundMs)) {
-            if (task.failure != null) return failed(task.failure);
-            return task.result != null ? task.result : Outcome.unknown("the lock's " + request.kind() + " returned no outcome");
-        }
-        return task.started
-            ? Outcome.unknown("the library did not return within " + boundMs + " ms (the kit's bound on one request)")
-            : Outcome.notSent("not sent: the previous request still runs in the library");
+        start(new Task(request, boundMs, method, outcome -> {
+            if (outcome == null) outcome = Outcome.unknown("the lock's " + request.kind() + " returned no outcome");
+            keep.accept(outcome);
+            close();
+            write(request.id(), outcome, request.token(), request.kind());
+        }));
     }
 
     private static Outcome failed(Exception e) {
@@ -358,12 +337,6 @@ public final class Driver {
         return m;
     }
 
-    /** Answers the request being served: the next one may come as soon as this line is out. */
-    private void answer(long id, Outcome outcome, String token, String kind) {
-        open = 0;
-        write(id, outcome, token, kind);
-    }
-
     private static void write(long id, Outcome outcome, String token, String kind) {
         JsonObject m = answerOf(outcome, token, kind);
         m.addProperty("id", id);
@@ -372,22 +345,25 @@ public final class Driver {
 
     // -- bounded waits --------------------------------------------------------------------------
 
-    /** One call on the lock thread, which the main thread may give up on. */
-    private static final class Task<T> implements Runnable {
-        final Request request;
-        final Callable<T> body;
-        final CountDownLatch done = new CountDownLatch(1);
-        T result;
-        Exception failure;
+    /**
+     * One call of the lock (or of its factory) on the lock thread, answered once: by the lock
+     * thread when it returns, or by the watch when it overran its bound (then given up).
+     */
+    private final class Task implements Runnable {
+        final Request request;  // null: building the lock
+        final long boundMs;
+        final Callable<Outcome> body;
+        final Consumer<Outcome> answer;
         boolean started;
         boolean finished;
         boolean abandoned;
         Thread thread;
-        Driver late;
 
-        Task(Request request, Callable<T> body) {
+        Task(Request request, long boundMs, Callable<Outcome> body, Consumer<Outcome> answer) {
             this.request = request;
+            this.boundMs = boundMs;
             this.body = body;
+            this.answer = answer;
         }
 
         @Override
@@ -398,12 +374,11 @@ public final class Driver {
                 thread = Thread.currentThread();
             }
             Commands.begin(request);
-            T value = null;
-            Exception error = null;
+            Outcome outcome;
             try {
-                value = body.call();
+                outcome = body.call();
             } catch (Exception e) {
-                error = e;
+                outcome = failed(e);
             } finally {
                 Commands.end(request);
             }
@@ -411,55 +386,87 @@ public final class Driver {
             synchronized (this) {
                 finished = true;
                 gaveUp = abandoned;
-                result = value;
-                failure = error;
                 thread = null;
             }
             Thread.interrupted();  // an interrupt meant for this call must not reach the next
-            done.countDown();
-            if (gaveUp) late.late(request, value, error);
+            if (gaveUp) late(request, outcome);
+            else answer.accept(outcome);
         }
 
-        /** Give up on it unless it finished: its commands from now on are the library's own. */
-        synchronized boolean abandon(Driver driver) {
+        /** Give up on it unless it finished: true if given up (then the caller answers it). */
+        synchronized boolean abandon() {
             if (finished) return false;
             abandoned = true;
-            late = driver;
-            Commands.end(request);
+            Commands.end(request);  // its commands from now on are the library's own
             if (thread != null) thread.interrupt();
             return true;
         }
+
+        /** The answer to a call given up at its bound. */
+        Outcome overran() {
+            return started
+                ? Outcome.unknown("the library did not return within " + boundMs + " ms (the kit's bound)")
+                : Outcome.notSent("not sent: the library still runs a request the kit gave up on");
+        }
     }
 
-    /**
-     * Runs {@code task} on the lock thread and waits for it: true once it finished, false
-     * once it overran {@code boundMs} of counted time (it is then given up).
-     */
-    private boolean bounded(Task<?> task, long boundMs) {
+    private synchronized boolean isOpen() {
+        return open != null;
+    }
+
+    private synchronized void start(Task task) {
+        open = task;
+        notifyAll();
         lockThread.execute(task);
-        double counted = 0;
-        long last = System.nanoTime();
-        for (long slices = 0; slices < 100 * boundMs / SLICE_MS + 1000; slices++) {  // bounded: stalls are not counted
-            try {
-                if (task.done.await(SLICE_MS, TimeUnit.MILLISECONDS)) return true;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
+    }
+
+    /** The open request is answered (called right before its answer goes out): the next may come. */
+    private synchronized void close() {
+        open = null;
+    }
+
+    /** The watch: bounds each open call in running time (see the class's comment). */
+    private void watch() {
+        for (long calls = 0; calls < Long.MAX_VALUE; calls++) {  // ends with the process
+            Task task;
+            synchronized (this) {
+                while (open == null) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                task = open;
             }
-            long now = System.nanoTime();
-            double step = (now - last) / 1e6;
-            last = now;
-            if (Commands.waiting()) continue;  // the harness's time, not the library's
-            counted += step < STALL_MS ? step : SLICE_MS;
-            if (counted >= boundMs) break;
+            double counted = 0;
+            long last = System.nanoTime();
+            while (true) {
+                try {
+                    Thread.sleep(SLICE_MS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                synchronized (this) {
+                    if (open != task) break;  // answered
+                }
+                long now = System.nanoTime();
+                double step = (now - last) / 1e6;
+                last = now;
+                if (Commands.waiting()) continue;  // the harness's time, not the library's
+                counted += step < STALL_MS ? step : SLICE_MS;
+                if (counted >= task.boundMs) {
+                    if (task.abandon()) task.answer.accept(task.overran());
+                    break;
+                }
+            }
         }
-        return !task.abandon(this);
     }
 
     /** A call the kit gave up on came back: a grant nobody asked for any more is released at once. */
-    private void late(Request request, Object value, Exception error) {
+    private void late(Request request, Outcome outcome) {
         String what = request == null ? "building the lock" : request.toString();
-        if (request != null && request.kind().equals("acquire") && value instanceof Outcome.Granted g) {
+        if (request != null && request.kind().equals("acquire") && outcome instanceof Outcome.Granted g) {
             Request release = new Request(-1, "release", request.token(), null, request.permits(), false);
             String released;
             try {
@@ -469,7 +476,7 @@ public final class Driver {
             }
             Wire.log(what + " was granted after the kit answered it: released at once (" + released + ")");
         } else {
-            Wire.log(what + " came back after the kit answered it: " + (error != null ? oneLine(error) : value));
+            Wire.log(what + " came back after the kit answered it: " + outcome);
         }
     }
 }
