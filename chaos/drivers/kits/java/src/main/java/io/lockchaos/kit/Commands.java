@@ -70,12 +70,29 @@ public final class Commands {
     }
 
     static void begin(Request request) {
-        current = request;
+        synchronized (GATES) {
+            current = request;
+        }
     }
 
-    /** The request was answered (or given up): its later commands are the library's own. */
+    /**
+     * The request's method returned (or the kit gave it up): its later commands are the
+     * library's own. A command of it still held for a go the harness will not send now (it
+     * ignores a {@code before} of a request it has the answer to) goes out at once.
+     */
     static void end(Request request) {
-        if (current == request) current = null;
+        List<Gate> stale = new ArrayList<>();
+        synchronized (GATES) {
+            if (current == request) current = null;
+            if (request != null) {
+                GATES.removeIf(gate -> gate.id == request.id() && stale.add(gate));
+                OPEN.addAndGet(-stale.size());
+            }
+        }
+        for (Gate gate : stale) {
+            gate.go.countDown();
+            if (gate.send != null) gate.send.run();
+        }
     }
 
     /** Whether a command waits for the harness's go now (that time is the harness's). */
@@ -107,6 +124,10 @@ public final class Commands {
         request.sent();
         if (!request.announcing()) return;
         Gate gate = announce(request, List.of(name), null);
+        if (gate == null) {  // answered meanwhile
+            sent(name);
+            return;
+        }
         try {
             if (!gate.go.await(GO_BOUND_S, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("no go for " + name + " within " + GO_BOUND_S + " s");
@@ -140,17 +161,22 @@ public final class Commands {
         }
         request.sent();
         if (!request.announcing()) return false;
-        announce(request, names, () -> {
+        Gate gate = announce(request, names, () -> {
             request.sent();
             send.run();
         });
-        return true;
+        if (gate == null) names.forEach(Commands::sent);  // answered meanwhile
+        return gate != null;
     }
 
-    /** Writes a {@code before} per name, in order; the last one's go releases the send. */
+    /**
+     * Writes a {@code before} per name, in order; the last one's go releases the send. Null
+     * when the request is no longer the current one (its method returned meanwhile).
+     */
     private static Gate announce(Request request, List<String> names, Runnable send) {
         Gate last = null;
         synchronized (GATES) {
+            if (current != request) return null;
             for (int i = 0; i < names.size(); i++) {
                 last = new Gate(request.id(), i == names.size() - 1 ? send : null);
                 GATES.addLast(last);

@@ -10,8 +10,8 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.function.Consumer;
 
 import com.google.gson.JsonElement;
@@ -23,15 +23,19 @@ import com.google.gson.JsonParser;
  * A lock driver (docs/driver-protocol.md): {@code Driver.serve(description, hello -> lock)}
  * runs the protocol on stdin and stdout until stdin closes, and the lock only locks.
  *
- * <p>The calling thread reads the harness's lines: it answers {@code describe} and anything
- * out of order itself, passes each {@code go} to the command waiting for it, hands each request
- * to the lock thread, and halts the JVM the moment stdin closes (the client stopped). The lock
- * thread runs the lock's methods one at a time, in order, and writes each answer. A watch
- * thread bounds them: a method that has not returned after 0.8 × max(3 s, 4 × TTL) of running
- * time — which, like the harness's, counts neither a stretch the process was stopped (SIGSTOP)
- * nor the time a command waited for its go — is answered {@code definite: false} and its thread
- * interrupted, and a grant that still comes back later is released at once (nobody asked for
- * it any more).
+ * <p>The thread that calls {@code serve} is the lock thread: it runs every method of the lock,
+ * one at a time, in the harness's order, and writes each answer. While it waits for a request
+ * it reads stdin itself, so a request costs no hand-over between threads. While a method runs,
+ * a pump thread reads instead — from the start when the request's commands are announced
+ * (their {@code go} lines come then), else once the method has run for a wait slice — so that
+ * a {@code go}, a line out of order, and the end of stdin are seen at once; the pump hands the
+ * next request to the lock thread and, once that one waits for it, stops. Whoever reads
+ * answers {@code describe} and anything out of order itself, and halts the JVM the moment
+ * stdin closes (the client stopped). A watch thread bounds the methods: one that has not
+ * returned after 0.8 × max(3 s, 4 × TTL) of running time — which, like the harness's, counts
+ * neither a stretch the process was stopped (SIGSTOP) nor the time a command waited for its
+ * go — is answered {@code definite: false} and its thread interrupted, and a grant that still
+ * comes back later is released at once (nobody asked for it any more).
  */
 public final class Driver {
     /** A wait slice; a slice this much longer means the process did not run (the harness's rule). */
@@ -45,19 +49,21 @@ public final class Driver {
 
     private final Description description;
     private final Lock.Factory factory;
-    private final ExecutorService lockThread = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "lockchaos-lock");
-        t.setDaemon(true);
-        Commands.lockThread(t);
-        return t;
-    });
+    private final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    /** The thread that called serve: it runs every method of the lock, and reads stdin while the pump does not. */
+    private Thread lockThread;
+    /** Requests the pump read, for the lock thread. */
+    private final BlockingQueue<Task> handed = new LinkedBlockingQueue<>();
+    /** Guarded by {@code this}: the pump owns stdin; the lock thread runs a method. */
+    private boolean pumping;
+    private boolean busy;
     private volatile Hello hello;
     /** The lock; its leases are the objects its own acquires returned, so they fit its methods. */
     private volatile Lock<Object> lock;
     /** The hello or request being served (null: none); guarded by {@code this} for the watch. */
     private Task open;
-    private long lastId;  // the reader's alone
-    private boolean greeted;  // the reader's alone
+    private volatile long lastId;  // written by whoever reads stdin: one thread at a time
+    private volatile boolean greeted;
 
     /** A lease the kit holds for the harness; {@code closed}: the answer for it once the library closed it. */
     private record Lease(Object object, Outcome closed) { }
@@ -105,23 +111,91 @@ public final class Driver {
 
     // -- the harness's lines ----------------------------------------------------------------
 
+    /** The lock thread: reads stdin while the pump does not, else runs the requests the pump hands it. */
+    private void run() {
+        lockThread = Thread.currentThread();
+        Commands.lockThread(lockThread);
+        daemon(this::watch, "lockchaos-bound");
+        daemon(this::pump, "lockchaos-stdin");
+        for (long n = 0; n < Long.MAX_VALUE; n++) {  // ends when stdin closes (the reader halts the JVM)
+            Task next;
+            boolean reading;
+            synchronized (this) {  // a request the pump read comes first; else read, unless the pump does
+                next = handed.poll();
+                reading = next == null && !pumping;
+            }
+            if (reading) {
+                readLine();
+                continue;
+            }
+            if (next == null) {
+                try {
+                    next = handed.take();
+                } catch (InterruptedException e) {
+                    continue;  // an interrupt meant for a method given up on
+                }
+            }
+            runHere(next);
+        }
+    }
+
+    /** Runs {@code task} on the lock thread (busy meanwhile: the pump keeps reading). */
+    private void runHere(Task task) {
+        synchronized (this) {
+            busy = true;
+        }
+        try {
+            task.run();
+        } finally {
+            synchronized (this) {
+                busy = false;
+            }
+        }
+    }
+
+    private static void daemon(Runnable body, String name) {
+        Thread t = new Thread(body, name);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** The pump: reads stdin while the lock thread runs a method (see the class's comment). */
+    private void pump() {
+        for (long n = 0; n < Long.MAX_VALUE; n++) {  // ends when stdin closes
+            synchronized (this) {
+                while (!pumping) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }
+            readLine();
+        }
+    }
+
+    /** The pump reads from now on (called while the lock thread is not reading). */
+    private synchronized void pumpOn() {
+        if (!pumping) {
+            pumping = true;
+            notifyAll();
+        }
+    }
+
     /**
-     * Reads the harness's lines until stdin closes, then ends the JVM at once: the client
+     * Reads one line and acts on it; at the end of stdin ends the JVM at once: the client
      * stopped, and no library thread (nor a shutdown hook of one) may keep it alive.
      */
-    private void run() {
-        Thread watch = new Thread(this::watch, "lockchaos-bound");
-        watch.setDaemon(true);
-        watch.start();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    private void readLine() {
+        String line;
         try {
-            for (String line; (line = in.readLine()) != null; ) {
-                if (!line.isBlank()) take(line);
-            }
+            line = in.readLine();
         } catch (IOException e) {
-            // stdin broke: the same as closed
+            line = null;  // stdin broke: the same as closed
         }
-        Runtime.getRuntime().halt(0);
+        if (line == null) Runtime.getRuntime().halt(0);
+        if (!line.isBlank()) take(line);
     }
 
     /** One line: answered here (describe, go, anything out of order) or handed to the lock thread. */
@@ -414,10 +488,26 @@ public final class Driver {
         return open != null;
     }
 
-    private synchronized void start(Task task) {
-        open = task;
-        notifyAll();
-        lockThread.execute(task);
+    /**
+     * Runs {@code task} on the lock thread: at once when it read the request, else handed to
+     * it by the pump, which stops reading when the lock thread is between methods — unless the
+     * request's commands are announced, whose go lines the pump reads.
+     */
+    private void start(Task task) {
+        boolean announcing = task.request != null && task.request.announcing();
+        synchronized (this) {
+            open = task;
+            notifyAll();
+        }
+        if (Thread.currentThread() == lockThread) {
+            if (announcing) pumpOn();
+            runHere(task);
+            return;
+        }
+        synchronized (this) {  // a lock thread between methods takes this one next, then reads itself
+            handed.add(task);
+            if (!busy && !announcing) pumping = false;
+        }
     }
 
     /** The open request is answered (called right before its answer goes out): the next may come. */
@@ -449,6 +539,7 @@ public final class Driver {
                 }
                 synchronized (this) {
                     if (open != task) break;  // answered
+                    pumpOn();  // a method still running: read stdin meanwhile (its end, a line out of order)
                 }
                 long now = System.nanoTime();
                 double step = (now - last) / 1e6;
