@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Build the bundled lock drivers (docs/driver-protocol.md) from their sources, shipped with the
-# package in sources/ next to this script, into OUT_DIR, idempotently:
+# Build the driver kits and the bundled lock drivers (docs/driver-protocol.md) from their
+# sources, shipped with the package in kits/ and sources/ next to this script, into OUT_DIR,
+# idempotently:
 #
 #   build.sh OUT_DIR
 #
-#   kits/java/    lockchaos's Java driver kit (kits/java next to this script): its jar, built
-#                 with javac and installed into the local Maven repository OUT_DIR/m2
+#   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
+#                 where that language's tools look for it by build_kit_<lang> (below): the
+#                 bundled drivers are written on them, so the kits are built first
 #   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
@@ -29,11 +31,14 @@ if [ "$#" -ne 1 ] || [ -z "$1" ]; then
     echo "usage: build.sh OUT_DIR" >&2
     exit 2
 fi
-SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
-KITS="$(dirname "$SRC")/kits"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC="$HERE/sources"
+KITS="$HERE/kits"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
-[ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
+for dir in "$SRC" "$KITS"; do
+    [ -d "$dir" ] || { echo "[drivers] $dir is missing: reinstall lockchaos" >&2; exit 1; }
+done
 
 say() { printf '[drivers] %s\n' "$*"; }
 missing() { printf '[drivers] %s\n' "$*" >&2; status=1; }
@@ -47,6 +52,49 @@ fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
 JAVAC=(javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -Xlint:all -Werror --release 17 -encoding UTF-8)
 
+build_java() {  # where under OUT_DIR, its pom (dependencies), then the sources (on the Java kit, built first)
+    local name="$1" pom="$2"; shift 2
+    local dir="$OUT/$name"
+    local stamp; stamp="$(sums "$pom" "$@" "$(kit_out java)/.stamp")-$JAVA_VERSION"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (Maven Central + javac)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    if ! (mvn -B -q -f "$pom" -Dmaven.repo.local="$OUT/m2" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
+    fi
+    if ! "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
+    fi
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+status=0
+
+# -- the driver kits ------------------------------------------------------------------------------
+# build_kit_<lang> builds the kit in $KITS/<lang> (chaos/drivers/kits/<lang>/) into
+# "$(kit_out <lang>)" = $OUT/kits/<lang>/ and installs it where <lang>'s tools look for it (a
+# local Maven repository, a Go module path, an npm tarball, a cargo path: whatever that
+# language's skeleton, kits/<lang>/skeleton/, and the bundled drivers on that kit refer to).
+# Each is written by its kit's owner and follows the drivers' rules below: skip when fresh
+# (`fresh DIR STAMP`, the stamp a checksum of its sources and the toolchain's version), a
+# missing toolchain is `missing "…: install …"` and return 1, a failed build the tail of its
+# log on stderr and return 1. It writes $(kit_out <lang>)/.stamp last: a kit counts as built
+# (`lockchaos doctor`, `lockchaos driver new`) once that file exists. A kit folder with no
+# build_kit_<lang> here is one line and a failed build.
+kit_out() { printf '%s/kits/%s' "$OUT" "$1"; }
+
+build_kit_python() {  # one file, nothing to compile: a copy a driver can put on PYTHONPATH
+    local dir; dir="$(kit_out python)"
+    local files=("$KITS/python/lockchaos_driver.py")
+    local stamp; stamp="$(sums "${files[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the python kit"
+    mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
+}
+
 # -- the Java kit: io.lockchaos:lockchaos-driver-kit (chaos/drivers/kits/java) --------------------
 # Maven resolves what it compiles against (Gson; the Jedis, Lettuce and Redisson it hooks, all
 # "provided"), javac compiles it — no Maven lifecycle plugins to download, as for the drivers —
@@ -58,7 +106,8 @@ build_kit_java() {
     if ! { have java && have javac && have jar && have mvn; }; then
         missing "java, javac, jar or mvn not found: no Java kit (install a JDK 17 and Maven)"; return 1
     fi
-    local src="$KITS/java" dir="$OUT/kits/java" sources version
+    local src="$KITS/java" dir sources version
+    dir="$(kit_out java)"
     mapfile -t sources < <(find "$src/src/main/java" -name '*.java' | sort)
     version="$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$src/pom.xml" | head -n1)"
     local stamp; stamp="$(sums "$src/pom.xml" "${sources[@]}")-$(javac -version 2>&1 | head -n1)"
@@ -83,44 +132,31 @@ build_kit_java() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
-build_java() {  # where under OUT_DIR, its pom (dependencies), then the sources (on the Java kit, built first)
-    local name="$1" pom="$2"; shift 2
-    local dir="$OUT/$name"
-    local stamp; stamp="$(sums "$pom" "$@" "$OUT/kits/java/.stamp")-$JAVA_VERSION"
-    if fresh "$dir" "$stamp"; then return 0; fi
-    say "building $name (Maven Central + javac)"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
-    if ! (mvn -B -q -f "$pom" -Dmaven.repo.local="$OUT/m2" \
-            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-            -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
-        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
-    fi
-    if ! "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
-        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
-    fi
-    echo "$stamp" >"$dir.tmp/.stamp"
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-}
-
-status=0
-if have java && have javac && have mvn; then
-    JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
-    if build_kit_java; then
-        # Each resolves what the kit's build has just downloaded (and its slf4j binding): the
-        # Jedis and Redisson drivers build at once. The kit's conformance driver (the Jedis
-        # skeleton's lock, kits/java/conformance) has the Jedis driver's dependencies: after it.
-        { build_java jedis "$SRC/jedis/pom.xml" "$SRC/jedis/src/lockchaos/JedisDriver.java" &&
-          build_java kits/java/conformance "$KITS/java/skeleton/jedis/pom.xml" \
-              "$KITS/java/skeleton/jedis/src/main/java/driver/LockDriver.java" \
-              "$KITS/java/conformance/src/conformance/ConformanceDriver.java"; } & jedis=$!
-        build_java redisson "$SRC/redisson/pom.xml" "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
-        wait "$jedis" || status=1
-        wait "$redisson" || status=1
+for kit in "$KITS"/*/; do
+    lang="$(basename "$kit")"
+    case "$lang" in _*|.*) continue ;; esac  # __pycache__ and the like: not a kit
+    if declare -F "build_kit_$lang" >/dev/null; then
+        "build_kit_$lang" || status=1
     else
-        status=1
+        missing "kit $lang: chaos/drivers/build.sh has no build_kit_$lang"
     fi
+done
+
+# -- the bundled drivers ---------------------------------------------------------------------------
+if have java && have javac && have mvn && [ -f "$(kit_out java)/.stamp" ]; then
+    JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
+    # Each resolves what the Java kit's build has just downloaded (and its slf4j binding): the
+    # Jedis and Redisson drivers build at once. The kit's conformance driver (the Jedis
+    # skeleton's lock, kits/java/conformance) has the Jedis driver's dependencies: after it.
+    { build_java jedis "$SRC/jedis/pom.xml" "$SRC/jedis/src/lockchaos/JedisDriver.java" &&
+      build_java kits/java/conformance "$KITS/java/skeleton/jedis/pom.xml" \
+          "$KITS/java/skeleton/jedis/src/main/java/driver/LockDriver.java" \
+          "$KITS/java/conformance/src/conformance/ConformanceDriver.java"; } & jedis=$!
+    build_java redisson "$SRC/redisson/pom.xml" "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
+    wait "$jedis" || status=1
+    wait "$redisson" || status=1
 else
-    missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
+    missing "java, javac or mvn not found, or the Java kit not built: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
 
 if have go; then
