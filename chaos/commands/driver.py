@@ -108,12 +108,19 @@ def _build(directory: Path) -> None:
     """Run ``DIR/build.sh`` in ``DIR``, its output on stderr; exit 1 if it fails."""
     sys.stdout.flush()
     try:
-        done = subprocess.run(["bash", "build.sh"], cwd=directory, stdout=sys.stderr,
-                              timeout=BUILD_TIMEOUT_S, check=False)
+        sink: int | None = sys.stderr.fileno()  # the build's output streams as it comes
+    except (AttributeError, ValueError, OSError):  # a stderr that is no file (a test's capture)
+        sink = None
+    try:
+        done = subprocess.run(["bash", "build.sh"], cwd=directory, timeout=BUILD_TIMEOUT_S,
+                              check=False, text=True, stderr=subprocess.STDOUT,
+                              stdout=subprocess.PIPE if sink is None else sink)
     except subprocess.TimeoutExpired:
         print(f"lockchaos: {directory}/build.sh took more than {BUILD_TIMEOUT_S} s",
               file=sys.stderr)
         raise typer.Exit(1) from None
+    if sink is None:
+        sys.stderr.write(done.stdout)
     if done.returncode != 0:
         print(f"lockchaos: {directory}/build.sh failed (exit status {done.returncode}): see "
               "its output above", file=sys.stderr)

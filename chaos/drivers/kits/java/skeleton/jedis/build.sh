@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds this driver against lockchaos's Java kit, into target/: Maven copies its dependencies
 # (the kit, the Redis client, an slf4j binding: pom.xml) from the local Maven repository
-# lockchaos's set-up filled, where the kit is installed, and javac compiles src/main/java.
+# lockchaos's set-up filled, where the kit is installed, javac compiles src/main/java, and
+# target/java.args holds what `java @target/java.args` runs it with (the JVM flags for a cold
+# start, the class path).
 # `lockchaos driver new` ran it once; run it again after each edit. LOCKCHAOS_KIT: another
 # built Java kit (the directory `lockchaos setup --drivers` built it in, kits/java).
 set -euo pipefail
@@ -19,3 +21,13 @@ if ! out="$(mvn -B -q -f pom.xml -Dmaven.repo.local="$kit/m2" \
 fi
 javac -Xlint:all --release 17 -encoding UTF-8 -d target/classes -cp "target/dependency/*" \
     $(find src/main/java -name '*.java')
+cat >target/java.args <<ARGS
+-XX:+UseSerialGC
+-XX:TieredStopAtLevel=1
+-Xss512k
+-Xmx128m
+-XX:-UsePerfData
+-cp
+"$PWD/target/classes:$PWD/target/dependency/*"
+driver.LockDriver
+ARGS
