@@ -123,9 +123,15 @@ public final class JedisDriver {
     public static void main(String[] args) {
         String variant = args.length > 0 ? args[0] : "";
         Driver.serve(Description.of("jedis-" + variant, "jedis 8.0.2"), hello -> {
-            JedisNode redis = JedisNode.master(hello);
             String lockKey = hello.lockName();
             int ttl = hello.ttlMs();
+            if (variant.equals("null")) {  // no Redis at all: bench/throughput.py times the protocol with it
+                return new Lock<Void>() {
+                    public Outcome acquire(Request request) { return Outcome.granted(ttl); }
+                    public Outcome release(Request request, Void lease) { return Outcome.released(); }
+                };
+            }
+            JedisNode redis = JedisNode.master(hello);
             switch (variant) {
                 case "setnx-expire":
                     return lock(redis, (j, id) -> wrongGetLock1(j, lockKey, id, ttl),
@@ -142,11 +148,6 @@ public final class JedisDriver {
                     int seconds = Math.max(1, (ttl + 999) / 1000);
                     return lock(redis, (j, id) -> luaGetLock(j, lockKey, id, seconds),
                                 (j, id) -> releaseDistributedLock(j, lockKey, id), seconds * 1000);
-                case "null":  // no Redis at all: bench/throughput.py times the protocol with it
-                    return new Lock<Void>() {
-                        public Outcome acquire(Request request) { return Outcome.granted(ttl); }
-                        public Outcome release(Request request, Void lease) { return Outcome.released(); }
-                    };
                 default:
                     throw new IllegalArgumentException("unknown variant '" + variant
                         + "' (setnx-expire, getset-timestamp, del-release, get-then-del, lua)");

@@ -4,10 +4,12 @@ import java.util.List;
 
 /**
  * One Redis node as a lock sees it, for a client library whose connections the kit opens
- * (Jedis, Lettuce): a connection opened when the lock first needs it (a JVM answers hello
- * before it connects), replaced once broken — as a pool would — and, with Sentinel, the master
- * found again after a failover, through this client's proxy for it ({@link Hello#routed}).
- * Failing to connect sends nothing: {@link NotSent}.
+ * (Jedis, Lettuce): a connection opened in the background once the node is made — a JVM answers
+ * hello before it connects, and its first request does not carry a cold client's class loading
+ * (a first Lettuce connection took 1.5 s on a loaded machine) — or else when the lock first
+ * needs it, replaced once broken — as a pool would — and, with Sentinel, the master found again
+ * after a failover, through this client's proxy for it ({@link Hello#routed}). Failing to
+ * connect sends nothing: {@link NotSent}.
  *
  * @param <C> the library's connection
  */
@@ -95,8 +97,26 @@ public abstract class Node<C extends AutoCloseable> {
         N make(Hello hello, Address at);
     }
 
-    /** One node per data node of the hello (a Redlock's masters). */
-    public static <N> List<N> each(Hello hello, Maker<N> maker) {
-        return hello.nodes().stream().map(a -> maker.make(hello, a)).toList();
+    /** One node per data node of the hello (a Redlock's masters), each connecting in the background. */
+    public static <N extends Node<?>> List<N> each(Hello hello, Maker<N> maker) {
+        return hello.nodes().stream().map(a -> connecting(maker.make(hello, a))).toList();
+    }
+
+    /**
+     * {@code node}, its connection opened on a daemon thread meanwhile (its set-up is no
+     * request's: nothing is announced or reported). A request that needs it first waits for it;
+     * a failure leaves the request to connect again.
+     */
+    public static <N extends Node<?>> N connecting(N node) {
+        Thread t = new Thread(() -> {
+            try {
+                ((Node<?>) node).connection();
+            } catch (NotSent e) {
+                // the first request connects (or fails, definitely) itself
+            }
+        }, "lockchaos-connect");
+        t.setDaemon(true);
+        t.start();
+        return node;
     }
 }
