@@ -8,9 +8,8 @@
 #   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
 #                 where that language's tools look for it by build_kit_<lang> (below): the
 #                 bundled drivers are written on them, so the kits are built first
-#   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
-#   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
-#                 driver's Json/Protocol classes)
+#   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
+#   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
@@ -51,10 +50,14 @@ have() { command -v "$1" >/dev/null 2>&1; }
 sums() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 
-build_java() {  # name, then the source files to compile
-    local name="$1"; shift
-    local dir="$OUT/$name" pom="$SRC/$name/pom.xml"
-    local stamp; stamp="$(sums "$pom" "$@")-$JAVA_VERSION"
+# Maven and javac run for seconds each: C1 alone and the serial collector halve their CPU time.
+export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
+JAVAC=(javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -Xlint:all -Werror --release 17 -encoding UTF-8)
+
+build_java() {  # where under OUT_DIR, its pom (dependencies), then the sources (on the Java kit, built first)
+    local name="$1" pom="$2"; shift 2
+    local dir="$OUT/$name"
+    local stamp; stamp="$(sums "$pom" "$@" "$(kit_out java)/.stamp")-$JAVA_VERSION"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (Maven Central + javac)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
@@ -63,7 +66,7 @@ build_java() {  # name, then the source files to compile
             -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
     fi
-    if ! javac -nowarn -encoding UTF-8 -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
+    if ! "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
     fi
     echo "$stamp" >"$dir.tmp/.stamp"
@@ -118,6 +121,43 @@ build_cargo() {  # name, crate directory, binary, a crate to install beside it (
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
+# -- the Java kit: io.lockchaos:lockchaos-driver-kit (chaos/drivers/kits/java) --------------------
+# Maven resolves what it compiles against (Gson; the Jedis, Lettuce and Redisson it hooks, all
+# "provided"), javac compiles it — no Maven lifecycle plugins to download, as for the drivers —
+# and its jar and pom are installed into OUT_DIR/m2 as `mvn install` lays them out: the local
+# Maven repository the bundled Java drivers build against, and the one a driver made by
+# `lockchaos driver new --lang java` builds against (its build.sh passes -Dmaven.repo.local).
+# OUT_DIR/kits/java/ keeps the jar, its pom and `m2`, a link to that repository.
+build_kit_java() {
+    if ! { have java && have javac && have jar && have mvn; }; then
+        missing "java, javac, jar or mvn not found: no Java kit (install a JDK 17 and Maven)"; return 1
+    fi
+    local src="$KITS/java" dir sources version
+    dir="$(kit_out java)"
+    mapfile -t sources < <(find "$src/src/main/java" -name '*.java' | sort)
+    version="$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$src/pom.xml" | head -n1)"
+    local stamp; stamp="$(sums "$src/pom.xml" "${sources[@]}")-$(javac -version 2>&1 | head -n1)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building the Java kit (Maven Central + javac)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    local log="$dir.tmp/build.log" jarname="lockchaos-driver-kit-$version"
+    if ! mvn -B -q -f "$src/pom.xml" -Dmaven.repo.local="$OUT/m2" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$dir.tmp/deps" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: Maven failed (see above)"; return 1
+    fi
+    if ! { "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/deps/*" \
+               "${sources[@]}" && jar --create --file "$dir.tmp/$jarname.jar" -C "$dir.tmp/classes" .; } >>"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: javac failed (see above)"; return 1
+    fi
+    local repo="$OUT/m2/io/lockchaos/lockchaos-driver-kit/$version"
+    mkdir -p "$repo" && cp "$dir.tmp/$jarname.jar" "$repo/" && cp "$src/pom.xml" "$repo/$jarname.pom"
+    cp "$src/pom.xml" "$dir.tmp/$jarname.pom" && ln -s ../../m2 "$dir.tmp/m2"
+    rm -rf "$dir.tmp/deps" "$dir.tmp/classes"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
 build_kit_rust() {  # the crate a driver names by path (@KIT@ in the skeleton's Cargo.toml), a
                     # copy in kits/rust/, and the kit's conformance driver built beside it
     local src="$KITS/rust"
@@ -146,13 +186,20 @@ for kit in "$KITS"/*/; do
 done
 
 # -- the bundled drivers ---------------------------------------------------------------------------
-if have java && have javac && have mvn; then
+if have java && have javac && have mvn && [ -f "$(kit_out java)/.stamp" ]; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
-    PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")
-    build_java jedis "${PROTO[@]}" "$SRC/jedis/src/lockchaos/JedisDriver.java" || status=1
-    build_java redisson "${PROTO[@]}" "$SRC/redisson/src/lockchaos/RedissonDriver.java" || status=1
+    # Each resolves what the Java kit's build has just downloaded (and its slf4j binding): the
+    # Jedis and Redisson drivers build at once. The kit's conformance driver (the Jedis
+    # skeleton's lock, kits/java/conformance) has the Jedis driver's dependencies: after it.
+    { build_java jedis "$SRC/jedis/pom.xml" "$SRC/jedis/src/lockchaos/JedisDriver.java" &&
+      build_java kits/java/conformance "$KITS/java/skeleton/jedis/pom.xml" \
+          "$KITS/java/skeleton/jedis/src/main/java/driver/LockDriver.java" \
+          "$KITS/java/conformance/src/conformance/ConformanceDriver.java"; } & jedis=$!
+    build_java redisson "$SRC/redisson/pom.xml" "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
+    wait "$jedis" || status=1
+    wait "$redisson" || status=1
 else
-    missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
+    missing "java, javac or mvn not found, or the Java kit not built: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
 
 if have go; then
