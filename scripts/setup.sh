@@ -83,7 +83,7 @@ start SOFT bash "$ROOT/scripts/drivers-setup.sh"
 end_round
 
 # --- round 2 ------------------------------------------------------------------------------
-if docker info >/dev/null 2>&1; then  # else the engine's step said why
+if timeout 20 docker info >/dev/null 2>&1; then  # else the engine step said why
     start SOFT bash "$ROOT/scripts/docker-setup.sh" compose
     start SOFT bash "$ROOT/scripts/docker-setup.sh" images
 fi
