@@ -7,10 +7,13 @@
 #   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
 #                 driver's Json/Protocol classes)
-#   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
-#   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
-#   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
-#                 (each Node driver with node-common/protocol.js, the protocol's Node side)
+#   kits/go/      the Go driver kit's module (lockchaos.dev/driverkit), for a user's go.mod to
+#                 `replace lockchaos.dev/driverkit => OUT/kits/go`
+#   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy) + the Go kit, `go build`
+#   kits/node/    the Node driver kit, `npm pack`ed: lockchaos-driver-kit.tgz, for a user's
+#                 package.json to depend on ("file:OUT/kits/node/lockchaos-driver-kit.tgz")
+#   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
+#   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
 #
 # What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
 # checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
@@ -29,6 +32,7 @@ if [ "$#" -ne 1 ] || [ -z "$1" ]; then
     exit 2
 fi
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sources"
+KITS="$(dirname "$SRC")/kits"
 mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
 [ -d "$SRC" ] || { echo "[drivers] $SRC is missing: reinstall lockchaos" >&2; exit 1; }
@@ -70,27 +74,58 @@ else
     missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
 
-if have go; then
-    dir="$OUT/redsync"
-    stamp="$(sums "$SRC/redsync/go.mod" "$SRC/redsync/go.sum" "$SRC/redsync/main.go")-$(go version)"
-    if ! fresh "$dir" "$stamp"; then
-        say "building redsync (Go module proxy + go build)"
-        mkdir -p "$dir"
-        if (cd "$SRC/redsync" && GOMODCACHE="$OUT/go/mod" GOFLAGS=-modcacherw \
-                go build -trimpath -o "$dir/redsync-driver" . >"$dir/build.log" 2>&1); then
-            echo "$stamp" >"$dir/.stamp"
-        else
-            tail -n 20 "$dir/build.log" >&2; say "redsync: go build failed (see above)"; status=1
-        fi
+# The Go kit's module, installed where a user's go.mod points; the bundled redsync driver
+# builds the copy next to its sources (a relative replace), the same files.
+GO_KIT=("$KITS/go/go.mod" "$KITS/go/go.sum" "$KITS"/go/*.go)
+build_kit_go() {
+    local dir="$OUT/kits/go" stamp; stamp="$(sums "${GO_KIT[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the Go driver kit"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && cp "${GO_KIT[@]}" "$dir.tmp/" \
+        && echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_go() {  # name: sources/NAME/{go.mod,go.sum,*.go} on the Go kit, one binary NAME-driver
+    local name="$1" dir="$OUT/$1" src="$SRC/$1"
+    local stamp; stamp="$(sums "$src/go.mod" "$src/go.sum" "$src"/*.go)-$(sums "${GO_KIT[@]}")-$(go version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (Go module proxy + go build)"
+    mkdir -p "$dir"
+    if (cd "$src" && GOMODCACHE="$OUT/go/mod" GOFLAGS=-modcacherw \
+            go build -trimpath -o "$dir/$name-driver" . >"$dir/build.log" 2>&1); then
+        echo "$stamp" >"$dir/.stamp"
+    else
+        tail -n 20 "$dir/build.log" >&2; say "$name: go build failed (see above)"; return 1
     fi
+}
+
+if have go; then
+    build_kit_go || status=1
+    build_go redsync || status=1
 else
-    missing "go not found: no redsync driver (install Go)"
+    missing "go not found: no Go driver kit and no redsync driver (install Go)"
 fi
 
-build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} + node-common
+# The Node kit as an npm tarball under a fixed name, which the bundled Node drivers' and a
+# user's package.json depend on ("file:…/kits/node/lockchaos-driver-kit.tgz").
+NODE_KIT=("$KITS/node/package.json" "$KITS"/node/*.js)
+build_kit_node() {
+    local dir="$OUT/kits/node" stamp; stamp="$(sums "${NODE_KIT[@]}")-$(node --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "packing the Node driver kit (npm pack)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/kit" && cp "${NODE_KIT[@]}" "$dir.tmp/kit/"
+    if ! (cd "$dir.tmp/kit" && npm pack --pack-destination .. --loglevel=error \
+            --cache "$OUT/npm-cache" >../build.log 2>&1); then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "the Node kit: npm pack failed (see above)"; return 1
+    fi
+    mv "$dir.tmp"/lockchaos-driver-kit-*.tgz "$dir.tmp/lockchaos-driver-kit.tgz" && rm -rf "$dir.tmp/kit"
+    echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} on the Node kit
     local name="$1" dir="$OUT/$1" src="$SRC/$1"
-    local files=("$src/package.json" "$src/package-lock.json" "$src/driver.js" "$SRC/node-common/protocol.js")
-    local stamp; stamp="$(sums "${files[@]}")-$(node --version)"
+    local files=("$src/package.json" "$src/package-lock.json" "$src/driver.js")
+    local stamp; stamp="$(sums "${files[@]}")-$(sums "$OUT/kits/node/lockchaos-driver-kit.tgz")-$(node --version)"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (npm)"
     mkdir -p "$dir"
@@ -104,10 +139,11 @@ build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} 
 }
 
 if have node && have npm; then
+    build_kit_node || status=1
     build_node node-redlock || status=1
     build_node node-semaphore || status=1
 else
-    missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
+    missing "node or npm not found: no Node driver kit, node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi
