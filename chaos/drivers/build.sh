@@ -76,7 +76,7 @@ fi
 
 # The Go kit's module, installed where a user's go.mod points; the bundled redsync driver
 # builds the copy next to its sources (a relative replace), the same files.
-GO_KIT=("$KITS/go/go.mod" "$KITS/go/go.sum" "$KITS"/go/*.go)
+GO_KIT=("$KITS/go/driverkit/go.mod" "$KITS/go/driverkit/go.sum" "$KITS"/go/driverkit/*.go)
 build_kit_go() {
     local dir="$OUT/kits/go" stamp; stamp="$(sums "${GO_KIT[@]}")"
     if fresh "$dir" "$stamp"; then return 0; fi

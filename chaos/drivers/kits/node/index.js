@@ -20,7 +20,7 @@ const { randomBytes } = require("crypto");
 const protocol = require("./protocol");
 const clients = require("./clients");
 
-const { Outcome, Request, failed, line, log, now, refused, requests } = protocol;
+const { ONLY, Outcome, Request, failed, line, log, now, requests } = protocol;
 
 const HELLO_BUDGET_MS = 20000; // the harness waits 30 s for the hello's answer
 const SETTLE_MS = 2000; // connections the hello waits for
@@ -185,7 +185,11 @@ class Server {
       return null;
     }
     const lease = this.leases.get(request.token);
-    if (!lease) return refused("no such lease");
+    if (!lease) {
+      const why = `${request.op} #${request.id}: no lease ${request.token} (never granted, or released)`;
+      log(why);
+      return failed(true, why);
+    }
     if (lease.invalidated) return failed(true, `not sent: the library invalidated the lease's lock object (${lease.invalidated})`);
     request.lease = lease.value;
     return null;
@@ -195,8 +199,14 @@ class Server {
   async call(request) {
     try {
       const outcome = await this.lock[request.op](request, request.lease);
-      if (outcome instanceof Outcome) return outcome;
-      return failed(false, `the lock's ${request.op} resolved to ${JSON.stringify(outcome)}, not an outcome`);
+      if (!(outcome instanceof Outcome)) {
+        return failed(false, `the lock's ${request.op} resolved to ${JSON.stringify(outcome)}, not an outcome`);
+      }
+      const only = ONLY[outcome.type];
+      if (only && only !== request.op) {
+        return failed(false, `the lock answered ${request.op} #${request.id} with ${outcome.type}, which only an ${only} may have`);
+      }
+      return outcome;
     } catch (error) {
       return failed(false, String((error && error.message) || error));
     }
@@ -274,6 +284,7 @@ module.exports = {
   released: protocol.released,
   refused: protocol.refused,
   failed: protocol.failed,
+  failure: protocol.failure,
   revoked: protocol.revoked,
   invalidated: protocol.invalidated,
   kept: protocol.kept,

@@ -44,7 +44,7 @@ class Outcome {
     if (type === "ok" && token) reply.token = token;
     if (validityMs !== undefined) reply.validity_ms = validityMs;
     if (fence !== undefined && fence !== null) reply.fence = fence;
-    if (type === "error") reply.definite = definite;
+    if (type === "error" || type === "invalidated") reply.definite = definite;
     if (message) reply.message = String(message);
     return reply;
   }
@@ -63,10 +63,15 @@ const refused = (message) => new Outcome("refused", { message });
 const failed = (definite, message) => new Outcome("error", { definite: !!definite, message });
 /** Not extended, and the library deleted or gave up the lease. */
 const revoked = (message) => new Outcome("revoked", { message });
-/** The library invalidated the lock object: the lease's release cannot be sent any more. */
-const invalidated = (message) => new Outcome("invalidated", { message });
-/** A release that deliberately keeps the key until it expires (a minimum hold). */
-const kept = (message) => new Outcome("kept", { message });
+/** An extend after which the library's lock object is invalid (the extend consumed or
+ * replaced it): nothing more can be sent for the lease, and its key stays until it expires.
+ * definite: the extend certainly did not happen; otherwise it may have. */
+const invalidated = (definite, message) => new Outcome("invalidated", { definite: !!definite, message });
+/** A release that keeps the key on purpose (a minimum hold): until `validityMs` from when the
+ * request was sent, or (undefined) until the lease's deadline then in effect. */
+const kept = (validityMs) => new Outcome("kept", { validityMs });
+/** Which request each answer may end (any may end with ok, refused or an error). */
+const ONLY = { revoked: "extend", invalidated: "extend", kept: "release" };
 
 /** One node's vote on one command of a multi-node lock. */
 const VOTE = Object.freeze({ GRANTED: "granted", REFUSED: "refused", UNKNOWN: "unknown", NOT_SENT: "notSent" });
@@ -125,6 +130,10 @@ function voteOf(error) {
   if (!error) return VOTE.GRANTED;
   return NOT_SENT.some((re) => re.test(String(error.message))) ? VOTE.NOT_SENT : VOTE.UNKNOWN;
 }
+
+/** A client's error on one command as the answer: definite when nothing was sent, else it may
+ * have happened. (A library that sends to several nodes decides by Tally instead.) */
+const failure = (error) => failed(voteOf(error) === VOTE.NOT_SENT, error && error.message);
 
 const requests = new AsyncLocalStorage(); // each request's async context: its commands' tag
 
@@ -193,6 +202,6 @@ function tagged() {
 }
 
 module.exports = {
-  Outcome, Request, Tally, VOTE, failed, granted, invalidated, kept, line, log, now, released,
+  ONLY, Outcome, Request, Tally, VOTE, failed, failure, granted, invalidated, kept, line, log, now, released,
   refused, renewed, requests, revoked, sent, tagged, voteOf,
 };

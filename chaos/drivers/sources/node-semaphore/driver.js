@@ -28,7 +28,7 @@ function reportingRefresh(semaphore, token, ttlMs) {
   };
 }
 
-const DESCRIPTION = { driver: "node-semaphore", library: LIBRARY, capacity: 3, modes: ["shared"], max_permits: 1 };
+const DESCRIPTION = { driver: "node-semaphore", library: LIBRARY, capacity: 3, modes: ["shared"], max_permits: 1, renews: true };
 
 kit.serve(DESCRIPTION, async (hello) => {
   if (hello.capacity === null) throw new Error("a Semaphore needs a number of permits: --capacity N");

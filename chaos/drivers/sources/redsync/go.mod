@@ -17,4 +17,4 @@ require (
 )
 
 // The Go driver kit, shipped next to the bundled drivers' sources (chaos/drivers/kits/go).
-replace lockchaos.dev/driverkit => ../../kits/go
+replace lockchaos.dev/driverkit => ../../kits/go/driverkit

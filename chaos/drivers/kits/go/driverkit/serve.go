@@ -62,6 +62,10 @@ type Description struct {
 	Modes      []string
 	Fair       bool
 	MaxPermits int
+	// TTLGranularityMs: the TTLs it can express are multiples of this (1000: whole seconds;
+	// 0: any). Renews: it renews its leases in the background (report them with Renewed).
+	TTLGranularityMs int
+	Renews           bool
 }
 
 // Request is one acquire, release or extend.
@@ -295,6 +299,12 @@ func (s *server) description() map[string]any {
 	if s.desc.MaxPermits > 0 {
 		d["max_permits"] = s.desc.MaxPermits
 	}
+	if s.desc.TTLGranularityMs > 1 {
+		d["ttl_granularity_ms"] = s.desc.TTLGranularityMs
+	}
+	if s.desc.Renews {
+		d["renews"] = true
+	}
 	return d
 }
 
@@ -369,6 +379,10 @@ func (s *server) handle(r *Request) {
 	done := make(chan Outcome, 1)
 	go func() { done <- s.call(r) }()
 	o, ok := s.wait(r, done)
+	if only, limited := answers[o.kind]; ok && limited && only != r.Op {
+		o = Failed(false, fmt.Sprintf("the lock answered %s #%d with %s, which only an %s may have",
+			r.Op, r.ID, wire[o.kind], only))
+	}
 	if ok {
 		s.answer(r, o)
 		return
@@ -399,7 +413,9 @@ func (s *server) prepare(r *Request) (Outcome, bool) {
 	l := s.leases[r.Token]
 	switch {
 	case l == nil:
-		return Refused("no such lease"), false
+		why := fmt.Sprintf("%s #%d: no lease %s (never granted, or released)", r.Op, r.ID, r.Token)
+		s.Log("%s", why)
+		return Failed(true, why), false
 	case l.invalidated != "":
 		return Failed(true, "not sent: the library invalidated the lease's lock object ("+l.invalidated+")"), false
 	}

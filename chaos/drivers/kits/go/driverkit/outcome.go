@@ -47,6 +47,14 @@ func Granted(lease any, validityMs float64) Outcome {
 	return Outcome{kind: granted, lease: lease, validity: &validityMs}
 }
 
+// OK: the outcome is ok (granted, released or extended).
+func (o Outcome) OK() bool { return o.kind == granted }
+
+// Failure is a go-redis error of one command as the answer: definite when nothing was sent
+// (VoteOf: no connection could be opened), else it may have happened. (A library that sends
+// to several nodes decides by Tally instead.)
+func Failure(err error) Outcome { return Failed(VoteOf(err) == VoteNotSent, err.Error()) }
+
 // WithFence adds a fencing token to a grant.
 func (o Outcome) WithFence(fence int64) Outcome {
 	o.fence = &fence
@@ -70,20 +78,30 @@ func Failed(definite bool, message string) Outcome {
 // failed extend).
 func Revoked(message string) Outcome { return Outcome{kind: revoked, message: message} }
 
-// Invalidated: the library invalidated the lock object, so the lease's release cannot be sent
-// any more; the kit answers a later release of it "not sent".
-func Invalidated(message string) Outcome { return Outcome{kind: invalidated, message: message} }
+// Invalidated: an extend after which the library's lock object is invalid (the extend consumed
+// or replaced it), so nothing more can be sent for the lease and its key stays until it
+// expires; the kit answers a later release of it "not sent". definite: the extend certainly did
+// not happen; otherwise it may have.
+func Invalidated(definite bool, message string) Outcome {
+	return Outcome{kind: invalidated, definite: definite, message: message}
+}
 
-// Kept: a release that deliberately keeps the key until it expires (a lock with a minimum
-// hold time).
-func Kept(message string) Outcome { return Outcome{kind: kept, message: message} }
+// Kept: a release that keeps the key on purpose until the lease's deadline then in effect (a
+// lock with a minimum hold time): nobody can get the lock before. KeptFor says until when.
+func Kept() Outcome { return Outcome{kind: kept} }
+
+// KeptFor: a release that keeps the key on purpose for validityMs from when the request was sent.
+func KeptFor(validityMs float64) Outcome { return Outcome{kind: kept, validity: &validityMs} }
+
+// answers: which request each answer may end (any may end with ok, refused or an error).
+var answers = map[kind]string{revoked: "extend", invalidated: "extend", kept: "release"}
 
 func (o Outcome) reply(id int64, token string) reply {
 	r := reply{Type: wire[o.kind], ID: id, ValidityMs: o.validity, Fence: o.fence, Message: o.message}
 	switch o.kind {
 	case granted:
 		r.Token = token
-	case failed:
+	case failed, invalidated:
 		r.Definite = &o.definite
 	}
 	return r
