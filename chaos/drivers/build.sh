@@ -64,6 +64,36 @@ build_java() {  # name, then the source files to compile
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
+# -- the Go and Node driver kits: built before the drivers written on them ---------------------
+# The Go kit's module, installed where a user's go.mod points; the bundled redsync driver
+# builds the copy next to its sources (a relative replace), the same files.
+GO_KIT=("$KITS/go/driverkit/go.mod" "$KITS/go/driverkit/go.sum" "$KITS"/go/driverkit/*.go)
+build_kit_go() {
+    have go || { missing "go not found: no Go driver kit (install Go)"; return 1; }
+    local dir="$OUT/kits/go" stamp; stamp="$(sums "${GO_KIT[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the Go driver kit"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && cp "${GO_KIT[@]}" "$dir.tmp/" \
+        && echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+# The Node kit as an npm tarball under a fixed name, which the bundled Node drivers' and a
+# user's package.json depend on ("file:…/kits/node/lockchaos-driver-kit.tgz").
+NODE_KIT=("$KITS/node/package.json" "$KITS"/node/*.js)
+build_kit_node() {
+    { have node && have npm; } || { missing "node or npm not found: no Node driver kit (install Node.js 18+ and npm)"; return 1; }
+    local dir="$OUT/kits/node" stamp; stamp="$(sums "${NODE_KIT[@]}")-$(node --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "packing the Node driver kit (npm pack)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/kit" && cp "${NODE_KIT[@]}" "$dir.tmp/kit/"
+    if ! (cd "$dir.tmp/kit" && npm pack --pack-destination .. --loglevel=error \
+            --cache "$OUT/npm-cache" >../build.log 2>&1); then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "the Node kit: npm pack failed (see above)"; return 1
+    fi
+    mv "$dir.tmp"/lockchaos-driver-kit-*.tgz "$dir.tmp/lockchaos-driver-kit.tgz" && rm -rf "$dir.tmp/kit"
+    echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
 status=0
 if have java && have javac && have mvn; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
@@ -73,17 +103,6 @@ if have java && have javac && have mvn; then
 else
     missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
-
-# The Go kit's module, installed where a user's go.mod points; the bundled redsync driver
-# builds the copy next to its sources (a relative replace), the same files.
-GO_KIT=("$KITS/go/driverkit/go.mod" "$KITS/go/driverkit/go.sum" "$KITS"/go/driverkit/*.go)
-build_kit_go() {
-    local dir="$OUT/kits/go" stamp; stamp="$(sums "${GO_KIT[@]}")"
-    if fresh "$dir" "$stamp"; then return 0; fi
-    say "installing the Go driver kit"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && cp "${GO_KIT[@]}" "$dir.tmp/" \
-        && echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
-}
 
 build_go() {  # name: sources/NAME/{go.mod,go.sum,*.go} on the Go kit, one binary NAME-driver
     local name="$1" dir="$OUT/$1" src="$SRC/$1"
@@ -103,24 +122,8 @@ if have go; then
     build_kit_go || status=1
     build_go redsync || status=1
 else
-    missing "go not found: no Go driver kit and no redsync driver (install Go)"
+    missing "go not found: no redsync driver (install Go)"
 fi
-
-# The Node kit as an npm tarball under a fixed name, which the bundled Node drivers' and a
-# user's package.json depend on ("file:…/kits/node/lockchaos-driver-kit.tgz").
-NODE_KIT=("$KITS/node/package.json" "$KITS"/node/*.js)
-build_kit_node() {
-    local dir="$OUT/kits/node" stamp; stamp="$(sums "${NODE_KIT[@]}")-$(node --version)"
-    if fresh "$dir" "$stamp"; then return 0; fi
-    say "packing the Node driver kit (npm pack)"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/kit" && cp "${NODE_KIT[@]}" "$dir.tmp/kit/"
-    if ! (cd "$dir.tmp/kit" && npm pack --pack-destination .. --loglevel=error \
-            --cache "$OUT/npm-cache" >../build.log 2>&1); then
-        tail -n 20 "$dir.tmp/build.log" >&2; say "the Node kit: npm pack failed (see above)"; return 1
-    fi
-    mv "$dir.tmp"/lockchaos-driver-kit-*.tgz "$dir.tmp/lockchaos-driver-kit.tgz" && rm -rf "$dir.tmp/kit"
-    echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
-}
 
 build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} on the Node kit
     local name="$1" dir="$OUT/$1" src="$SRC/$1"
@@ -143,7 +146,7 @@ if have node && have npm; then
     build_node node-redlock || status=1
     build_node node-semaphore || status=1
 else
-    missing "node or npm not found: no Node driver kit, node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
+    missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi
