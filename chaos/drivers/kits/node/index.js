@@ -45,8 +45,9 @@ function version(name) {
 
 /** Serve the driver until its input ends, then exit. `description`: { driver, library,
  * capabilities (e.g. ["extend"]: the kit adds pause-points and faked-clock), unhooked (its
- * library's commands do not pass the kit's hooks), topology, min_nodes, capacity, modes,
- * fair, max_permits } (docs/driver-protocol.md, describe). `open(hello)` builds the lock
+ * library's commands do not pass the kit's hooks), topology, min_nodes (a hello with fewer is
+ * refused), capacity, modes, fair, max_permits, ttl_granularity_ms, renews }
+ * (docs/driver-protocol.md, describe). `open(hello)` builds the lock
  * ({ acquire(req), release(req, lease), extend?(req, lease) }, each resolving to an Outcome)
  * with the kit's clients; what it throws is the hello's refusal, one line. */
 function serve(description, open) {
@@ -108,6 +109,7 @@ class Server {
     if (hello.capacity === undefined) hello.capacity = 1; // null: unbounded
     let lock;
     try {
+      this.enough(hello);
       lock = await Promise.race([
         this.open(hello),
         new Promise((_, reject) => setTimeout(
@@ -136,6 +138,16 @@ class Server {
     const { driver, library } = this.description;
     line({ type: "hello", ok: true, driver, language: "node", library, capabilities: this.capabilities(hooked) });
     this.state = "ready";
+  }
+
+  /** Throws the hello's refusal when it has fewer nodes than the min_nodes described. */
+  enough(hello) {
+    const { driver, topology, min_nodes: least = 1 } = this.description;
+    const got = hello.nodes.length;
+    if (got >= least) return;
+    throw new Error(topology === "standalone"
+      ? `${driver} needs at least ${least} independent masters (got ${got}): use --topology standalone --nodes ${Math.max(5, least)}`
+      : `${driver} needs at least ${least} nodes (got ${got}): use --nodes ${least}`);
   }
 
   /** Check one request's place in the sequence, then serve it. */

@@ -19,17 +19,12 @@ import (
 	kit "lockchaos.dev/driverkit"
 )
 
-const library = "go-redsync v4.13.0 + go-redis v9.23.0"
-
 type lock struct {
 	rs    *redsync.Redsync
 	hello *kit.Hello
 }
 
 func open(h *kit.Hello) (*lock, error) {
-	if len(h.Nodes) < 3 {
-		return nil, fmt.Errorf("redsync needs at least 3 independent masters (got %d): use --topology standalone --nodes 5", len(h.Nodes))
-	}
 	pools := make([]redsyncredis.Pool, len(h.Nodes))
 	for i, node := range h.Nodes {
 		pools[i] = goredis.NewPool(kit.NewClient(h, node))
@@ -82,5 +77,6 @@ func (l *lock) votes(err error) (t kit.Tally) {
 }
 
 func main() {
-	kit.Serve(kit.Description{Driver: "redsync", Library: library, Topology: "standalone", MinNodes: 3}, open)
+	kit.Serve(kit.Description{Driver: "redsync", Library: "go-redsync v4.13.0 + go-redis v9.23.0",
+		Topology: "standalone", MinNodes: 3}, open)
 }

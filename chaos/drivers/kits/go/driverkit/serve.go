@@ -53,7 +53,7 @@ type Description struct {
 	Unhooked bool
 	// Topology: "standalone" when the lock needs independent masters (a Redlock); "" any.
 	Topology string
-	MinNodes int // the fewest data nodes it can run on (0: one)
+	MinNodes int // the fewest data nodes it can run on (0: one); a hello with fewer is refused
 	// What it grants: Capacity permits at once (0: a mutex; Unbounded: no limit), in Modes
 	// ("exclusive", "shared"; nil: exclusive only), Fair if it grants waiters in order, at
 	// most MaxPermits per acquire (0: up to the capacity). The kit refuses an acquire that
@@ -190,9 +190,11 @@ func (s *server) read() {
 			}
 			h := m.Hello
 			capacity, err := m.capacity()
+			if err == nil {
+				err = s.enough(&h)
+			}
 			if err != nil {
-				s.out.write(map[string]any{"type": "hello", "ok": false, "message": "capacity: " + err.Error()})
-				os.Exit(0)
+				s.refuseHello(err)
 			}
 			h.Capacity = capacity
 			s.work <- &h
@@ -351,9 +353,7 @@ func (s *server) start(h *Hello) {
 		o.err = fmt.Errorf("the lock was not ready within %s (connect lazily)", helloBudget)
 	}
 	if o.err != nil {
-		why, _, _ := strings.Cut(o.err.Error(), "\n")
-		s.out.write(map[string]any{"type": "hello", "ok": false, "message": why})
-		os.Exit(0)
+		s.refuseHello(o.err)
 	}
 	s.lock, s.hello = o.lock, h
 	// A bound below the harness's, max(3 s, 4 × TTL): answered before it gives up.
@@ -366,6 +366,26 @@ func (s *server) start(h *Hello) {
 	s.out.write(map[string]any{"type": "hello", "ok": true, "driver": s.desc.Driver,
 		"language": "go", "library": s.desc.Library, "capabilities": s.capabilities(hooked)})
 	s.ready.Store(2)
+}
+
+// refuseHello answers the hello with its refusal, one line, and exits.
+func (s *server) refuseHello(err error) {
+	why, _, _ := strings.Cut(err.Error(), "\n")
+	s.out.write(map[string]any{"type": "hello", "ok": false, "message": why})
+	os.Exit(0)
+}
+
+// enough: the hello's nodes are at least the MinNodes described (else the hello's refusal).
+func (s *server) enough(h *Hello) error {
+	if len(h.Nodes) >= s.desc.MinNodes {
+		return nil
+	}
+	if s.desc.Topology == "standalone" {
+		return fmt.Errorf("%s needs at least %d independent masters (got %d): use --topology "+
+			"standalone --nodes %d", s.desc.Driver, s.desc.MinNodes, len(h.Nodes), max(5, s.desc.MinNodes))
+	}
+	return fmt.Errorf("%s needs at least %d nodes (got %d): use --nodes %d", s.desc.Driver,
+		s.desc.MinNodes, len(h.Nodes), s.desc.MinNodes)
 }
 
 // handle serves one request within the budget and answers it.
