@@ -87,6 +87,14 @@ type Request struct {
 	progress int // "go" lines received: the harness's time, not the library's
 }
 
+func newRequest(id int64, op, token string) *Request {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Request{ID: id, Op: op, Token: token, start: time.Now(), cancel: cancel,
+		over: make(chan struct{})}
+	r.Ctx = context.WithValue(ctx, requestKey{}, r)
+	return r
+}
+
 // Until is the validity of a lease that ends at t, in ms from when the request was sent,
 // floored to a microsecond: never more than the library's own reckoning.
 func (r *Request) Until(t time.Time) float64 { return floorMs(t.Sub(r.start)) }
@@ -102,21 +110,20 @@ func floorMs(d time.Duration) float64 { return math.Floor(float64(d)/1e3) / 1e3 
 // server is the process's one driver (Serve): the hook and Renewed reach it through std.
 type server struct {
 	out     *output
-	mu      sync.Mutex // current, lastID, each request's waiting and progress
+	mu      sync.Mutex // current, lastID, leases, order, each request's waiting and progress
 	current *Request   // the request being served (not answered yet)
 	lastID  int64
+	leases  map[string]*lease
+	order   []string
 	hooked  atomic.Int32 // clients made with the kit's hook
 	ready   atomic.Int32 // 0: no hello yet, 1: hello being served, 2: ready
 
 	desc    Description
 	extends bool
 	open    func(*Hello) (Lock, error)
-	lock    Lock
+	lock    Lock // set before ready is 2
 	hello   *Hello
 	budget  time.Duration
-	leases  map[string]*lease
-	order   []string
-	work    chan any // *Hello or *Request, served one at a time
 }
 
 type lease struct {
@@ -145,9 +152,7 @@ func Serve[L Lock](d Description, open func(h *Hello) (L, error)) {
 	s.desc, s.extends = d, extends
 	s.open = func(h *Hello) (Lock, error) { return open(h) }
 	s.leases = map[string]*lease{}
-	s.work = make(chan any, 1)
 	s.out.f = protocolOutput()
-	go s.serve()
 	s.read()
 	os.Exit(0)
 }
@@ -164,9 +169,15 @@ func protocolOutput() *os.File {
 	return out
 }
 
-// read: every harness line, until the input ends (the client stopped: exit at once).
+// read: every harness line, until the input ends (the client stopped: exit at once). Standard
+// input is read through Go's poller (non-blocking): waiting for a line parks this goroutine
+// instead of a thread, so the request it hands over runs at once on the same thread.
 func (s *server) read() {
-	in := bufio.NewScanner(os.Stdin)
+	stdin := os.Stdin
+	if unix.SetNonblock(0, true) == nil {
+		stdin = os.NewFile(0, "stdin")
+	}
+	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
 	for in.Scan() {
 		line := bytes.TrimSpace(in.Bytes())
@@ -197,7 +208,7 @@ func (s *server) read() {
 				s.refuseHello(err)
 			}
 			h.Capacity = capacity
-			s.work <- &h
+			go s.start(&h)
 		case "acquire", "release", "extend":
 			s.request(&m)
 		default:
@@ -253,14 +264,15 @@ func (s *server) request(m *incoming) {
 		s.refuse(m.ID, why)
 		return
 	}
-	r := &Request{ID: *m.ID, Op: m.Type, Mode: m.Mode, Permits: m.Permits, announce: m.Announce,
-		start: time.Now(), over: make(chan struct{})}
+	token := ""
 	if m.Token != nil {
-		r.Token = *m.Token
+		token = *m.Token
 	}
+	r := newRequest(*m.ID, m.Type, token)
+	r.Mode, r.Permits, r.announce = m.Mode, m.Permits, m.Announce
 	s.current, s.lastID = r, r.ID
 	s.mu.Unlock()
-	s.work <- r
+	go s.handle(r) // one at a time: the next is refused while this one is current
 }
 
 // goAhead: the harness's "go" for the oldest announcement of the current request.
@@ -324,18 +336,6 @@ func (s *server) capabilities(hooked bool) []string {
 	return caps
 }
 
-// serve: the hello, then each request, one at a time.
-func (s *server) serve() {
-	for w := range s.work {
-		switch w := w.(type) {
-		case *Hello:
-			s.start(w)
-		case *Request:
-			s.handle(w)
-		}
-	}
-}
-
 func (s *server) start(h *Hello) {
 	type opened struct {
 		lock Lock
@@ -388,29 +388,22 @@ func (s *server) enough(h *Hello) error {
 		s.desc.MinNodes, len(h.Nodes), s.desc.MinNodes)
 }
 
-// handle serves one request within the budget and answers it.
+// handle serves one request and answers it, unless its bound (watch) answered it first.
 func (s *server) handle(r *Request) {
 	if o, ok := s.prepare(r); !ok {
 		s.answer(r, o)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), requestKey{}, r))
-	r.Ctx, r.cancel = ctx, cancel
-	done := make(chan Outcome, 1)
-	go func() { done <- s.call(r) }()
-	o, ok := s.wait(r, done)
-	if only, limited := answers[o.kind]; ok && limited && only != r.Op {
+	stop := s.watch(r)
+	o := s.call(r)
+	stop()
+	if only, limited := answers[o.kind]; limited && only != r.Op {
 		o = Failed(false, fmt.Sprintf("the lock answered %s #%d with %s, which only an %s may have",
 			r.Op, r.ID, wire[o.kind], only))
 	}
-	if ok {
-		s.answer(r, o)
-		return
+	if !s.answer(r, o) {
+		s.late(r, o)
 	}
-	r.cancel()
-	s.answer(r, Failed(false, fmt.Sprintf("the lock's %s did not return within %.1f s (the kit's "+
-		"bound, below the harness's): it may have happened", r.Op, s.budget.Seconds())))
-	go s.late(r, done)
 }
 
 // prepare checks what only the kit knows (the lease of the token, the modes and permits the
@@ -430,7 +423,9 @@ func (s *server) prepare(r *Request) (Outcome, bool) {
 		r.Token = newToken(s.hello.ClientID)
 		return Outcome{}, true
 	}
+	s.mu.Lock()
 	l := s.leases[r.Token]
+	s.mu.Unlock()
 	switch {
 	case l == nil:
 		why := fmt.Sprintf("%s #%d: no lease %s (never granted, or released)", r.Op, r.ID, r.Token)
@@ -466,20 +461,27 @@ func (s *server) call(r *Request) (o Outcome) {
 	return s.lock.(Extender).Extend(r)
 }
 
-// wait for the lock's answer within the budget, counted as the harness counts its own bound:
-// only time the process ran (a slice that took far longer than asked was a SIGSTOP, which
-// stops the harness's clock too), and not while a command of the request waits for the
-// harness's "go" (each go starts the budget afresh, as each line restarts the harness's wait).
-func (s *server) wait(r *Request, done chan Outcome) (Outcome, bool) {
-	var spent time.Duration
-	last, progress := time.Now(), 0
-	timer := time.NewTimer(slice)
-	defer timer.Stop()
-	for range maxSlices {
-		select {
-		case o := <-done:
-			return o, true
-		case <-timer.C:
+// watch bounds the request: it answers it (indeterminate) and cancels its context once the
+// budget is spent, counted as the harness counts its own bound — only time the process ran (a
+// slice that took far longer than asked was a SIGSTOP, which stops the harness's clock too),
+// and not while a command of the request waits for the harness's "go" (each go starts the
+// budget afresh, as each line restarts the harness's wait). A timer, not a goroutine: a
+// request that returns in time costs one timer made and stopped.
+func (s *server) watch(r *Request) (stop func()) {
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		spent    time.Duration
+		last     = time.Now()
+		progress int
+		timer    *time.Timer
+		slices   int
+	)
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
 		now := time.Now()
 		gap := now.Sub(last)
@@ -494,41 +496,57 @@ func (s *server) wait(r *Request, done chan Outcome) (Outcome, bool) {
 		case gap < stallGap:
 			spent += gap
 		}
-		if spent >= s.budget {
-			return Outcome{}, false
+		if slices++; spent < s.budget && slices < maxSlices {
+			timer.Reset(slice)
+			return
 		}
-		timer.Reset(slice)
+		r.cancel()
+		s.answer(r, Failed(false, fmt.Sprintf("the lock's %s did not return within %.1f s (the "+
+			"kit's bound, below the harness's): it may have happened", r.Op, s.budget.Seconds())))
 	}
-	return Outcome{}, false
+	mu.Lock()
+	timer = time.AfterFunc(slice, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+	}
 }
 
-// late: the method of a request answered without it returned at last. A grant nobody asked
-// for any more (the history says this client does not hold it) is released at once; its
-// commands belong to no request, so they are reported as sent.
-func (s *server) late(r *Request, done chan Outcome) {
-	o := <-done
+// late: the method of a request the kit had answered without it returned at last. A grant
+// nobody asked for any more (the history says this client does not hold it) is released at
+// once; its commands belong to no request, so they are reported as sent.
+func (s *server) late(r *Request, o Outcome) {
 	if r.Op != "acquire" || o.kind != granted {
 		return
 	}
 	s.Log("acquire #%d granted after the kit answered it: releasing it", r.ID)
-	ctx, cancel := context.WithTimeout(context.Background(), s.budget)
-	defer cancel()
-	gone := &Request{ID: r.ID, Op: "release", Token: r.Token, Lease: o.lease, Ctx: ctx,
-		start: time.Now(), over: make(chan struct{})}
+	gone := newRequest(r.ID, "release", r.Token)
+	gone.Lease = o.lease
 	gone.answered.Store(true)
 	close(gone.over)
+	stop := time.AfterFunc(s.budget, gone.cancel)
+	defer stop.Stop()
 	s.call(gone)
 }
 
-// answer writes the request's reply and keeps the lease map up to date. The request stops
-// being current first, so the harness's next request is never taken for one out of turn.
-func (s *server) answer(r *Request, o Outcome) {
+// answer writes the request's reply, once (false: it was answered already), and keeps the
+// lease map up to date. The request stops being current first, so the harness's next request
+// is never taken for one out of turn.
+func (s *server) answer(r *Request, o Outcome) bool {
 	s.mu.Lock()
+	if r.answered.Load() {
+		s.mu.Unlock()
+		return false
+	}
 	r.answered.Store(true)
 	close(r.over)
 	r.waiting = nil
-	s.current = nil
-	s.mu.Unlock()
+	if s.current == r {
+		s.current = nil
+	}
 	switch {
 	case r.Op == "acquire" && o.kind == granted:
 		s.keep(r.Token, &lease{value: o.lease})
@@ -539,12 +557,14 @@ func (s *server) answer(r *Request, o Outcome) {
 	case r.Op == "release" && !(o.kind == failed && o.definite):
 		delete(s.leases, r.Token) // a release that certainly did not happen can be asked again
 	}
+	s.mu.Unlock()
 	reply := o.reply(r.ID, r.Token)
 	if debug {
 		fmt.Fprintf(os.Stderr, "%s %s #%d: %s %s\n", time.Now().Format("15:04:05.000"), r.Op, r.ID,
 			reply.Type, reply.Message)
 	}
 	s.out.write(reply)
+	return true
 }
 
 // debug (LOCKCHAOS_DRIVER_DEBUG set): every answer is logged on standard error too.
