@@ -249,7 +249,7 @@ func (s *server) request(m *incoming) {
 	why := ""
 	switch {
 	case s.ready.Load() != 2:
-		why = "no hello yet"
+		why = "no hello answered yet"
 	case s.current != nil:
 		why = fmt.Sprintf("%s #%d while #%d is not answered", m.Type, *m.ID, s.current.ID)
 	case *m.ID <= s.lastID:
@@ -363,9 +363,9 @@ func (s *server) start(h *Hello) {
 		s.Log("no client of the lock has the kit's hook (driverkit.NewClient): no pause-points")
 		hooked = false
 	}
+	s.ready.Store(2) // before the answer: the harness's first request may follow it at once
 	s.out.write(map[string]any{"type": "hello", "ok": true, "driver": s.desc.Driver,
 		"language": "go", "library": s.desc.Library, "capabilities": s.capabilities(hooked)})
-	s.ready.Store(2)
 }
 
 // refuseHello answers the hello with its refusal, one line, and exits.
