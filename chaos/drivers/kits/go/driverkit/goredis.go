@@ -122,12 +122,11 @@ func (s *server) hold(ctx context.Context, cmds ...redis.Cmder) (context.Context
 		if setUp[cmd.Name()] {
 			continue
 		}
-		command := strings.ToUpper(cmd.Name())
 		switch {
 		case r == nil || r.answered.Load():
-			Sent(command)
+			Sent(strings.ToUpper(cmd.Name()))
 		case r.announce:
-			d, err := s.announce(r, command)
+			d, err := s.announce(r, strings.ToUpper(cmd.Name()))
 			if err != nil {
 				return ctx, func() {}, err
 			}

@@ -153,7 +153,9 @@ func Serve[L Lock](d Description, open func(h *Hello) (L, error)) {
 	s.open = func(h *Hello) (Lock, error) { return open(h) }
 	s.leases = map[string]*lease{}
 	s.out.f = protocolOutput()
-	s.read()
+	if s.read(input()) {
+		select {} // the reading went on in another goroutine, which exits at the input's end
+	}
 	os.Exit(0)
 }
 
@@ -169,16 +171,22 @@ func protocolOutput() *os.File {
 	return out
 }
 
-// read: every harness line, until the input ends (the client stopped: exit at once). Standard
-// input is read through Go's poller (non-blocking): waiting for a line parks this goroutine
-// instead of a thread, so the request it hands over runs at once on the same thread.
-func (s *server) read() {
+// input: the harness's lines, read through Go's poller (standard input made non-blocking), so
+// that waiting for one parks a goroutine, not a thread.
+func input() *bufio.Scanner {
 	stdin := os.Stdin
 	if unix.SetNonblock(0, true) == nil {
 		stdin = os.NewFile(0, "stdin")
 	}
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
+	return in
+}
+
+// read: every harness line until the input ends (false: the client stopped, exit at once) or
+// a request comes (true). The goroutine that read a request serves it, and a new one reads on
+// meanwhile (go lines, the input's end): the request runs at once, without waking a thread.
+func (s *server) read(in *bufio.Scanner) bool {
 	for in.Scan() {
 		line := bytes.TrimSpace(in.Bytes())
 		if len(line) == 0 {
@@ -210,13 +218,24 @@ func (s *server) read() {
 			h.Capacity = capacity
 			go s.start(&h)
 		case "acquire", "release", "extend":
-			s.request(&m)
+			if r := s.request(&m); r != nil {
+				go s.readOn(in)
+				s.handle(r)
+				return true
+			}
 		default:
 			s.refuse(m.ID, fmt.Sprintf("an unknown request type %q", m.Type))
 		}
 	}
 	if err := in.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "driverkit: reading the harness:", err)
+	}
+	return false
+}
+
+func (s *server) readOn(in *bufio.Scanner) {
+	if !s.read(in) {
+		os.Exit(0)
 	}
 }
 
@@ -239,11 +258,12 @@ func idOf(line []byte) *int64 {
 	return &id
 }
 
-// request checks one request's place in the sequence and hands it to the serving goroutine.
-func (s *server) request(m *incoming) {
+// request checks one request's place in the sequence: the request to serve, or nil when it
+// was answered here.
+func (s *server) request(m *incoming) *Request {
 	if m.ID == nil {
 		s.Log("a %s without an id: ignored", m.Type)
-		return
+		return nil
 	}
 	s.mu.Lock()
 	why := ""
@@ -262,7 +282,7 @@ func (s *server) request(m *incoming) {
 	if why != "" {
 		s.mu.Unlock()
 		s.refuse(m.ID, why)
-		return
+		return nil
 	}
 	token := ""
 	if m.Token != nil {
@@ -270,9 +290,9 @@ func (s *server) request(m *incoming) {
 	}
 	r := newRequest(*m.ID, m.Type, token)
 	r.Mode, r.Permits, r.announce = m.Mode, m.Permits, m.Announce
-	s.current, s.lastID = r, r.ID
+	s.current, s.lastID = r, r.ID // one at a time: the next is refused while this one is current
 	s.mu.Unlock()
-	go s.handle(r) // one at a time: the next is refused while this one is current
+	return r
 }
 
 // goAhead: the harness's "go" for the oldest announcement of the current request.
