@@ -35,9 +35,9 @@ from typing import Any, NamedTuple
 
 from chaos.campaign import Campaign
 from chaos.experiments.audit import (
+    AUDIT_OPTIONS,
     DEPLOYMENT,
     MUST_SURVIVE,
-    OPTIONS,
     AuditPlan,
     AuditResult,
     run_audit,
@@ -66,7 +66,7 @@ def deployment(cell: Cell) -> dict[str, Any]:
     """The cell's options that ``lockchaos audit`` takes too (``--clients``, ``--ttl-ms``,
     ``--capacity``…): the deployment its claim is about, which a user would give the audit.
     The others (``nest_depth``, ``extend_during_work``) are the audit's own choice."""
-    return {name: value for name, value in cell.options if name in OPTIONS}
+    return {name: value for name, value in cell.options if name in AUDIT_OPTIONS}
 
 
 class Audited(NamedTuple):
@@ -82,7 +82,7 @@ class Audited(NamedTuple):
 KEPT = Path("reports") / "bench-kept"  # audits that went against their expectation
 
 
-def audits(lock: str, faults: str, seeds: int, budget_s: float,
+def audits(lock: str, selection: str, seeds: int, budget_s: float,
            options: dict[str, Any] | None = None, *,
            unexpected: Callable[[Audited], bool] = lambda audited: False) -> list[Audited]:
     """One audit of ``lock`` (with campaign ``options``, as given on the command line) per
@@ -94,7 +94,8 @@ def audits(lock: str, faults: str, seeds: int, budget_s: float,
     results = []
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as out:
-            plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, faults, told=told)
+            plan = AuditPlan(Campaign(lock, seed=seed, **options), budget_s, selection,
+                             told=told)
             result = run_audit(plan, Path(out))
             missing = [what for what, _ in result.untested]
             audited = Audited(result, missing, result.verdict, result.exit_status)
@@ -107,17 +108,17 @@ def audits(lock: str, faults: str, seeds: int, budget_s: float,
     return results
 
 
-def detection(lock: str, faults: str, seeds: int, budget_s: float,
+def detection(lock: str, selection: str, seeds: int, budget_s: float,
               options: dict[str, Any] | None = None) -> dict[str, object]:
     """How often the audits of a lock that must break found a hard violation, how fast."""
-    audited = audits(lock, faults, seeds, budget_s, options,
+    audited = audits(lock, selection, seeds, budget_s, options,
                      unexpected=lambda a: a.result.first_hard_s is None)
     results = [a.result for a in audited]
     firsts = [r.first_hard_s for r in results if r.first_hard_s is not None]
     return {
         "lock": lock,
         "options": options or {},
-        "faults": faults or "(defaults)",
+        "faults": selection or "(defaults)",
         "seeds": seeds,
         "detected": len(firsts),
         "verdicts": [a.verdict for a in audited],
@@ -150,7 +151,7 @@ def survival(lock: str, seeds: int, budget_s: float) -> dict[str, object]:
         "only_on_failure": dict(sorted(Counter(
             point_name(op, command) for r in results if r.learned
             for op, commands in r.learned.on_failure.items() for command in commands).items())),
-        "campaigns_median": statistics.median(len(r.steps) for r in results),
+        "campaigns_median": statistics.median(len(r.trials) for r in results),
         "wall_s_median": round(statistics.median(r.wall_s for r in results), 2),
     }
 

@@ -15,7 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from chaos import locks
+from chaos import lockspec
 from chaos.campaign import HISTORY, Campaign, choose_layout
 from chaos.experiments.audit import AuditPlan
 from chaos.experiments.execute import run_campaign
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rows = []
-    for lock in args.locks or [info.name for info in locks.catalog()]:
+    for lock in args.locks or [info.name for info in lockspec.catalog()]:
         rows.append(row := surface(lock, args.seed))
         said = row.get("error") or (f"{row['points']} points of {row['commands']} commands; "
                                     f"only when it failed {row['on_failure'] or '-'}")

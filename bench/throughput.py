@@ -8,12 +8,13 @@ the same node in the same run, so the ratio says how much of Redis's raw speed t
     python bench/throughput.py [--duration 5] [--lock lua]
 
 ``--drivers`` compares, in one run on five standalone masters, the lock cycles per second of
-every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/drivers/) with the
-Python ``lua`` lock (and the Python ``redlock`` for the two Redlocks), counted from each run's
-first acquire (a JVM's start-up is not a lock's speed); then the protocol's own cost per round
-trip: sequential acquire+release pairs from one client against a driver that answers without
-touching Redis (Python, and the Java drivers' protocol code), and against each real driver next
-to its Python twin doing the same commands.
+every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/drivers/) and of the Python
+driver kit's skeleton (``lockchaos driver new --lang python``) with the Python ``lua`` lock (and
+the Python ``redlock`` for the two Redlocks), counted from each run's first acquire (a JVM's
+start-up is not a lock's speed); then the protocol's own cost per round trip: sequential
+acquire+release pairs from one client against a driver that answers without touching Redis
+(plain Python, on the Python kit, and the Java drivers' protocol code), and against each real
+driver next to its Python twin doing the same commands.
 
     python bench/throughput.py --drivers [--duration 5]
 """
@@ -31,6 +32,8 @@ from pathlib import Path
 
 from chaos import history as h
 from chaos import topology
+from chaos.drivers.languages import LANGUAGES
+from chaos.lockspec import resolve
 from chaos.topology import binaries
 from chaos.workload import WorkloadConfig, run_workload
 
@@ -92,6 +95,36 @@ for line in sys.stdin:
 """
 
 
+# The same, on the Python driver kit: what the kit's threads and checks cost per round trip.
+NULL_KIT = """
+import sys
+sys.path.insert(0, {kit!r})
+import lockchaos_driver as kit
+
+
+class Null:
+    def __init__(self, hello):
+        pass
+
+    def acquire(self, req):
+        return kit.Granted()
+
+    def release(self, req, lease):
+        return kit.Granted()
+
+
+kit.serve(kit.Driver(name="null", library="none"), Null)
+"""
+
+
+def python_skeleton(directory: Path) -> str:
+    """``lockchaos driver new --lang python`` into ``directory``: its ``exec:`` value."""
+    done = subprocess.run([sys.executable, "-m", "chaos.cli", "driver", "new", "--lang",
+                           "python", str(directory)], capture_output=True, text=True,
+                          check=True, timeout=60)
+    return done.stdout.rstrip("\n").splitlines()[-1]
+
+
 def flush(topo: topology.Topology) -> None:
     """Every lock starts on empty nodes (locks leave keys of other types, or with no TTL)."""
     for node in topo.nodes:
@@ -105,7 +138,7 @@ def cycles(topo: topology.Topology, lock: str, duration_s: float) -> dict[str, f
     flush(topo)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        config = WorkloadConfig(lock=lock, ttl_ms=200, work_ms=0, duration_s=duration_s)
+        config = WorkloadConfig(lock=resolve(lock), ttl_ms=200, work_ms=0, duration_s=duration_s)
         run_workload(topo, config, path, clients=DRIVER_CLIENTS)
         events = h.read_history(path)
     first: dict[str, int] = {}
@@ -126,12 +159,11 @@ def cycles(topo: topology.Topology, lock: str, duration_s: float) -> dict[str, f
 
 def round_trip_ms(topo: topology.Topology, lock: str, pairs: int) -> float:
     """Median ms of one acquire+release pair, sequential, one client, nobody else."""
-    from chaos import locks
     from chaos.locks.context import build_context
 
     flush(topo)
     ctx = build_context(topo.client_view("bench"), lock_name="bench:rt", ttl_ms=10_000)
-    client = locks.load(lock)(ctx)
+    client = resolve(lock).factory(ctx)
     times = []
     try:
         for _ in range(pairs):
@@ -156,24 +188,29 @@ def drivers_main(duration_s: float, pairs: int) -> None:
     with topology.start("standalone", nodes=5) as topo, tempfile.TemporaryDirectory() as tmp:
         null_py = Path(tmp) / "null_driver.py"
         null_py.write_text(NULL_PYTHON)
+        null_kit = Path(tmp) / "null_kit_driver.py"
+        null_kit.write_text(NULL_KIT.format(kit=str(LANGUAGES["python"].source)))
+        skeleton = python_skeleton(Path(tmp) / "skeleton")
         java_null = [*catalog.BUNDLED_DRIVERS["jedis-lua"].argv()[:-1], "null"]
         runs: dict[str, dict[str, float]] = {}
         for lock in ["lua", "redlock", *catalog.BUNDLED_DRIVERS]:
             runs[lock] = cycles(topo, lock, duration_s)
+        runs["python kit skeleton"] = cycles(topo, skeleton, duration_s)
         out["cycles"] = runs
-        per_pair = {
-            "python null driver": round_trip_ms(topo, f"exec:{sys.executable} {null_py}", pairs),
-            "java null driver": round_trip_ms(topo, "exec:" + shlex.join(java_null), pairs),
+        nulls = {
+            "python null driver": f"exec:{sys.executable} {null_py}",
+            "python kit null driver": f"exec:{sys.executable} {null_kit}",
+            "java null driver": "exec:" + shlex.join(java_null),
         }
-        for lock, twin in TWINS.items():
-            per_pair[lock] = round_trip_ms(topo, lock, pairs)
-            per_pair[f"{twin} (python twin of {lock})"] = round_trip_ms(topo, twin, pairs)
+        per_pair = {name: round_trip_ms(topo, lock, pairs) for name, lock in nulls.items()}
+        for lock, twin in [*TWINS.items(), (skeleton, "lua")]:
+            name = "python kit skeleton" if lock == skeleton else lock
+            per_pair[name] = round_trip_ms(topo, lock, pairs)
+            per_pair[f"{twin} (python twin of {name})"] = round_trip_ms(topo, twin, pairs)
         out["acquire_release_pair_ms_median"] = {k: round(v, 3) for k, v in per_pair.items()}
         # Two round trips of the protocol per pair.
         out["protocol_overhead_per_round_trip_ms"] = {
-            "python null driver": round(per_pair["python null driver"] / 2, 3),
-            "java null driver": round(per_pair["java null driver"] / 2, 3),
-        }
+            name: round(per_pair[name] / 2, 3) for name in nulls}
     print(json.dumps(out, indent=2))
 
 
@@ -190,7 +227,8 @@ def main() -> None:
         return
     with topology.start("standalone", nodes=1) as topo, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        config = WorkloadConfig(lock=args.lock, ttl_ms=200, work_ms=0, duration_s=args.duration)
+        config = WorkloadConfig(lock=resolve(args.lock), ttl_ms=200, work_ms=0,
+                                duration_s=args.duration)
         result = run_workload(topo, config, path, clients=CLIENTS)
         events = h.read_history(path)
         attempts = sum(1 for e in events if e.f == h.ACQUIRE and e.type == h.INVOKE)

@@ -41,9 +41,10 @@ from chaos import history as h
 from chaos import topology
 from chaos.explore import Program, Step, replay
 from chaos.explore.session import ENDED_EARLY
-from chaos.locks import build_context, create
+from chaos.locks import build_context
 from chaos.locks.context import with_socket_timeout
 from chaos.locks.contract import LockClient
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.workload import PausePoint, WorkerPool, WorkloadConfig
@@ -64,7 +65,7 @@ def lock_clients(kind: str, nodes: int) -> Iterator[tuple[LocalTopology, Maker]]
         def make(name: str, cid: str, ttl_ms: int) -> LockClient:
             ctx = build_context(topo.client_view(cid), lock_name=KEY, ttl_ms=ttl_ms)
             contexts.append(ctx)
-            return create(name, ctx)
+            return resolve(name).create(ctx)
 
         try:
             yield topo, make
@@ -140,7 +141,7 @@ def loop_gives_up(name: str) -> Callable[[], float]:
 
 def pause_lateness() -> float:
     """Seconds late (median of 3 pauses) that a 300 ms pause before a DEL ended."""
-    config = WorkloadConfig(lock="get-then-del", ttl_ms=200, work_ms=40, duration_s=6)
+    config = WorkloadConfig(lock=resolve("get-then-del"), ttl_ms=200, work_ms=40, duration_s=6)
     with TemporaryDirectory() as tmp, topology.start("standalone", nodes=1) as topo:
         path = Path(tmp) / "history.jsonl"
         with h.HistoryWriter(path) as history:

@@ -33,9 +33,9 @@ _PUBLIC = {
     "LockContext": "chaos.locks.contract",
     "LockInfo": "chaos.locks.contract",
     # faults: a new one is a class and ``register``
-    "Fault": "chaos.nemesis.faults",
-    "Target": "chaos.nemesis.faults",
-    "register_fault": "chaos.nemesis.faults",
+    "Fault": "chaos.nemesis.fault",
+    "Target": "chaos.nemesis.fault",
+    "register_fault": "chaos.nemesis.fault",
     # running: one lock × faults × seed → a run directory with a verdict
     "Campaign": "chaos.campaign",
     "Outcome": "chaos.experiments.execute",
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     from chaos.checker import Verdict, Violation, check, check_file
     from chaos.experiments.execute import Outcome, run_campaign
     from chaos.locks.contract import Lease, LockClient, LockContext, LockInfo
-    from chaos.nemesis.faults import Fault, Target
-    from chaos.nemesis.faults import register as register_fault
+    from chaos.nemesis.fault import Fault, Target
+    from chaos.nemesis.fault import register as register_fault
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,10 @@ turns ``UsageError`` into one line on stderr and exit status 2.
 
 from __future__ import annotations
 
+import hashlib
 import sys
+from importlib import metadata
+from pathlib import Path
 
 import click
 import typer
@@ -17,6 +20,7 @@ from chaos.commands import (
     compare,
     compose,
     demo,
+    driver,
     explore,
     list_,
     merge,
@@ -37,23 +41,44 @@ app = typer.Typer(
 )
 
 
+def version() -> str:
+    """``lockchaos 0.1.0 (set-up 1a2b3c4d)``: the package's version, and a digest of the set-up
+    steps it ships (``chaos/commands/setup.sh``: which Redis and Toxiproxy ``lockchaos setup``
+    builds). A CI cache of what ``lockchaos setup`` built is keyed on this line, so a new
+    lockchaos — even an unreleased one with the same version — starts a new cache."""
+    steps = (Path(setup_command.__file__).parent / "setup.sh").read_bytes()
+    return (f"lockchaos {metadata.version('lockchaos')} "
+            f"(set-up {hashlib.sha256(steps).hexdigest()[:8]})")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(version())
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                  help="Print lockchaos's version and exit."),
+) -> None:
     """Fault-injection correctness tester for Redis distributed locks."""
 
 
-app.command("up")(up.up)
-app.command("run")(run.run)
-app.command("check-history")(check.check_history)
-app.command("list")(list_.list_)
-app.command("demo")(demo.demo)
-app.command("report")(report.report)
-app.command("compare")(compare.compare)
-app.command("explore")(explore.explore_command)
-app.command("setup")(setup_command.setup)
-app.command("doctor")(doctor_command.doctor)
+# In the order a user needs them: gate a lock, look closer, compare, then the tools.
 app.command("audit")(audit.audit)
+app.command("run")(run.run)
+app.command("explore")(explore.explore_command)
+app.command("compare")(compare.compare)
+app.add_typer(driver.app, name="driver")  # `driver new`: a lock in another language, from a kit
+app.command("list")(list_.list_)
+app.command("doctor")(doctor_command.doctor)
+app.command("setup")(setup_command.setup)
+app.command("report")(report.report)
+app.command("check-history")(check.check_history)
 app.command("merge")(merge.merge)
+app.command("demo")(demo.demo)
+app.command("up")(up.up)
 app.add_typer(compose.app, name="compose", hidden=True)  # the containers of compose/
 
 

@@ -73,6 +73,14 @@ SHARED = "shared"
 STALE_TOKEN = "stale-token"  # error of a resource access rejected by fencing
 GAVE_UP = "gave-up"  # error of a failed acquire whose lock waited out its own acquire timeout
 
+# What became of a lease beyond its operation's outcome, by the lock's own account: an
+# extend's ``fail``/``info`` or a release's ``ok`` with ``value: {"lease": …}``
+# (docs/history-format.md, "Leases the lock gave up, lost or kept").
+LEASE = "lease"
+REVOKED = "revoked"  # extend: the lock gave the lease up (deleted its key); valid no more
+INVALIDATED = "invalidated"  # extend: nothing more can be sent for it; its key stays till expiry
+KEPT = "kept"  # release: released, the key kept on purpose until ``valid_until`` (or the deadline)
+
 # What a fault does, as its nemesis ``start`` event declares it (``effects``). The checker
 # reasons about these, never about fault names, so a new fault that declares them is
 # explained without a change to the checker (docs/history-format.md).

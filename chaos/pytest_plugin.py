@@ -38,10 +38,9 @@ from chaos import checker, topology
 from chaos.campaign import DEFAULTS, KNOBS, Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
 from chaos.explore.profiles import register_profiles
-from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
-from chaos.nemesis.faults import Heal, cut_client_links, toxic_on_client
-from chaos.topology import CAPABILITIES
-from chaos.topology.base import refuse_unsupported
+from chaos.nemesis import ScheduledNemesis, generate, parse_faults
+from chaos.nemesis.fault import Heal
+from chaos.nemesis.link_faults import cut_client_links, toxic_on_client
 from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"
@@ -54,7 +53,7 @@ MARKER_HELP = (
 
 
 # The campaign options the plugin takes, as its own flags (the marker gives the rest).
-OPTIONS = {
+PLUGIN_FLAGS = {
     "lock": "--lock",
     "provider": "--lockchaos-provider",
     "provider_config": "--lockchaos-provider-config",
@@ -65,12 +64,19 @@ NUMBERS = ("capacity",)  # the options that are integers on the command line
 # The marker's campaign fields; ``lock`` and ``capacity`` override their options.
 MARKED = ("topology", "nodes", "capacity", "faults_in_order")
 LOCK_HELP = "the lock under test, for tests whose lockchaos marker names none: "
+# A test's run is short and small unless it says otherwise: what ``lockchaos_clients`` and
+# ``lockchaos_nemesis`` run by default where the campaign's declaration (``DEFAULTS``: 5
+# clients for 20 s, holders working a quarter of the TTL and extending) has a CI run's.
+TEST_RUN: dict[str, Any] = {
+    "clients": 3, "duration_s": 2.0, "work_ms": 20.0, "extend_during_work": False,
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The plugin's ``OPTIONS``, with the help, choices and default the campaign declares."""
+    """The plugin's ``PLUGIN_FLAGS``, with the help, choices and default the campaign
+    declares."""
     group = parser.getgroup("lockchaos", "lockchaos: test a Redis lock under faults")
-    for name, flag in OPTIONS.items():
+    for name, flag in PLUGIN_FLAGS.items():
         knob = KNOBS[name]
         group.addoption(
             flag,
@@ -122,7 +128,7 @@ def lockchaos_campaign(request: pytest.FixtureRequest, lockchaos_lock: str) -> C
     marker = _marker(request)
     with _as_test_failure():
         options = {name: request.config.getoption(f"lockchaos_{name}")
-                   for name in OPTIONS if name != "lock"}
+                   for name in PLUGIN_FLAGS if name != "lock"}
         options.update({name: marker[name] for name in MARKED if name in marker})
         campaign = Campaign.from_options(lockchaos_lock, marker.get("faults", ""), **options)
         campaign.validate()
@@ -206,16 +212,19 @@ def lockchaos_nemesis(lockchaos_campaign: Campaign) -> NemesisFactory:
     turns in the order given, as ``--faults-in-order``)."""
 
     def make(
-        faults: str, *, seed: int = 1, duration_s: float = 2.0, ttl_ms: int = 200,
-        in_order: bool = False,
+        faults: str, *, seed: int = DEFAULTS["seed"], duration_s: float = TEST_RUN["duration_s"],
+        ttl_ms: int = DEFAULTS["ttl_ms"], in_order: bool = False,
     ) -> ScheduledNemesis:
         with _as_test_failure():
-            parsed = parse_faults(faults)
-            refuse_unsupported(
-                lockchaos_campaign.provider, CAPABILITIES, [FAULTS[name] for name, _ in parsed]
+            played = msgspec.structs.replace(
+                lockchaos_campaign, faults=parse_faults(faults), seed=seed,
+                duration_s=duration_s, ttl_ms=ttl_ms, faults_in_order=in_order,
             )
-        return ScheduledNemesis(generate(parsed, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms,
-                                         in_order=in_order))
+            played.validate()  # a fault the provider or the lock's client cannot do, …
+        return ScheduledNemesis(generate(
+            played.faults, seed=played.seed, duration_s=played.duration_s,
+            ttl_ms=played.ttl_ms, in_order=played.faults_in_order,
+        ))
 
     return make
 
@@ -237,32 +246,33 @@ def lockchaos_clients(
 
     def run(
         *,
-        clients: int = 3,
-        duration_s: float = 2.0,
-        ttl_ms: int = 200,
-        work_ms: float = 20.0,
-        seed: int = 1,
+        clients: int = TEST_RUN["clients"],
+        duration_s: float = TEST_RUN["duration_s"],
+        ttl_ms: int = DEFAULTS["ttl_ms"],
+        work_ms: float = TEST_RUN["work_ms"],
+        seed: int = DEFAULTS["seed"],
         nemesis: Nemesis | None = None,
-        extend_during_work: bool = False,
+        extend_during_work: bool = TEST_RUN["extend_during_work"],
     ) -> WorkloadResult:
-        if nemesis is None and campaign.faults:  # the marker's, validated with their overrides
-            nemesis = ScheduledNemesis(generate(
-                campaign.faults, seed=seed, duration_s=duration_s, ttl_ms=ttl_ms,
-                in_order=campaign.faults_in_order,
-            ))
-        config = msgspec.structs.replace(
-            campaign, ttl_ms=ttl_ms, work_ms=work_ms, duration_s=duration_s,
-            extend_during_work=extend_during_work,
-        ).workload()
+        ran = msgspec.structs.replace(
+            campaign, clients=clients, ttl_ms=ttl_ms, work_ms=work_ms, duration_s=duration_s,
+            seed=seed, extend_during_work=extend_during_work,
+        )
         with _as_test_failure():
+            ran.validate()  # the declaration's bounds, for the values this run was given
+            if nemesis is None and ran.faults:  # the marker's, with their overrides
+                nemesis = ScheduledNemesis(generate(
+                    ran.faults, seed=ran.seed, duration_s=ran.duration_s, ttl_ms=ran.ttl_ms,
+                    in_order=ran.faults_in_order,
+                ))
             return run_workload(
                 lockchaos_topology,
-                config,
+                ran.workload(),
                 tmp_path / f"history-{next(counter)}.jsonl",
-                clients=clients,
-                seed=seed,
+                clients=ran.clients,
+                seed=ran.seed,
                 nemesis=nemesis,
-                params={"faults": campaign.fault_names, "provider": campaign.provider},
+                params={"faults": ran.fault_names, "provider": ran.provider},
             )
 
     return run

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The bundled lock drivers of a checkout, built into .cache/drivers/ (or LOCKCHAOS_DRIVERS_DIR)
-# by the steps `lockchaos setup --drivers` runs for an installed package, written down once:
-# chaos/drivers/build.sh, which builds them from the sources shipped with the package
-# (chaos/drivers/sources/). A second run with everything present takes well under a second.
+# The driver kits and the bundled lock drivers of a checkout, built into .cache/drivers/ (or
+# LOCKCHAOS_DRIVERS_DIR) by the steps `lockchaos setup --drivers` runs for an installed package,
+# written down once: chaos/drivers/build.sh, which builds them from the sources shipped with the
+# package (chaos/drivers/kits/, chaos/drivers/sources/). A second run with everything present takes well under a second.
 #
 # A driver that cannot be built (a missing JDK, Go or Node, a failed build) is one line and
 # the rest of setup goes on (its tests skip, naming it); under CI (CI set) that is an error

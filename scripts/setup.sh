@@ -54,6 +54,7 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
 fi
 bash "$ROOT/scripts/drivers-setup.sh" || status=1  # the Java, Go and Node lock drivers
 bash "$ROOT/scripts/docker-setup.sh" || status=1  # the docker provider's engine, Compose v2, images
+bash "$ROOT/scripts/ci-tools-setup.sh" || status=1  # actionlint + shellcheck (the CI examples)
 if [ "$status" -ne 0 ]; then
     printf '[setup] failed: some prerequisites could not be set up (see above)\n' >&2
     exit 1

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from chaos import locks, topology
+from chaos import topology
 from chaos.errors import UsageError
+from chaos.lockspec import LockSpec
 from chaos.nemesis import FAULTS, Fault
 
 TOPOLOGIES = ("auto", *topology.SHAPES)
@@ -27,6 +28,9 @@ class Wants(Protocol):
 
     @property
     def lock(self) -> str: ...
+
+    @property
+    def lock_spec(self) -> LockSpec: ...
 
     @property
     def topology(self) -> str: ...
@@ -63,11 +67,11 @@ class Layout:
 
 
 def choose_layout(campaign: Wants) -> Layout:
-    """The topology the lock and faults need, as the lock's entry declares it (a bundled
-    lock's, or an ``exec:`` driver's ``describe``: ``locks.info``); ``UsageError`` for
-    choices that cannot mix."""
-    info = locks.info(campaign.lock)
-    needs_masters = info is not None and info.topology == "standalone"
+    """The topology the lock and faults need, as the lock declares it (``LockSpec``: a
+    bundled lock's entry, or an ``exec:`` driver's ``describe``); ``UsageError`` for
+    choices that cannot mix (which ``Campaign.validate`` refuses with the rest)."""
+    spec = campaign.lock_spec
+    needs_masters = spec.needs_masters
     replicated = [n for n in campaign.fault_names if FAULTS[n].needs == "replicated"]
     if replicated and needs_masters:
         raise UsageError(
@@ -82,9 +86,9 @@ def choose_layout(campaign: Wants) -> Layout:
         raise UsageError(
             f"{replicated[0]} needs --topology sentinel or cluster (auto picks sentinel)"
         )
-    least = info.min_nodes if info is not None else 1
+    least = spec.min_nodes
     nodes = campaign.nodes or (max(REDLOCK_NODES, least) if needs_masters else least)
-    locks.check_topology(campaign.lock, kind, nodes)
+    spec.check_topology(kind, nodes)
     persistence = "none"
     for name in campaign.fault_names:
         if FAULTS[name].persistence != "none":

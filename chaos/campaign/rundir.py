@@ -26,8 +26,8 @@ REPORT = "report.html"  # what people read (chaos.report)
 def run_dir_for(out: Path, campaign: Campaign) -> Path:
     """A new run directory for ``campaign`` under ``out``, named after its lock, faults and
     seed (not created here)."""
-    faults = "+".join(campaign.fault_names) or "no-faults"
-    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{campaign.lock}-{faults}-s{campaign.seed}")
+    names = "+".join(campaign.fault_names) or "no-faults"
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{campaign.lock}-{names}-s{campaign.seed}")
     return stamped_path(out, slug)
 
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_type_hints
 
 import msgspec
 
-from chaos import locks
-from chaos.campaign.layout import TOPOLOGIES
+from chaos.campaign.layout import TOPOLOGIES, choose_layout
 from chaos.checker import VIOLATION_KINDS
 from chaos.errors import UsageError
-from chaos.nemesis import FAULTS, Fault, parse_faults
+from chaos.lockspec import LockSpec, resolve
+from chaos.nemesis import FAULTS, Fault, FaultSpec, parse_faults
 from chaos.topology import PROVIDERS, check_provider
 from chaos.topology.images import SERVERS
 from chaos.workload.worker import WorkloadConfig
@@ -31,15 +32,13 @@ from chaos.workload.worker import WorkloadConfig
 WORK_TTL_SHARE = 0.25  # a holder works a quarter of the TTL unless told otherwise
 RENEWING_WORK_TTL_SHARE = 1.0  # … a whole TTL for a lock that renews in the background
 
-Faults = list[tuple[str, dict[str, Any]]]
-
 
 def fault_spec(name: str, overrides: dict[str, Any]) -> str:
     """One fault as ``--faults`` spells it: ``client-crash:nth=2``."""
     return ":".join([name, *(f"{key}={value}" for key, value in overrides.items())])
 
 
-def _faults_text(faults: Faults) -> str:
+def _faults_text(faults: list[FaultSpec]) -> str:
     return ",".join(fault_spec(name, overrides) for name, overrides in faults)
 
 
@@ -92,14 +91,17 @@ class Knob:
         return [self.flag, shown] if shown else []
 
 
-class Campaign(msgspec.Struct, frozen=True):
-    """What a run is: the lock, its faults and every knob that changes what happens.
+class Campaign(msgspec.Struct, frozen=True, dict=True):
+    """What a run is: the lock, its faults and every knob that changes what happens — the one
+    record every way of running a lock starts from (``run``, ``compare``, ``audit``,
+    ``explore`` and its programs, the pytest plugin, the Compose demo): its clients' workload
+    is ``workload()``'s, and ``validate`` refuses what a run of it would.
 
     ``campaign.json`` holds it, and the report prints the ``lockchaos run`` command that
-    rebuilds it (``options``)."""
+    rebuilds it (``options``). (``dict=True``: room for ``lock_spec``, resolved once.)"""
 
     lock: Annotated[str, Knob("--lock", "bundled lock name or module:attr")]
-    faults: Annotated[Faults, Knob(
+    faults: Annotated[list[FaultSpec], Knob(
         "--faults", "comma-separated faults (lockchaos list), each with its overrides as "
         "name:key=value", type=str, default="", parse=parse_faults, text=_faults_text,
     )] = []
@@ -198,39 +200,50 @@ class Campaign(msgspec.Struct, frozen=True):
         share = RENEWING_WORK_TTL_SHARE if self.lock_renews else WORK_TTL_SHARE
         return share * self.ttl_ms
 
+    @cached_property
+    def lock_spec(self) -> LockSpec:
+        """The lock ``lock`` names, resolved (``chaos.lockspec.resolve``: its factory loaded,
+        its declaration read; ``UsageError`` if it names none): once per campaign, which
+        hands it to its clients (``workload``) and answers from it what the lock has and
+        needs. (A copy, ``msgspec.structs.replace``, resolves its own: cheap, Python keeps
+        the modules it imported and a driver's ``describe`` is asked once per process.)"""
+        return resolve(self.lock)
+
     @property
     def lock_renews(self) -> bool:
         """Whether the lock is held to renewing in the background: its catalog entry (or a
         driver's ``describe``) says it renews, or the campaign does (``--renews``: a user's
         ``module:attr`` lock declares nothing; the audit sets it when its warm-up saw
         renewals)."""
-        info = locks.info(self.lock)
-        return self.renews or (info is not None and info.renews)
+        return self.renews or self.lock_spec.renews
 
     def validate(self) -> None:
-        """``UsageError`` (one line) for anything a run of this campaign would refuse."""
+        """``UsageError`` (one line) for anything a run of this campaign would refuse: its
+        knobs, its faults, its lock (resolved: ``lock_spec``) against the faults and
+        ``--capacity``, the provider, and last the topology they need (``choose_layout``)."""
         for name, knob in KNOBS.items():
             knob.check(getattr(self, name))
         for name, overrides in self.faults:  # built without parse_faults (the API, compare)
             FAULTS[name].check_params(overrides)
-        locks.load(self.lock)
-        self._check_capacity()
+        spec = self.lock_spec
+        self._check_capacity(spec)
         if self.faults_in_order and len(self.faults) < 2:
             raise UsageError("--faults-in-order needs two faults or more in --faults: with "
                              f"{len(self.faults) or 'none'}, there is no order to keep")
-        locks.check_faults(self.lock, self.fault_objects)
+        spec.check_faults(self.fault_objects)
+        spec.check_ttl(self.ttl_ms)
         check_provider(
             self.provider,
             config=self.provider_config_path,
             faults=self.fault_objects,
             server=self.server,
         )
+        choose_layout(self)
 
-    def _check_capacity(self) -> None:
+    def _check_capacity(self, spec: LockSpec) -> None:
         """``UsageError`` (one line) for ``--capacity`` on a lock that has no permits to count:
-        a mutex (1, always), or a lock whose shared holds are unbounded (a read-write lock);
-        and for a user's declaration of what its lock grants that makes no sense."""
-        info = locks.info(self.lock)
+        a mutex (1, always), or a lock whose shared holds are unbounded (a read-write lock)."""
+        info = spec.info
         if self.capacity is None:
             return
         own = 1 if info is None else info.capacity
@@ -249,9 +262,11 @@ class Campaign(msgspec.Struct, frozen=True):
 
     def workload(self, client_clocks: str | None = None) -> WorkloadConfig:
         """What every client process of a run of this campaign does (``client_clocks``: the
-        directory of their clock files when a fault moves client clocks)."""
+        directory of their clock files when a fault moves client clocks): the one way to a
+        ``WorkloadConfig`` (the workload's own settings — retries, timeouts, the key — a
+        caller that needs others replaces on it, as the Compose demo's retry does)."""
         return WorkloadConfig(
-            lock=self.lock,
+            lock=self.lock_spec,
             ttl_ms=self.ttl_ms,
             work_ms=self.holder_work_ms,
             duration_s=self.duration_s,
@@ -266,7 +281,7 @@ class Campaign(msgspec.Struct, frozen=True):
         """What the lock grants, for the workload: its catalog entry's capacity (or the run's
         ``--capacity``), modes and fairness (a user's ``module:attr`` lock, what its factory
         declares: a mutex if nothing)."""
-        info = locks.info(self.lock)
+        info = self.lock_spec.info
         if info is None:
             return {}
         capacity = self.capacity if self.capacity is not None else info.capacity

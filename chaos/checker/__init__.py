@@ -6,8 +6,9 @@ turns a verdict into a pass/fail decision for a severity threshold, ``exit_statu
 exit status of a gate (inconclusive runs included).
 
 The pipeline: ``scan`` (one pass, per-process bookkeeping) → ``Timeline`` (time-indexed
-facts) → ``judge`` (overlaps, renewals, liveness, data, each explained) → ``Verdict``. The semantics
-are specified in ``docs/history-format.md``.
+facts) → ``judge``, which applies each of ``rules.RULES`` (overlaps, renewals, liveness,
+data…, each explained; ``lockchaos list --rules``) → ``Verdict``. The semantics are specified
+in ``docs/history-format.md``.
 """
 
 from __future__ import annotations

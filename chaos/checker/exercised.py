@@ -1,9 +1,9 @@
-"""Whether a run exercised the lock at all: the rules behind an ``inconclusive`` verdict, and
+"""Whether a run exercised the lock at all: the conditions behind an ``inconclusive`` verdict, and
 the bugs in the lock it ran into.
 
 A CI gate reads exit status 0 as "this lock survived". A run whose lock never started, was
 never acquired, or never went through two whole cycles found no violation because it tested
-nothing, and must not say ``ok``. The rules (docs/history-format.md, "Inconclusive runs") are
+nothing, and must not say ``ok``. The conditions (docs/history-format.md, "Inconclusive runs") are
 judged only on a finished run — the history has the harness's ``end`` event: a history cut
 short, or one a test builds by hand, is judged on its violations alone — and only when no
 violation was found (a violation is evidence, whatever else went wrong):
@@ -16,7 +16,7 @@ violation was found (a violation is evidence, whatever else went wrong):
    that can test mutual exclusion.
 
 Only the first of these that holds is reported: it is the one that explains the others. With
-enough cycles, every rule of the second kind that holds is reported, one line each
+enough cycles, every condition of the second kind that holds is reported, one line each
 (``untested``):
 
 4. **a fault the run asked for did nothing to the lock** (``chaos.checker.coverage``: a pause
@@ -26,7 +26,7 @@ enough cycles, every rule of the second kind that holds is reported, one line ea
    but none was recorded;
 6. **a mode or a count the lock grants was never granted** (a lock that is not a mutex).
 
-The rules of the second kind are judged on a finished run with violations too: a violation
+The conditions of the second kind are judged on a finished run with violations too: a violation
 is evidence, so they never make its verdict inconclusive, but a run whose violations all
 fall below the gate (``--fail-on``) vouches for the lock only as far as it tested it, and
 does not pass while something it asked for had no effect (``exit_status``).
@@ -74,7 +74,7 @@ def lock_errors(timeline: Timeline, clock: Clock) -> list[LockErrors]:
 
 
 def unusable(timeline: Timeline) -> str | None:
-    """Rule 1: the sentence when the lock's factory failed in every client, else None."""
+    """Condition 1: the sentence when the lock's factory failed in every client, else None."""
     if not timeline.unusable:
         return None
     failed = {raised.process for raised in timeline.unusable}
@@ -119,7 +119,7 @@ def inconclusive_reasons(timeline: Timeline, clock: Clock,
 
 
 def untested(timeline: Timeline, covered: dict[str, FaultCoverage]) -> list[str]:
-    """What the run asked of the lock and the lock never met (rules 4–6), judged with the
+    """What the run asked of the lock and the lock never met (conditions 4–6), judged with the
     run's fault ``covered`` (``chaos.checker.coverage``, computed once by the caller): a fault
     without effect, a capability never used, a mode or count never granted (empty: none)."""
     return (_faults_that_missed(timeline, covered) + _capabilities_unused(timeline)

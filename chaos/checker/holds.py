@@ -12,6 +12,10 @@ still holds the lock until its outermost release. So when an inner release frees
 takes it next overlaps the outer hold. (A lock with shared holds may grant its holder a
 second permit of its own instead: there a nested grant ends the hold, ``REACQUIRE``.)
 
+A hold also ends when the lock says its lease is beyond the client's reach: an extend that
+``revoked`` it (the library gave it up: no validity from that extend's invocation on) or left
+it ``invalidated`` (nothing more can be sent for it: its key stays until its deadline).
+
 Separately, the lock *claimed* the hold was valid until a deadline, which an ``extend`` or a
 watchdog ``renew`` can move. Whether two overlapping holds were both inside their claimed
 validity at a common instant is what separates a hard violation (the lock broke its own
@@ -30,6 +34,7 @@ import msgspec
 from chaos.history import EXCLUSIVE, FAIL
 
 NEVER = 1 << 63  # later than any monotonic timestamp
+UNTIL_DEADLINE = -1  # ``Hold.kept_until``: its key stayed until the deadline then in effect
 # A hold's end: its client was granted the lock again while holding it, by an acquire it did
 # not mark nested, or of a lock with shared holds (a mutex's nested grant opens a ``Level``).
 REACQUIRE = "reacquire"
@@ -82,6 +87,22 @@ class Hold(msgspec.Struct, gc=False):
     # The nested grants inside it, in order (None: none, the usual case); those still open
     # are the last ones, innermost last.
     levels: list[Level] | None = None
+    # Its key stayed on purpose after it ended, by the lock's own account, until this instant
+    # (``UNTIL_DEADLINE``: its deadline then): a release that ``kept`` it (a minimum hold), or
+    # an extend that left it ``invalidated``. None: not kept (deleted, or left to a crash).
+    kept_until: int | None = None
+
+    def key_kept_until(self) -> int | None:
+        """Until when the lock kept this hold's key on purpose after the hold ended: nobody
+        could take the lock before then (None: it did not keep it)."""
+        if self.kept_until == UNTIL_DEADLINE:
+            return self.deadline_at(self.end)
+        return self.kept_until
+
+    def revoke(self, at: int) -> None:
+        """Its lease claims no validity from ``at`` on (an extend invoked then whose answer
+        was ``revoked``: the library may have deleted the key at any instant after it)."""
+        self.leases = [lease for lease in self.leases if lease[0] < at] + [(at, at)]
 
     def open_level(self) -> Level | None:
         """The innermost nested level not released yet, if any: what a release ends first."""

@@ -9,6 +9,9 @@ a client that crashed between SETNX and EXPIRE and left a key that never expires
 
 Only definite failures count: an indeterminate (``info``) acquire may have taken the lock.
 Clients are expected to retry continuously while they cannot acquire (the workload does).
+Nor do failures while a key the lock kept on purpose still stood (a release that ``kept`` it
+until a minimum hold ran out, a lease left ``invalidated`` until its deadline): the lock said
+nobody could take it before then.
 """
 
 from __future__ import annotations
@@ -39,20 +42,30 @@ def find_outages(timeline: Timeline, threshold_ns: float) -> list[Outage]:
     if not gaps:
         return []
     starts = [span[0] for span, _ in gaps]
+    kept = _kept_until(timeline, starts)
     failures = [0] * len(gaps)
     first_invoked, last_failed = [NEVER] * len(gaps), [0] * len(gaps)
     for failed, invoked in zip(timeline.failed_at, timeline.failed_invoked, strict=True):
         i = bisect_right(starts, failed) - 1
-        if i >= 0 and failed < gaps[i][0][1]:
+        if i >= 0 and kept[i] <= failed < gaps[i][0][1]:
             failures[i] += 1
             first_invoked[i] = min(first_invoked[i], invoked)
             last_failed[i] = max(last_failed[i], failed)
     outages = []
     for i, (gap, previous) in enumerate(gaps):
-        start = max(gap[0], first_invoked[i])
+        start = max(gap[0], first_invoked[i], kept[i])
         if failures[i] and last_failed[i] - start > threshold_ns:
             outages.append(Outage(start, last_failed[i], failures[i], gap, previous))
     return outages
+
+
+def _kept_until(timeline: Timeline, starts: list[int]) -> list[int]:
+    """For each gap (by its start), the last instant up to which a hold that ended by then
+    had its key kept on purpose (``Hold.key_kept_until``; 0: none). Kept keys are rare: only
+    the holds that have one are looked at."""
+    kept = [(hold.end, until) for hold in timeline.holds
+            if hold.kept_until is not None and (until := hold.key_kept_until()) is not None]
+    return [max((until for end, until in kept if end <= start), default=0) for start in starts]
 
 
 def long_gaps(timeline: Timeline, longer_than: float) -> list[tuple[Span, Hold | None]]:

@@ -52,6 +52,14 @@ _decoder = msgspec.json.Decoder(RawEvent)
 _BAD_JSON = (msgspec.DecodeError, msgspec.ValidationError)
 
 
+_NULL = msgspec.Raw(b"null")
+
+
+def has_value(value: Any) -> bool:
+    """Whether an event carries a ``value`` at all (decoded or raw), without decoding it."""
+    return value is not None and value != _NULL
+
+
 def value_of(value: Any) -> Any:
     """An event's value as Python data, whether the event came decoded or raw."""
     return msgspec.json.decode(value) if isinstance(value, msgspec.Raw) else value

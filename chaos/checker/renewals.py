@@ -49,14 +49,16 @@ from dataclasses import dataclass
 
 from chaos.checker.holds import NEVER, REACQUIRE, Hold
 from chaos.checker.timeline import FaultSpan, Timeline
-from chaos.history import RELEASE
+from chaos.history import INVALIDATED, RELEASE, REVOKED
 
 # A renewing lock may let a lease run out by up to one TTL, and never less than 250 ms (a
 # renewal sent that late is not a dead watchdog), and is judged only on leases that reached
 # the holder with 2/3 of a TTL left.
 MIN_LEFT = 2 / 3
 MIN_TOLERANCE_NS = 250_000_000  # above the longest stall measured on an overloaded machine
-ENDED_BY_CLIENT = (RELEASE, REACQUIRE)  # hold ends that show the client was running
+# Hold ends that show the client was running: it released, was granted again, or was told
+# by an extend that its lease is gone (revoked) or out of its reach (invalidated).
+ENDED_BY_CLIENT = (RELEASE, REACQUIRE, REVOKED, INVALIDATED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chaos.checker.holds import NEVER, REACQUIRE, Hold, Level
-from chaos.checker.reader import AnyEvent, value_of
+from chaos.checker.holds import NEVER, REACQUIRE, UNTIL_DEADLINE, Hold, Level
+from chaos.checker.reader import AnyEvent, has_value, value_of
 from chaos.checker.timeline import (
     FaultSpan,
     LockBugs,
@@ -42,7 +42,10 @@ from chaos.history import (
     GAVE_UP,
     HARNESS,
     INFO,
+    INVALIDATED,
     INVOKE,
+    KEPT,
+    LEASE,
     LOCK_READY,
     LOCK_UNUSABLE,
     NEMESIS,
@@ -50,6 +53,7 @@ from chaos.history import (
     PAUSE_POINT,
     RELEASE,
     RENEW,
+    REVOKED,
     STALE_TOKEN,
     STALL,
     START,
@@ -96,6 +100,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     failed_by = timeline.failed_by
     acked_ops, acked_at, acked_by = timeline.acked_ops, timeline.acked_at, timeline.acked_by
     lease_from_ttl: list[tuple[Hold, int, int]] = []  # (hold, lease index, base time)
+    revoked: list[tuple[Hold, int]] = []  # (hold, its revoking extend's invoke), applied last
     open_faults: dict[str, FaultSpan] = {}
     stale = 0
     shaped = False  # the run's lock is not a mutex: holds carry a mode and permits
@@ -178,11 +183,18 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                     acked_by.append(st.name)
             elif f == RELEASE:
                 if st.op == RELEASE:
-                    if st.released is not None:
-                        st.released.released = OK
-                        st.released.release_acked = t
+                    released = st.released
+                    kept = _kept(ev) if has_value(ev.value) else None
+                    if released is None:
+                        if kept is None:
+                            timeline.orphan_releases.append(
+                                Release(st.name, st.op_t, t, None))
                     else:
-                        timeline.orphan_releases.append(Release(st.name, st.op_t, t, None))
+                        released.released = OK
+                        if kept is None:  # it removed a key (a kept one removed none)
+                            released.release_acked = t
+                        elif isinstance(released, Hold):
+                            released.kept_until = kept
             elif f in (EXTEND, RENEW):
                 if f == RENEW:
                     _renewal_sent(timeline, st.name, t, ev)
@@ -224,8 +236,12 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 stale += 1
             elif f == RELEASE and st.op == RELEASE and st.released is not None:
                 st.released.released = FAIL
+            elif f == EXTEND and st.op == EXTEND and has_value(ev.value):
+                _lease_lost(st, ev, t, revoked)
         elif typ == INFO:
             infos[f] = infos.get(f, 0) + 1
+            if f == EXTEND and st.op == EXTEND and has_value(ev.value):
+                _lease_lost(st, ev, t, revoked)
             _info(timeline, st, open_faults, ev)
             if f == START and p == HARNESS:
                 shaped = not timeline.mutex
@@ -247,6 +263,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
     if ttl is not None:
         for hold, index, base in lease_from_ttl:
             hold.leases[index] = (hold.leases[index][0], base + ttl)
+    for hold, at in revoked:  # once every lease is filled in: a revocation cuts them all
+        hold.revoke(at)
     timeline.seal()
     return timeline
 
@@ -317,6 +335,35 @@ def _info(
 
 
 _LOCK_OPS = (ACQUIRE, RELEASE, EXTEND)
+
+
+def _kept(ev: AnyEvent) -> int | None:
+    """Until when a release ``ok`` kept its key on purpose (``value.lease`` ``kept``): its
+    ``valid_until``, else ``UNTIL_DEADLINE``; None for a release that removed its key."""
+    said = value_of(ev.value)
+    if not isinstance(said, dict) or said.get(LEASE) != KEPT:
+        return None
+    return UNTIL_DEADLINE if ev.valid_until is None else ev.valid_until
+
+
+def _lease_lost(st: _Process, ev: AnyEvent, t: int, revoked: list[tuple[Hold, int]]) -> None:
+    """An extend whose completion says its lease is beyond the client's reach
+    (``value.lease``): ``revoked`` (the lock gave it up: valid no more from the extend's invoke,
+    applied once the scan is done) or ``invalidated`` (nothing more can be sent for it: its key
+    stays until its deadline). Either way the client let go: its hold ends here."""
+    said = value_of(ev.value)
+    lost = said.get(LEASE) if isinstance(said, dict) else None
+    hold = st.hold
+    if lost not in (REVOKED, INVALIDATED) or hold is None or not hold.has_token(
+            ev.token or st.op_token):
+        return
+    hold.end = t
+    hold.ended_by = lost
+    st.hold = None
+    if lost == REVOKED:
+        revoked.append((hold, st.op_t))
+    else:
+        hold.kept_until = UNTIL_DEADLINE
 
 
 def _nested(raw: Any) -> bool:

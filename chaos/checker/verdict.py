@@ -15,10 +15,11 @@ Kinds of violation, from least to most severe:
   holder ran (``chaos.checker.renewals``).
 
 ``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
-did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``),
-else ``ok``. A violation is evidence whatever else happened, so it always wins the verdict;
-but a run whose violations all fall below the gate passes only if it tested what it was asked
-to (``exit_status``).
+did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``)
+or a checker rule raised instead of judging (``rule_errors``), else ``ok``. A violation is
+evidence whatever else happened, so it always wins the verdict; but a run whose violations all
+fall below the gate passes only if it tested what it was asked to and every rule judged it
+(``exit_status``).
 
 Exit statuses of the commands that judge a run: ``exit_status``.
 """
@@ -86,6 +87,17 @@ class LockErrors(msgspec.Struct, kw_only=True):
     traceback: str | None = None  # its traceback, when the history has it
 
 
+class RuleError(msgspec.Struct, kw_only=True):
+    """A checker rule (``chaos.checker.rules``) that raised instead of judging: the run's
+    violations of its kinds were not looked for, so the verdict cannot pass (``exit_status``).
+    A bug in lockchaos, not in the lock."""
+
+    rule: str
+    kinds: list[str]  # what it would have found
+    error: str  # "Type: message"
+    traceback: str
+
+
 class Verdict(msgspec.Struct, kw_only=True):
     """The whole answer. ``lost_writes``/``lost_write_ids`` are None when the history has no
     final read to judge them by; ``notes`` says what could not be judged and why.
@@ -94,8 +106,12 @@ class Verdict(msgspec.Struct, kw_only=True):
     violations, what the run asked for and the lock never met (a fault without effect, an
     extend that never ran: ``chaos.checker.exercised.untested``); empty when the run tested
     all it asked. ``lock_unusable`` is the one among them that means the lock never started in
-    any client (its factory failed in all of them): bad input, not a finding. The last three
-    fields have defaults so that a ``verdict.json`` written before them still loads."""
+    any client (its factory failed in all of them): bad input, not a finding. The last
+    fields have defaults so that a ``verdict.json`` written before them still loads.
+
+    ``rule_errors`` are the checker's rules that raised (``RuleError``); each also gives an
+    inconclusive reason. It is left out of ``verdict.json`` when no rule raised (``UNSET``), so a
+    verdict reads the same as before rules could fail."""
 
     verdict: str
     lock: str | None
@@ -116,6 +132,7 @@ class Verdict(msgspec.Struct, kw_only=True):
     inconclusive_reasons: list[str] = []
     lock_unusable: str | None = None
     coverage: dict[str, FaultCoverage] = {}  # per fault name: fired, had an effect, time on
+    rule_errors: list[RuleError] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def inconclusive(self) -> bool:
@@ -158,9 +175,11 @@ def exit_status(verdict: Verdict, fail_on: str, *, allow_inconclusive: bool = Fa
     or above ``fail_on``; ``EXIT_INCONCLUSIVE`` for a run that did not exercise the lock or
     did not test all it asked for (violations below the gate and a fault that had no effect),
     unless allowed — whatever ``fail_on`` says, a gate must not go green on what was not
-    tested; else ``EXIT_OK``."""
+    tested; ``EXIT_INCONCLUSIVE`` too, allowed or not, when a checker rule raised (its
+    violations were not looked for: a broken rule never makes a run green); else
+    ``EXIT_OK``."""
     if fails(verdict, fail_on):
         return EXIT_VIOLATION
-    if verdict.inconclusive_reasons and not allow_inconclusive:
+    if verdict.rule_errors or (verdict.inconclusive_reasons and not allow_inconclusive):
         return EXIT_INCONCLUSIVE
     return EXIT_OK

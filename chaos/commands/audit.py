@@ -21,10 +21,10 @@ from chaos.campaign import DEFAULTS, Campaign
 from chaos.checker.verdict import INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.experiments.audit import (
+    AUDIT_OPTIONS,
     DEPLOYMENT,
     EXPLORE_CLIENTS,
     MUST_SURVIVE,
-    OPTIONS,
     AuditPlan,
     run_audit,
 )
@@ -45,7 +45,7 @@ from chaos.signals import sigterm_unwinds
 
 # Unset (None), the audit chooses per phase (``DEPLOYMENT``); given, the value every phase runs.
 @campaign_options(
-    *OPTIONS,
+    *AUDIT_OPTIONS,
     allow_inconclusive=As(help="exit 0, not 3, when the audit did not exercise the lock"),
     clients=As(None, f"client processes (default: {DEFAULTS['clients']}; explore: "
                      f"{EXPLORE_CLIENTS})"),
@@ -54,7 +54,7 @@ from chaos.signals import sigterm_unwinds
 )
 def audit(
     budget: float = typer.Option(60.0, "--budget", help="seconds to spend, in all"),
-    faults: str = typer.Option(
+    selection: str = typer.Option(
         "", "--faults",
         help=f"faults to inject instead of the defaults ({', '.join(MUST_SURVIVE)}); "
              "+name adds one to them, e.g. +crash-restart-delayed",
@@ -71,7 +71,7 @@ def audit(
     told = frozenset(name for name in DEPLOYMENT if knobs[name] is not None)
     base = Campaign.from_options(**{name: value for name, value in knobs.items()
                                     if name in told or name not in DEPLOYMENT})
-    plan = AuditPlan(base, budget_s=budget, faults=faults, full=full, told=told)
+    plan = AuditPlan(base, budget_s=budget, selection=selection, full=full, told=told)
     lock = plan.base.lock
     err = Console(stderr=True)
     with sigterm_unwinds(), err.status(f"auditing {lock} for up to {budget:g} s…") as status:

@@ -55,7 +55,7 @@ def jobs_option(default: int) -> int:
                                    "keep theirs; a row says a capacity not its lock's own)"))
 def compare(
     locks: str = typer.Option(..., "--locks", help="comma-separated locks (lockchaos list)"),
-    faults: str = typer.Option(
+    columns: str = typer.Option(
         ..., "--faults", help="comma-separated fault columns; a+b injects both in one column"
     ),
     seeds: int = typer.Option(1, "--seeds", help="run each cell with seeds 1…K"),
@@ -88,7 +88,7 @@ def compare(
         if not chosen:
             raise UsageError("--servers is empty: e.g. --servers redis-7.0,valkey-8.1")
     plans = plan_matrix(
-        locks.split(","), faults.split(","), duration_s, "hard" if stop_on_first else None,
+        locks.split(","), columns.split(","), duration_s, "hard" if stop_on_first else None,
         provider=provider, provider_config=provider_config, servers=chosen, capacity=capacity,
     )
     run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard, jobs=jobs)

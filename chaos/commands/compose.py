@@ -24,7 +24,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,6 +33,7 @@ import typer
 from rich.console import Console
 
 from chaos import history as h
+from chaos.campaign import Campaign
 from chaos.checker import DEFAULT_LIVENESS_FACTOR, check_fail_on, exit_status
 from chaos.locks.contract import Lease
 from chaos.report.summary import judge_file, print_summary
@@ -62,17 +63,13 @@ def _address(value: str) -> tuple[str, int]:
 
 
 def demo_config(ttl_ms: int, duration_s: float) -> WorkloadConfig:
-    """The seed's demo: work for one TTL (``SeedDemoWorker.work`` extends as the seed does);
-    retry every 0.1 s."""
-    return WorkloadConfig(
-        lock=LOCK,
-        ttl_ms=ttl_ms,
-        work_ms=ttl_ms,
-        duration_s=duration_s,
-        extend_during_work=True,
-        retry_min_ms=SEED_RETRY_MS,
-        retry_max_ms=SEED_RETRY_MS,
-    )
+    """The seed's demo, as a campaign (checked: ``UsageError`` for a TTL or duration out of
+    bounds): work for one TTL (``SeedDemoWorker.work`` extends as the seed does); retry
+    every 0.1 s, the workload's own setting."""
+    campaign = Campaign(LOCK, ttl_ms=ttl_ms, work_ms=ttl_ms, duration_s=duration_s,
+                        extend_during_work=True)
+    campaign.validate()
+    return replace(campaign.workload(), retry_min_ms=SEED_RETRY_MS, retry_max_ms=SEED_RETRY_MS)
 
 
 class SeedDemoWorker(Worker):
@@ -118,7 +115,7 @@ def init(
     history.parent.mkdir(parents=True, exist_ok=True)
     history.unlink(missing_ok=True)
     Resource(redis.Redis(*_address(resource))).reset()
-    start = {**asdict(demo_config(ttl_ms, duration_s)), "topology": "standalone",
+    start = {**demo_config(ttl_ms, duration_s).recorded(), "topology": "standalone",
              "provider": "docker", "demo": "seed 001 (RedisLockV2, --scale worker=N)"}
     with h.HistoryWriter(history) as writer:
         writer.log(h.INFO, h.HARNESS, h.START, value=start)

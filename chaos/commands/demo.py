@@ -42,8 +42,8 @@ def demo_plans(duration_s: float, quiet_s: float, *, drivers: bool = False) -> l
         for cell in cells
     ]
     claimed = {cell.lock for cell in cells}
-    plans += [CellPlan(lock, faults, quiet_s)
-              for lock, faults in UNCLAIMED.items() if lock not in claimed]
+    plans += [CellPlan(lock, column, quiet_s)
+              for lock, column in UNCLAIMED.items() if lock not in claimed]
     return plans
 
 

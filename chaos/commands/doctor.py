@@ -1,10 +1,11 @@
 """``lockchaos doctor``: what lockchaos found, where, and which faults and drivers that allows.
 
 Exit 0 when the basics every local run needs (redis-server, redis-sentinel, toxiproxy-server)
-are there, 1 when one is missing. The docker provider and the bundled drivers are only
-reported, never required: each is listed as possible only when what it needs is really here
-(the engine, Compose v2 and lockchaos's images; a finished build), and otherwise with the one
-command that sets it up (``lockchaos setup --docker``, ``lockchaos setup --drivers``).
+are there, 1 when one is missing. The docker provider, the bundled drivers and the driver kits
+are only reported, never required: each is listed as possible only when what it needs is
+really here (the engine, Compose v2 and lockchaos's images; a finished build; a kit's
+toolchain and build), and otherwise with the one command that sets it up (``lockchaos setup
+--docker``, ``lockchaos setup --drivers``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos.drivers.catalog import BUNDLED_DRIVERS
+from chaos.drivers.languages import LANGUAGES
 from chaos.nemesis import FAULTS
 from chaos.topology import binaries
 from chaos.topology.base import ABILITIES, CLOCK, PERSISTENCE
@@ -97,6 +99,23 @@ def drivers() -> dict[str, dict[str, Any]]:
     return builds
 
 
+def kits() -> dict[str, dict[str, Any]]:
+    """Each driver kit this lockchaos carries (``chaos/drivers/kits/<lang>/``): the clients
+    ``lockchaos driver new`` has a skeleton for, the programs of its toolchain not on PATH,
+    and where it is built (None: not built)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, language in LANGUAGES.items():
+        if not language.source.is_dir():
+            continue
+        built = language.built()
+        found[name] = {
+            "skeletons": [c for c in language.clients if language.skeleton(c) is not None],
+            "tools_missing": language.missing_tools(),
+            "path": str(built) if built else None,
+        }
+    return found
+
+
 def _fault_needs(name: str) -> set[str]:
     fault = FAULTS[name]
     needs = set(fault.provider_needs)
@@ -150,6 +169,7 @@ def diagnose() -> dict[str, Any]:
         "clock_problem": clock_problem,
         "docker": docker,
         "drivers": drivers(),
+        "kits": kits(),
         "drivers_fix": binaries.setup_hint("--drivers"),
         "faults": faults,
         "fix": None if local_ok and clock_problem is None else binaries.setup_hint(),
@@ -201,6 +221,16 @@ def print_report(report: dict[str, Any]) -> None:
         built.add_row(f"{name} ({entry['language']})", ", ".join(entry["locks"]), path)
     console.print(built)
 
+    kit_table = Table(title="driver kits (lockchaos driver new --lang)")
+    for column in ("kit", "skeletons (--client)", "built at"):
+        kit_table.add_column(column, overflow="fold")
+    for name, entry in report["kits"].items():
+        where = entry["path"] or (
+            f"[red]no {', '.join(entry['tools_missing'])}[/red]" if entry["tools_missing"]
+            else "[red]not built[/red]")
+        kit_table.add_row(name, ", ".join(entry["skeletons"]) or "none", where)
+    console.print(kit_table)
+
     faults = Table(title="faults possible here (--provider)")
     reasons = any(entry["local_unavailable"] for entry in report["faults"].values())
     for column in ("fault", "providers", *(["why not local"] if reasons else [])):
@@ -222,5 +252,7 @@ def print_report(report: dict[str, Any]) -> None:
     if docker["problem"]:
         console.print(f"docker provider: not usable: {docker['problem']}: {docker['fix']}")
     unbuilt = [name for name, entry in report["drivers"].items() if entry["path"] is None]
+    unbuilt += [f"the {name} kit" for name, entry in report["kits"].items()
+                if entry["path"] is None and not entry["tools_missing"]]
     if unbuilt:
         console.print(f"drivers not built: {', '.join(unbuilt)}: {report['drivers_fix']}")

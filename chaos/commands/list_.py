@@ -1,6 +1,6 @@
 """``lockchaos list``: every bundled lock and fault with its one-line description, what each lock
-grants (a mutex, a semaphore's permits, a read-write lock's modes), and the parameters each
-fault takes with their defaults."""
+grants (a mutex, a semaphore's permits, a read-write lock's modes), the parameters each
+fault takes with their defaults, and the checker's rules (``--rules``: those alone)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chaos import locks
+from chaos import lockspec
+from chaos.checker.rules import RULES
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
-from chaos.nemesis.faults import Fault
+from chaos.nemesis.fault import Fault
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
-OPTIONS = (
+SEED_OPTIONS = (
     ("--nest-depth K", "acquire K times per critical section, the inner ones while holding: "
      "a reentrant lock lets its holder in, a string lock refuses it (self-deadlock)",
      "003_ad4e3d3f63ce056d.txt, 可重入性"),
@@ -122,7 +123,7 @@ def catalog() -> dict[str, Any]:
                 "fair": info.fair,
                 "max_permits": info.max_permits,
             }
-            for info in locks.catalog()
+            for info in lockspec.catalog()
         ],
         "faults": [
             {
@@ -134,15 +135,26 @@ def catalog() -> dict[str, Any]:
             for fault in FAULTS.values()
         ],
         "options": [
-            {"name": name, "summary": summary, "seed": seed} for name, summary, seed in OPTIONS
+            {"name": name, "summary": summary, "seed": seed} for name, summary, seed in SEED_OPTIONS
         ],
+        "rules": rules(),
     }
 
 
-def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-    """Show every bundled lock and fault with its one-line description, and each fault's
-    parameters with their defaults."""
-    data = catalog()
+def rules() -> list[dict[str, Any]]:
+    """The checker's rules, in the order it applies them (``chaos.checker.rules.RULES``)."""
+    return [{"name": rule.name, "kinds": list(rule.kinds), "summary": rule.summary}
+            for rule in RULES]
+
+
+def list_(
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    rules_only: bool = typer.Option(False, "--rules",
+                                    help="only the checker's rules (what a verdict looks for)"),
+) -> None:
+    """Show every bundled lock and fault with its one-line description, each fault's
+    parameters with their defaults, and the checker's rules."""
+    data: dict[str, Any] = {"rules": rules()} if rules_only else catalog()
     if json_output:
         print(json.dumps(data, indent=2))
         return
@@ -157,11 +169,18 @@ def list_(json_output: bool = typer.Option(False, "--json", help="print JSON")) 
          {"fault": "fault", "parameter": "name", "values": "values", "default": "default"}),
         ("workload options (lockchaos run)", "options",
          {"option": "name", "what it does": "summary", "seed": "seed"}),
+        ("checker rules (what a verdict looks for; docs/history-format.md)", "rules",
+         {"rule": "name", "violations": "kinds", "what it finds": "summary"}),
     )
-    data["parameters"] = [
-        {"fault": fault["name"], **row} for fault in data["faults"] for row in fault["parameters"]
-    ]
+    if "faults" in data:
+        data["parameters"] = [
+            {"fault": fault["name"], **row}
+            for fault in data["faults"] for row in fault["parameters"]
+        ]
+    data["rules"] = [{**rule, "kinds": ", ".join(rule["kinds"])} for rule in data["rules"]]
     for title, key, columns in sections:
+        if key not in data:
+            continue
         if console.width < MIN_COLUMN_WIDTH * len(columns):
             _print_blocks(console, title, data[key], columns)
             continue

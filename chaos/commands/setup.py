@@ -8,9 +8,11 @@ clock faults) from its verified upstream tarball (``chaos.images.sources``, run 
 interpreter). A second run with
 everything present takes about a second.
 
-What else the package ships, on request, into the same cache: ``--drivers`` builds the bundled
-Java, Go and Node lock drivers from their sources in the package (``chaos/drivers/build.sh``,
-what a checkout's ``scripts/drivers-setup.sh`` runs too); ``--docker`` checks that a Docker
+What else the package ships, on request, into the same cache: ``--drivers`` builds the driver
+kits (``chaos/drivers/kits/``, each installed where its language's tools look, for ``lockchaos
+driver new``) and the bundled Java, Go and Node lock drivers written on them, from their
+sources in the package (``chaos/drivers/build.sh``, what a checkout's
+``scripts/drivers-setup.sh`` runs too); ``--docker`` checks that a Docker
 engine and Compose v2 answer and builds lockchaos's images the docker provider runs (every
 ``--server`` and Toxiproxy: ``python -m chaos.images build``, root and debootstrap). Each is
 idempotent; the report at the end (``lockchaos doctor``'s) says what runs now.
@@ -46,8 +48,9 @@ def setup(
     drivers: bool = typer.Option(
         False,
         "--drivers",
-        help="also build the bundled Java, Go and Node lock drivers (needs a JDK 17 and "
-        "Maven, Go, Node.js 18+ and npm; downloads from Maven Central, the Go proxy, npm)",
+        help="also build the driver kits (lockchaos driver new) and the bundled Java, Go and "
+        "Node lock drivers (needs a JDK 17 and Maven, Go, Node.js 18+ and npm, Rust's cargo; "
+        "downloads from Maven Central, the Go proxy, npm, crates.io)",
     ),
     docker: bool = typer.Option(
         False,

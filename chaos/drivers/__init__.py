@@ -9,6 +9,6 @@ One concept per module, each using only those above it in this list:
 * ``catalog`` — which drivers there are: the bundled Jedis, Redisson, redsync and node-redlock
   builds (found in the caches, ``chaos.topology.binaries``) and a user's ``exec:`` command.
 
-``chaos.locks`` loads a driver lock through ``catalog``; nothing here imports the workload:
-the harness's pause points reach a driver through its ``LockContext``.
+``chaos.lockspec`` resolves a driver lock through ``catalog``; nothing here imports it, nor the
+workload: the harness's pause points reach a driver through its ``LockContext``.
 """

@@ -7,6 +7,9 @@ addresses, and turns every reply into what the contract asks for:
 * ``error`` with ``definite: true`` → the same as ``refused`` (it certainly did not happen);
 * ``error`` with ``definite: false`` → ``DriverError``: the harness records an indeterminate
   outcome, exactly as for a Python lock that raises;
+* an extend's ``revoked`` → ``REVOKED``, its ``invalidated`` → ``INVALIDATED`` (or, not
+  ``definite``, ``LeaseInvalidated`` raised), a release's ``kept`` → ``Kept``: what the
+  contract says of a lease the library gave up, can no longer reach, or keeps on purpose;
 * an unasked ``renewed`` line → ``ctx.report_renewal`` (a watchdog's renewal);
 * with the ``pause-points`` capability, while the harness has a pause point or a network
   fault's watch armed (``ctx.pause_points``), every command the driver announces passes by
@@ -31,6 +34,7 @@ import redis
 
 from chaos.drivers.process import DriverBroken, DriverProcess
 from chaos.drivers.protocol import (
+    ANSWERS_ONLY,
     EXTEND,
     Acquire,
     Address,
@@ -41,15 +45,18 @@ from chaos.drivers.protocol import (
     Go,
     Hello,
     HelloReply,
+    Invalidated,
+    Kept,
     Ok,
-    Refused,
     Release,
     Renewed,
     Request,
+    Revoked,
     wire_text,
 )
 from chaos.errors import UsageError
-from chaos.locks.contract import PAUSE_POINTS, Indeterminate, Lease, LockContext
+from chaos.locks import contract
+from chaos.locks.contract import PAUSE_POINTS, Indeterminate, Lease, LeaseGone, LockContext
 
 HELLO_TIMEOUT_S = 30.0  # a JVM starting next to four others on two busy cores
 OP_TIMEOUT_FLOOR_S = 3.0
@@ -156,13 +163,18 @@ class DriverLock:
                     f"driver {self.label} did not answer {op} #{rid} within "
                     f"{self.op_timeout_s:.1f} s"
                 )
-            if not isinstance(reply, Before | Ok | Refused | Error) or reply.id != rid:
+            if not isinstance(reply, Before | Answer) or reply.id != rid:
                 continue  # a late answer to a request we already gave up on
             if isinstance(reply, Before):
                 points.before_command(reply.command.upper())
                 self.driver.send(Go(id=rid))
                 continue
-            if isinstance(reply, Error):
+            only = ANSWERS_ONLY.get(type(reply))
+            if only is not None and only != op:
+                raise DriverBroken(f"driver {self.label} answered {op} #{rid} with "
+                                   f"{wire_text(reply)}, which answers {only} only")
+            if isinstance(reply, Error) or (isinstance(reply, Invalidated)
+                                            and not reply.definite):
                 points.failed(op, reply.message or "an error")
             return reply
         raise DriverBroken(f"driver {self.label} announced too many commands during {op}")
@@ -174,8 +186,9 @@ class DriverLock:
         return Lease(token=token, validity_ms=reply.validity_ms, fence=reply.fence)
 
     @staticmethod
-    def _definite(reply: Refused | Error) -> None:
-        """Return for ``refused`` and a definite ``error``; raise for an indeterminate one."""
+    def _definite(reply: Answer) -> None:
+        """Return for ``refused`` and a definite ``error``; raise for an indeterminate one.
+        (The answers only some requests take were checked by ``_request``.)"""
         if isinstance(reply, Error) and not reply.definite:
             raise DriverError(reply.message or "indeterminate error")
 
@@ -188,10 +201,12 @@ class DriverLock:
         self._definite(reply)
         return None
 
-    def release(self, lease: Lease) -> bool:
+    def release(self, lease: Lease) -> bool | contract.Kept:
         reply = self._request(Release, token=lease.token)
         if isinstance(reply, Ok):
             return True
+        if isinstance(reply, Kept):
+            return contract.Kept(reply.validity_ms)
         self._definite(reply)
         return False
 
@@ -208,10 +223,17 @@ class DriverLock:
 class ExtendableDriverLock(DriverLock):
     """A driver that announced the ``extend`` capability."""
 
-    def extend(self, lease: Lease) -> Lease | None:
+    def extend(self, lease: Lease) -> Lease | LeaseGone | None:
         reply = self._request(Extend, token=lease.token)
         if isinstance(reply, Ok):
             return self._lease(reply, lease.token)
+        if isinstance(reply, Revoked):
+            return contract.REVOKED
+        if isinstance(reply, Invalidated):
+            if not reply.definite:
+                raise contract.LeaseInvalidated(reply.message or "the lease's lock object was "
+                                                "invalidated by an extend of unknown outcome")
+            return contract.INVALIDATED
         self._definite(reply)
         return None
 

@@ -7,7 +7,7 @@ of lockchaos's cache, and a checkout's ``make setup`` (``scripts/drivers-setup.s
 ``.cache``. They are found in the caches lockchaos searches for every program it runs
 (``chaos.topology.binaries.caches``: ``LOCKCHAOS_CACHE``, a checkout's ``.cache``, the
 per-user cache) or in ``LOCKCHAOS_DRIVERS_DIR`` alone when that is set. Each is registered in
-``chaos.locks.BUNDLED`` as an ordinary short name.
+``chaos.lockspec.BUNDLED`` as an ordinary short name.
 
 Known flaw: a driver is exactly as safe as the lock it runs; each bundled driver's flaw is in
 its entry (``lockchaos list``).
@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The module, not its names: importing chaos.drivers.adapter first imports chaos.locks (for
-# its contract), which imports this module while adapter is still loading.
 from chaos.drivers import adapter
 from chaos.drivers.process import DriverBroken, DriverProcess
 from chaos.drivers.protocol import EXTEND, Describe, Described
@@ -115,6 +113,8 @@ def described_info(spec: str) -> LockInfo | None:
         modes=tuple(described.modes),
         fair=described.fair,
         max_permits=described.max_permits,
+        ttl_granularity_ms=described.ttl_granularity_ms,
+        renews=described.renews,
     )
 
 

@@ -125,6 +125,11 @@ class Described(SelfDescription, tag="describe", kw_only=True):
     fair: bool = False
     # The most permits one acquire may ask (null: up to the capacity).
     max_permits: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    # The TTLs it can express are multiples of this many ms (1000: whole seconds): a run's
+    # --ttl-ms must be one (``chaos.lockspec.LockSpec.check_ttl``).
+    ttl_granularity_ms: Annotated[int, msgspec.Meta(ge=1)] = 1
+    # It renews its leases in the background (a watchdog): the checker holds it to that.
+    renews: bool = False
 
 
 class HelloReply(SelfDescription, tag="hello", kw_only=True):
@@ -157,6 +162,41 @@ class Error(FromDriver, tag="error", kw_only=True):
     id: int
     definite: bool
     message: str | None = None
+
+
+class Revoked(FromDriver, tag="revoked", kw_only=True):
+    """An extend's answer: not extended, and the library gave the lease up — it deleted the
+    key (an unlock after a failed extend) or told its caller the lock is lost. The lease is
+    valid no more from when the request was sent, and the client holds the lock no longer
+    (chaos.locks.contract.REVOKED)."""
+
+    id: int
+    message: str | None = None
+
+
+class Invalidated(FromDriver, tag="invalidated", kw_only=True):
+    """An extend's answer: the library invalidated the lease's lock object (an extend that
+    consumes or replaces it), so nothing more can be sent for the lease — no release, no
+    extend — and its key stays until it expires. ``definite``: the extend certainly did not
+    happen; else it may have (chaos.locks.contract.INVALIDATED, ``LeaseInvalidated``)."""
+
+    id: int
+    definite: bool = True
+    message: str | None = None
+
+
+class Kept(FromDriver, tag="kept", kw_only=True):
+    """A release's answer: released, and the library keeps the key on purpose until
+    ``validity_ms`` from when the request was sent (a minimum hold; null: until the lease's
+    deadline then in effect) — nobody can get the lock before (chaos.locks.contract.Kept)."""
+
+    id: int
+    validity_ms: float | None = None
+
+
+# Which requests each of these may answer: anything else is a driver that broke the protocol.
+ANSWERS_ONLY: dict[type[FromDriver], str] = {Revoked: "extend", Invalidated: "extend",
+                                              Kept: "release"}
 
 
 class Before(FromDriver, tag="before", kw_only=True):
@@ -192,10 +232,11 @@ class Log(FromDriver, tag="log", kw_only=True):
     message: str
 
 
-Answer = Ok | Refused | Error  # what ends a request
+Answer = Ok | Refused | Error | Revoked | Invalidated | Kept  # what ends a request
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(
-    Described | HelloReply | Ok | Refused | Error | Before | Renewed | Sent | Log
+    Described | HelloReply | Ok | Refused | Error | Revoked | Invalidated | Kept | Before
+    | Renewed | Sent | Log
 )
 
 

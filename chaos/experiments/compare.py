@@ -23,12 +23,12 @@ from typing import Any
 
 import msgspec
 
-from chaos import locks as lock_catalog
-from chaos.campaign import Campaign, choose_layout, stamped_path
+from chaos.campaign import Campaign, stamped_path
 from chaos.checker.verdict import RANK
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.experiments.truth_table import CELLS, DRIVER_CELLS, SERVER_CELLS, Cell
+from chaos.lockspec import resolve
 from chaos.report.matrix import (
     CellEntry,
     Claim,
@@ -45,11 +45,12 @@ MAX_CELLS = 400  # a comparison is for reading side by side, not for sweeping
 
 @dataclass(frozen=True)
 class CellPlan:
-    """One cell to run: a lock, the faults of one column (as ``--faults`` takes them), how
-    long at most, and the violation kind that settles it early (None: run the duration)."""
+    """One cell to run: a lock, its column (the faults run together in it, as ``--faults``
+    takes them: ``a,b`` for the column ``a+b``), how long at most, and the violation kind that
+    settles it early (None: run the duration)."""
 
     lock: str
-    faults: str
+    column: str
     duration_s: float
     stop_on: str | None = "hard"
     provider: str = "local"
@@ -63,7 +64,7 @@ class CellPlan:
     def campaign(self, seed: int) -> Campaign:
         return Campaign.from_options(
             self.lock,
-            self.faults,
+            self.column,
             duration_s=self.duration_s,
             seed=seed,
             stop_on_first=self.stop_on is not None,
@@ -85,12 +86,12 @@ class CellPlan:
 
     @property
     def name(self) -> str:
-        return f"{self.row} × {column_label(self.faults)}"
+        return f"{self.row} × {column_label(self.column)}"
 
 
-def column_label(faults: str) -> str:
+def column_label(column: str) -> str:
     """A column's heading: its faults joined by ``+`` (a column may combine several)."""
-    return " + ".join(part for part in faults.split(",") if part) or "no faults"
+    return " + ".join(part for part in column.split(",") if part) or "no faults"
 
 
 def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
@@ -134,7 +135,7 @@ def plan_matrix(locks: Sequence[str], columns: Sequence[str], duration_s: float,
 def semaphore_permits(lock: str) -> int | None:
     """The permits ``lock`` declares when it is a semaphore (what ``--capacity`` changes);
     None for a mutex, a read-write lock (its readers are unbounded) or a user's lock."""
-    info = lock_catalog.info(lock)
+    info = resolve(lock).info
     return None if info is None or info.mutex else info.capacity
 
 
@@ -162,7 +163,7 @@ class CellResult:
             expected = Claim(claim=self.claim.expected, source=self.claim.source,
                              matched=sum(r.truth_problem is None for r in self.runs))
         return CellEntry(
-            lock=self.plan.row, faults=self.plan.faults, label=column_label(self.plan.faults),
+            lock=self.plan.row, faults=self.plan.column, label=column_label(self.plan.column),
             server=self.plan.server,
             duration_s=self.plan.duration_s, stop_on=self.plan.stop_on,
             status="n/a" if self.unavailable else ("done" if self.runs else "pending"),
@@ -199,7 +200,7 @@ class Matrix:
 
     @property
     def columns(self) -> list[str]:
-        return list(dict.fromkeys(cell.plan.faults for cell in self.cells))
+        return list(dict.fromkeys(cell.plan.column for cell in self.cells))
 
     def to_file(self) -> MatrixFile:
         """What matrix.json holds: the comparison so far."""
@@ -221,7 +222,7 @@ def claim_for(plan: CellPlan) -> Cell | None:
     """The truth table's claim about exactly this lock and these faults, if any."""
     return next(
         (c for c in (*CELLS, *DRIVER_CELLS, *SERVER_CELLS)
-         if (c.lock, c.faults, c.options) == (plan.lock, plan.faults, plan.options)),
+         if (c.lock, c.faults, c.options) == (plan.lock, plan.column, plan.options)),
         None,
     )
 
@@ -238,7 +239,6 @@ def check_plans(plans: Sequence[CellPlan], seeds: int) -> list[str | None]:
         campaign = plan.campaign(1)  # an unknown fault stops everything before any run
         try:
             campaign.validate()
-            choose_layout(campaign)
         except UsageError as exc:
             msgspec.structs.replace(campaign, faults=[]).validate()
             unavailable.append(str(exc))

@@ -1,22 +1,21 @@
 """Campaign schedules as a Hypothesis strategy, and ``run --search``: try schedules, keep the
 smallest one that still breaks the lock.
 
-A schedule drawn here is laid out like a seeded one (``chaos.nemesis.schedule.generate``):
+A schedule drawn here comes from the generator a seeded one comes from
+(``chaos.nemesis.generator.timed``), on Hypothesis's choices (``Drawn``) rather than a seed's:
 the first fault early, then each fault after the previous one's end plus a quiet gap. Each
-fault's parameters come from the fault's own ``params`` fed a Hypothesis-controlled random,
-so they shrink the way the fault's ranges go: towards the short end of every duration and
-the first of every choice. The list shrinks towards fewer faults. A failing schedule thus
-shrinks to fewer, shorter faults.
+turn's fault is picked (``picks``), so the turns shrink towards fewer faults; each fault's
+parameters come from the fault's own ``params`` fed a Hypothesis-controlled random, so they
+shrink the way the fault's ranges go: towards the short end of every duration and the first
+of every choice. A failing schedule thus shrinks to fewer, shorter faults.
 """
 
 from __future__ import annotations
 
-import random
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from hypothesis import Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
@@ -26,69 +25,31 @@ from chaos.campaign import Campaign
 from chaos.errors import UsageError
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.explore.profiles import select_profile
-from chaos.nemesis.faults import FAULTS
-from chaos.nemesis.schedule import FIRST_AT_S, GAP_TTLS, FaultEvent, Schedule
+from chaos.nemesis.fault import FaultSpec
+from chaos.nemesis.generator import Drawn, picks, timed
+from chaos.nemesis.schedule import Schedule
 from chaos.signals import sigterm_interrupts
 
 MAX_EVENTS = 12
-DIALS = 2  # numbers drawn per fault for its parameters, used in turn (more stall the shrinker)
 MAX_TRIES = 10_000
-
-Faults = list[tuple[str, dict[str, Any]]]
-_Part = tuple[float, str, dict[str, Any]]  # gap before it (TTLs), fault, parameters
-
-
-class _Dials(random.Random):
-    """A ``Random`` whose every draw comes from a list of numbers in [0, 1) Hypothesis drew
-    (in turn, cycling), so a fault's ``params`` shrink with them: towards 0, that is towards
-    the low end of every ``uniform`` and the first of every ``choice``."""
-
-    def __init__(self, dials: list[float]) -> None:
-        super().__init__(0)
-        self._dials = dials
-        self._next = 0
-
-    def random(self) -> float:
-        value = self._dials[self._next % len(self._dials)]
-        self._next += 1
-        return value
-
-    def _randbelow(self, n: int) -> int:  # what choice, randrange and sample draw with
-        return int(self.random() * n)
 
 
 @st.composite
-def _part(draw: st.DrawFn, faults: Faults, ttl_ms: int) -> _Part:
-    name, overrides = draw(st.sampled_from(faults))
-    dials = [draw(st.floats(0, 1, exclude_max=True)) for _ in range(DIALS)]
-    params = {**FAULTS[name].params(_Dials(dials), ttl_ms), **overrides}
-    return draw(st.floats(*GAP_TTLS)), name, params
+def _schedule(draw: st.DrawFn, specs: list[FaultSpec], ttl_ms: int, duration_s: float,
+              seed: int) -> Schedule:
+    return Schedule(seed, tuple(timed(specs, Drawn(draw), picks(MAX_EVENTS), ttl_ms=ttl_ms,
+                                      duration_s=duration_s)))
 
 
 def schedules(
-    faults: Faults, *, ttl_ms: int, duration_s: float, seed: int = 1
+    specs: list[FaultSpec], *, ttl_ms: int, duration_s: float, seed: int = 1
 ) -> st.SearchStrategy[Schedule]:
-    """Schedules of ``faults`` (names with parameter overrides) that fit in ``duration_s``."""
-    if not faults:
+    """Schedules of ``specs`` (faults with parameter overrides) that fit in ``duration_s``:
+    the one generator (``chaos.nemesis.generator.timed``) on Hypothesis's choices, a fault
+    picked each turn."""
+    if not specs:
         raise UsageError("--search needs --faults: there is no schedule to search without them")
-    return st.builds(
-        _lay_out,
-        st.floats(*FIRST_AT_S),
-        st.lists(_part(faults, ttl_ms), min_size=1, max_size=MAX_EVENTS),
-        st.just((seed, duration_s, ttl_ms)),
-    )
-
-
-def _lay_out(first_at_s: float, parts: list[_Part], frame: tuple[int, float, int]) -> Schedule:
-    seed_, duration_s, ttl_ms = frame
-    events, at = [], first_at_s
-    for gap_ttls, name, params in parts:
-        if at >= duration_s:
-            break
-        event = FaultEvent(round(at, 3), name, params)
-        events.append(event)
-        at += event.duration_s + gap_ttls * ttl_ms / 1000
-    return Schedule(seed_, tuple(events))
+    return _schedule(specs, ttl_ms, duration_s, seed)
 
 
 def fault_time_s(schedule: Schedule) -> float:

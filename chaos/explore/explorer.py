@@ -110,15 +110,7 @@ def explore(
     if layout.kind == "cluster":  # reset() puts standalone and Sentinel groups back, not this
         raise UsageError("explore runs on the standalone and sentinel topologies; "
                          "test a lock on a cluster with `lockchaos run --topology cluster`")
-    shape = Program(
-        lock=campaign.lock,
-        ttl_ms=campaign.ttl_ms,
-        clients=campaign.clients,
-        topology=layout.kind,
-        nodes=layout.nodes,
-        persistence=layout.persistence,
-        capacity=campaign.workload().capacity,
-    )
+    shape = Program.of(campaign, layout)
     select_profile()
     hypothesis_settings = settings(
         max_examples=max_examples,

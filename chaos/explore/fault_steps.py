@@ -6,18 +6,18 @@ step), waiting while holding (slow work).
 ``--faults`` adds faults from the nemesis catalog as on/off steps, as each fault's class
 declares (``Fault.stepping``): how its target is drawn (one client's links to some nodes,
 some nodes, or the current master) and its parameters, TTL multiples from a short list, so a
-shrunk program reads "offset +1.5×TTL"; the draws shrink towards the first (mildest) choice.
+shrunk program reads "offset +1.5×TTL"; the draws (Hypothesis's, through the generator of
+fault timing: ``chaos.nemesis.generator``) shrink towards the first (mildest) choice.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
 from chaos.errors import UsageError
 from chaos.explore.program import Step
-from chaos.nemesis.faults import FAULTS, Stepping, TTLs
+from chaos.nemesis.fault import FAULTS, FaultSpec, Stepping
+from chaos.nemesis.generator import Choices, switched_on
 
 SLEEP_TTLS = (1.5, 0.4)  # no sum of these lands within 0.2×TTL of a whole TTL
 # Where an operation may stop (None: nowhere), with how likely each is.
@@ -46,21 +46,7 @@ def explorable() -> dict[str, Stepping]:
     return {name: fault.stepping for name, fault in FAULTS.items() if fault.stepping}
 
 
-def _params(stepping: Stepping, ttl_ms: int) -> st.SearchStrategy[dict[str, Any]]:
-    """One draw per declared parameter, from its choices (TTL multiples rounded to ms)."""
-    return st.fixed_dictionaries(
-        {
-            key: st.sampled_from(
-                [round(f * ttl_ms) for f in values.factors]
-                if isinstance(values, TTLs)
-                else list(values)
-            )
-            for key, values in stepping.choices.items()
-        }
-    )
-
-
-def check_explorable(faults: list[tuple[str, dict[str, Any]]]) -> None:
+def check_explorable(faults: list[FaultSpec]) -> None:
     """``UsageError`` for a fault the explorer cannot switch on and off as a step."""
     for name, _ in faults:
         if name in BUILT_IN:
@@ -72,21 +58,14 @@ def check_explorable(faults: list[tuple[str, dict[str, Any]]]) -> None:
             raise UsageError(f"explore cannot step {name}; --faults takes: {choices}")
 
 
-def fault_on_steps(
-    name: str, overrides: dict[str, Any], *, ref: str, ttl_ms: int, clients: list[str], nodes: int
-) -> st.SearchStrategy[Step]:
-    """A ``fault-on`` step for fault ``name`` (``overrides`` fix some of its parameters)."""
-    kind = explorable()[name]
-    params = _params(kind, ttl_ms).map(lambda drawn: {**drawn, **overrides})
-    first_nodes = st.integers(1, nodes).map(lambda k: tuple(range(k)))
-    client = st.sampled_from(clients) if kind.aims_at == "client" else st.none()
-    targets = first_nodes if kind.aims_at != "master" else st.just(())
-    return st.builds(
-        Step,
-        kind=st.just("fault-on"),
-        fault=st.just(name),
-        ref=st.just(ref),
-        client=client,
-        nodes=targets,
-        params=params,
-    )
+def fault_on_step(choices: Choices, spec: FaultSpec, *, ref: str, ttl_ms: int,
+                  clients: list[str], nodes: int) -> Step:
+    """A ``fault-on`` step for ``spec`` (a fault, whose overrides fix some of its parameters):
+    its target as its class's ``stepping`` says (one client's links to the first few nodes,
+    the first few nodes, or the master it finds when it fires) and its parameters, chosen by
+    the generator of fault timing (``chaos.nemesis.generator.switched_on``)."""
+    kind = explorable()[spec[0]]
+    client = choices.pick(clients) if kind.aims_at == "client" else None
+    targets = () if kind.aims_at == "master" else tuple(range(choices.pick(range(1, nodes + 1))))
+    return Step("fault-on", client=client, fault=spec[0], ref=ref, nodes=targets,
+                params=switched_on(spec, choices, ttl_ms))

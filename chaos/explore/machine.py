@@ -27,10 +27,12 @@ from chaos.explore.fault_steps import (
     SLEEP_TTLS,
     STOP_POINTS,
     explorable,
-    fault_on_steps,
+    fault_on_step,
 )
 from chaos.explore.program import CLIENT_OPS, Program, Step
 from chaos.explore.session import Session
+from chaos.nemesis.fault import FaultSpec
+from chaos.nemesis.generator import Drawn
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Exploration:
     session: Session
     workdir: Path
     fail_on: str = "hard"
-    faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    faults: list[FaultSpec] = field(default_factory=list)
     examples: int = 0
     started: float = field(default_factory=time.monotonic)
     found_s: float | None = None
@@ -160,20 +162,13 @@ class LockProgram(RuleBasedStateMachine):
             victim = model.pick(data.draw(self.client_index), kind)
             step = Step("crash", victim, ref=model.next_ref())
         elif kind == "fault-on":
-            name, overrides = data.draw(st.sampled_from(self.faults))
+            choices = Drawn(data.draw)
             shape = self.session.shape
-            step = data.draw(
-                fault_on_steps(
-                    name,
-                    overrides,
-                    ref=model.next_ref(),
-                    ttl_ms=shape.ttl_ms,
-                    clients=self.session.clients,
-                    nodes=shape.nodes,
-                )
-            )
+            step = fault_on_step(choices, choices.pick(self.faults), ref=model.next_ref(),
+                                 ttl_ms=shape.ttl_ms, clients=self.session.clients,
+                                 nodes=shape.nodes)
         else:
-            name = data.draw(st.sampled_from(self.healable))
+            name = Drawn(data.draw).pick(self.healable)
             step = Step("fault-off", fault=name, ref=model.open_ref(name))
         self.steps.append(step)
         self.outcomes.append(self.session.run(step))

@@ -2,9 +2,10 @@
 
 A ``Step`` is one thing that happens — one operation of one client (which may stop at a
 pause-injection point on the way), a wait of some TTLs (during which a client may be paused,
-like a stop-the-world GC), a fault switched on or off. A ``Program`` is a lock, a topology
-and a list of steps; it is plain data (``to_json``/``from_json``) so the failing one goes into
-the run directory and a replay test rebuilds it exactly.
+like a stop-the-world GC), a fault switched on or off. A ``Program`` is a lock, a topology,
+how its clients run (``campaign``: the campaign its session runs) and a list of steps; it is
+plain data (``to_json``/``from_json``) so the failing one goes into the run directory and a
+replay test rebuilds it exactly.
 
 Time passes only in ``sleep`` steps, in multiples of the TTL: every other step is done as
 fast as the machine allows, so whether a key expired between two steps depends on the
@@ -16,10 +17,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from chaos.campaign import Campaign, Layout
 from chaos.history import EXCLUSIVE
 
 CLIENT_OPS = ("acquire", "release", "extend", "write")
 STEP_KINDS = (*CLIENT_OPS, "contend", "sleep", "crash", "fault-on", "fault-off")
+# A program's clients do what its steps say and nothing else: no work of their own, no extend
+# while working, no nested acquire (its session's campaign says so, and so its start event).
+STEPPED: dict[str, Any] = {"work_ms": 0.0, "extend_during_work": False, "nest_depth": 1}
+SESSION_S = 3600.0  # a session's clients run until its example ends: its steps end it
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,10 @@ def describe_point(point: dict[str, Any]) -> str:
 class Program:
     """A lock, the topology it runs on, the clients, the permits the lock was created with
     (``--capacity``, or its own; None: unbounded; a mutex's, and a program's written before
-    there were others, 1), and the steps."""
+    there were others, 1), how its clients run (``STEPPED``: ``work_ms``,
+    ``extend_during_work``, ``nest_depth``) and whether the campaign holds the lock to
+    renewing (``--renews``), and the steps. A program written before those were kept reads
+    as one with their defaults, which is how it ran."""
 
     lock: str
     ttl_ms: int
@@ -139,6 +148,31 @@ class Program:
     persistence: str = "none"
     steps: tuple[Step, ...] = ()
     capacity: int | None = 1
+    work_ms: float = STEPPED["work_ms"]
+    extend_during_work: bool = STEPPED["extend_during_work"]
+    nest_depth: int = STEPPED["nest_depth"]
+    renews: bool = False
+
+    @classmethod
+    def of(cls, campaign: Campaign, layout: Layout) -> Program:
+        """The shape (no steps yet) of the programs that explore ``campaign`` on ``layout``:
+        its lock, TTL, clients, the permits its clients' lock has, whether it holds the lock
+        to renewing — and clients that do only what the steps say (``STEPPED``), whatever
+        the campaign says of a free-running holder's work."""
+        return cls(
+            lock=campaign.lock, ttl_ms=campaign.ttl_ms, clients=campaign.clients,
+            topology=layout.kind, nodes=layout.nodes, persistence=layout.persistence,
+            capacity=campaign.workload().capacity, renews=campaign.renews, **STEPPED,
+        )
+
+    def campaign(self) -> Campaign:
+        """The campaign its session runs (``Session``: its clients' workload, checked)."""
+        return Campaign(
+            lock=self.lock, ttl_ms=self.ttl_ms, clients=self.clients, topology=self.topology,
+            nodes=self.nodes, capacity=self.capacity, work_ms=self.work_ms,
+            extend_during_work=self.extend_during_work, nest_depth=self.nest_depth,
+            renews=self.renews, duration_s=SESSION_S,
+        )
 
     def with_steps(self, steps: list[Step] | tuple[Step, ...]) -> Program:
         return replace(self, steps=tuple(steps))

@@ -29,20 +29,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import redis
 
-from chaos import checker, locks
+from chaos import checker
 from chaos import history as h
 from chaos.checker import Verdict
 from chaos.checker.reader import HistoryReader
 from chaos.explore.fault_steps import CLIENT_CRASH, explorable
 from chaos.explore.model import Model
 from chaos.explore.program import CLIENT_OPS, Program, Step
-from chaos.locks import build_context
+from chaos.locks.context import build_context
+from chaos.lockspec import can_extend
 from chaos.nemesis import record
-from chaos.nemesis.faults import FAULTS, ClientPause, ClientPauseAt, Heal, Target
+from chaos.nemesis.client_faults import ClientPause, ClientPauseAt
+from chaos.nemesis.fault import FAULTS, Heal, Target
 from chaos.topology import Topology
 from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until
@@ -128,17 +129,18 @@ class _Open:
 
 
 class Session:
-    """Runs programs shaped like ``shape`` (its steps are ignored) on ``topology``."""
+    """Runs programs shaped like ``shape`` (its steps are ignored) on ``topology``: its
+    clients run the workload of the shape's campaign (``Program.campaign``), checked first
+    (``UsageError``: a replayed program whose lock is gone, say)."""
 
     def __init__(self, topology: Topology, shape: Program, seed: int) -> None:
         self.topology = topology
         self.shape = shape.with_steps(())
         self.seed = seed
         self.clients = [f"c{i}" for i in range(1, shape.clients + 1)]
-        self.config = WorkloadConfig(
-            lock=shape.lock, ttl_ms=shape.ttl_ms, work_ms=0.0, duration_s=3600.0,
-            **_grants(shape),
-        )
+        campaign = shape.campaign()
+        campaign.validate()
+        self.config = campaign.workload()
         self._env: WorkloadEnv | None = None
         self.can_extend = _can_extend(topology, self.config)
         self._faults_fired = True  # since the last reset (who knows before the first)
@@ -365,29 +367,19 @@ class Session:
             self._heal(ref)
 
 
-def _grants(shape: Program) -> dict[str, Any]:
-    """What the lock grants, for the clients and the history's start event: the program's
-    capacity, and the modes, fairness and most permits per acquire its ``LockInfo`` declares
-    (none: a mutex's)."""
-    info = locks.info(shape.lock)
-    if info is None:
-        return {}
-    return {"capacity": shape.capacity, "modes": info.modes, "fair": info.fair,
-            "max_permits": info.max_permits}
-
-
 def _can_extend(topology: Topology, config: WorkloadConfig) -> bool:
-    """Whether the lock has ``extend``: the catalog says so for a bundled lock, the ``describe``
-    answer for an ``exec:`` driver; a user's ``module:attr`` lock (whose declaration says only
-    what it grants) is made once (its connections are not used) and asked."""
-    info = locks.info(config.lock)
-    if info is not None and not locks.is_module_attr(config.lock):
-        return info.extend
+    """Whether the lock has ``extend``: as it declares (``LockSpec.extend``: a bundled lock's
+    entry, an ``exec:`` driver's ``describe``); a user's ``module:attr`` lock, whose
+    declaration says only what it grants, is made once (its connections are not used) and
+    asked."""
+    declared = config.lock.extend
+    if declared is not None:
+        return declared
     context = build_context(
         topology.client_view("c1"), lock_name=config.lock_name, ttl_ms=config.ttl_ms,
         capacity=config.capacity,
     )
     try:
-        return locks.can_extend(locks.create(config.lock, context))
+        return can_extend(config.lock.create(context))
     finally:
         context.close()

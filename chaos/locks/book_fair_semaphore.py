@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import time
 
-from chaos.locks.base import lock_info
 from chaos.locks.book_semaphore import DEFAULT_LIMIT, SHARED, CountingSemaphore
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import lock_info
 
 
 def owner_key(semname: str) -> str:

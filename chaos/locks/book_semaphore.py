@@ -35,8 +35,8 @@ import time
 from redis.cluster import RedisCluster
 
 from chaos.errors import UsageError
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 SHARED = "shared"  # a semaphore's holds are shared ones, counted against its capacity
 DEFAULT_LIMIT = 3  # the permits a run gives a book semaphore unless it says otherwise

@@ -40,10 +40,10 @@ import uuid
 
 import redis
 
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.book_fair_semaphore import FairSemaphore
 from chaos.locks.book_semaphore import DEFAULT_LIMIT, SHARED
 from chaos.locks.contract import GAVE_UP, GaveUp, Indeterminate, Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 ACQUIRE_TIMEOUT_S = 0.01  # acquire_semaphore_with_lock's acquire_timeout=.01
 RETRY_SLEEP_S = 0.001  # acquire_lock's time.sleep(.001)

@@ -18,8 +18,8 @@ certain rather than likely.
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SingleNodeLock, lock_info
 
 
 class CheckThenSetLock(CompareAndDeleteRelease, SingleNodeLock):

@@ -15,7 +15,13 @@ once in every client process, then calls the client's methods from that process:
 * ``release(lease) -> bool`` — True if the lease was still ours and is now released, False if
   it certainly was not ours any more.
 * ``extend(lease) -> Lease | None`` — optional: a new lease whose validity is measured from the
-  moment ``extend`` was invoked; falsy if the lease could not be extended.
+  moment ``extend`` was invoked; falsy if the lease could not be extended. ``REVOKED`` (falsy)
+  says more: not extended, and the library gave the lease up (it deleted the key, or told its
+  caller the lock is lost); ``INVALIDATED`` (falsy): not extended, and the library's lock object
+  for it cannot be used any more (no release can be sent; the key stays until it expires) —
+  raise ``LeaseInvalidated`` when that extend's own outcome is unknown. Either ends the hold.
+* a release may return ``Kept(validity_ms)`` (truthy): released, but the library keeps the key
+  on purpose until then (a task scheduler's minimum hold), so nobody gets the lock before.
 
 An exception from any of them is recorded as an *indeterminate* outcome: the operation may or
 may not have happened. So a lock must let ``redis`` exceptions (timeouts, refused connections,
@@ -46,11 +52,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import redis
 from redis.cluster import RedisCluster
 
+from chaos import history
 from chaos.history import EXCLUSIVE, SHARED
 
 
@@ -91,6 +98,47 @@ GAVE_UP = GaveUp()
 class Indeterminate(Exception):
     """An outcome the lock cannot decide for a reason of its own (not a Redis error): recorded
     as indeterminate, like a timeout, and not counted as a bug in the lock."""
+
+
+class LeaseGone:
+    """The falsy answer of an ``extend`` after which the lease is beyond this client's reach
+    (``REVOKED``, ``INVALIDATED``; the history's ``value: {"lease": name}`` on the extend's
+    ``fail``). The harness ends the hold there: it neither works under the lease nor releases
+    it (docs/writing-a-lock-adapter.md, "When the library gives a lease up")."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __bool__(self) -> Literal[False]:  # so a type checker narrows ``if lease:`` as well
+        return False
+
+    def __repr__(self) -> str:
+        return self.name.upper()
+
+
+# Not extended, and the library gave the lease up: it deleted the key (an unlock after a
+# failed extend) or told its caller the lock is lost. The lease claims no validity from the
+# extend's invocation on (the key may have gone at any instant after it).
+REVOKED = LeaseGone(history.REVOKED)
+# Not extended, and the library's lock object for the lease cannot be used any more (an
+# extend that consumes or replaces it): no release or extend can be sent for it. Its key stays
+# until it expires: the lease keeps the deadline it had.
+INVALIDATED = LeaseGone(history.INVALIDATED)
+
+
+class LeaseInvalidated(Indeterminate):
+    """Raised by ``extend``: its outcome is unknown (it may have extended the lease) and, as
+    with ``INVALIDATED``, the library's lock object for the lease cannot be used any more."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A release's answer (truthy: released) when the library keeps the key on purpose until
+    its expiry, a minimum hold (ShedLock's ``lockAtLeastFor``): ``validity_ms`` from the
+    release's invocation (None: until the lease's deadline then in effect). The checker does
+    not count the lock unavailable before that instant (docs/history-format.md)."""
+
+    validity_ms: float | None = None
 
 
 # What an operation may raise when the network or Redis fails it: the outcome is unknown, and
@@ -228,14 +276,14 @@ class LockClient(Protocol):
 
     def acquire(self) -> Lease | None: ...
 
-    def release(self, lease: Lease) -> bool: ...
+    def release(self, lease: Lease) -> bool | Kept: ...
 
 
 @runtime_checkable
 class ExtendableLockClient(LockClient, Protocol):
     """A lock client that can also extend a lease it holds."""
 
-    def extend(self, lease: Lease) -> Lease | None: ...
+    def extend(self, lease: Lease) -> Lease | LeaseGone | None: ...
 
 
 LockFactory = Callable[[LockContext], LockClient]
@@ -271,6 +319,10 @@ class LockInfo:
     # The most permits one shared acquire may ask (None: up to the capacity): the book's
     # semaphores take one permit per acquire, so the harness never asks them for two.
     max_permits: int | None = None
+    # The TTLs it can express: a multiple of this many ms (1000: whole seconds, a library whose
+    # API takes seconds); a run's --ttl-ms must be one, or the lock would hold a TTL other
+    # than the one the checker holds it to.
+    ttl_granularity_ms: int = 1
 
     @property
     def mutex(self) -> bool:
@@ -279,9 +331,11 @@ class LockInfo:
 
     @property
     def needs(self) -> str:
-        if self.topology == "standalone":
-            return f"standalone, ≥{self.min_nodes} nodes"
-        return "any topology"
+        where = (f"standalone, ≥{self.min_nodes} nodes" if self.topology == "standalone"
+                 else "any topology")
+        if self.ttl_granularity_ms > 1:
+            return f"{where}, TTL a multiple of {self.ttl_granularity_ms} ms"
+        return where
 
 
 def is_mutex(capacity: int | None, modes: Sequence[str]) -> bool:
@@ -299,22 +353,35 @@ def grants(
     modes: Sequence[str] = MUTEX_MODES,
     fair: bool = False,
     max_permits: int | None = None,
+    topology: str = "any",
+    min_nodes: int = 1,
+    ttl_granularity_ms: int = 1,
+    renews: bool = False,
 ) -> Callable[[Factory], Factory]:
-    """Declare what a user's ``module:attr`` lock grants, as a bundled lock's ``INFO`` does::
+    """Declare what a user's ``module:attr`` lock grants and needs, as a bundled lock's
+    ``INFO`` and a driver's ``describe`` do::
 
         @grants(capacity=3, modes=(SHARED,))
         def make(ctx: LockContext) -> MySemaphore: ...
+
+        @grants(topology="standalone", min_nodes=3)   # a Redlock: --topology auto gives it 5
+        def make_redlock(ctx: LockContext) -> MyRedlock: ...
+
+    ``ttl_granularity_ms``: the TTLs it can express are multiples of it (1000: whole seconds);
+    ``renews``: it renews its leases in the background (the checker holds it to that).
 
     It sets the factory's ``info`` attribute (a ``LockInfo``; ``chaos.locks.info`` reads it
     and checks it, one line for a bad one). On the factory rather than as an ``INFO`` in its
     module because one module may hold several factories (a lock and its broken variants), and
     the declaration must travel with the very callable ``--lock module:attr`` names. What it
-    can do (``extend``) is still asked of a client: only what it grants is declared."""
+    can do (``extend``) is still asked of a client."""
 
     def declare(factory: Factory) -> Factory:
         factory.info = LockInfo(  # type: ignore[attr-defined]
             name="", target="", summary=USER_LOCK, seed=USER_LOCK, flaw=USER_LOCK,
             capacity=capacity, modes=tuple(modes), fair=fair, max_permits=max_permits,
+            topology=topology, min_nodes=min_nodes, ttl_granularity_ms=ttl_granularity_ms,
+            renews=renews,
         )
         return factory
 
@@ -327,15 +394,20 @@ __all__ = [
     "FAKED_CLOCK",
     "GAVE_UP",
     "INDETERMINATE_ERRORS",
+    "INVALIDATED",
     "MODES",
     "MUTEX_MODES",
     "NO_PAUSE_POINTS",
     "PAUSE_POINTS",
+    "REVOKED",
     "SHARED",
     "ExtendableLockClient",
     "GaveUp",
     "Indeterminate",
+    "Kept",
     "Lease",
+    "LeaseGone",
+    "LeaseInvalidated",
     "LockClient",
     "LockContext",
     "LockFactory",

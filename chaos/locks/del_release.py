@@ -8,8 +8,8 @@ lock another client now holds.
 
 from __future__ import annotations
 
-from chaos.locks.base import SetNxPxLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SetNxPxLock, lock_info
 
 
 class DelReleaseLock(SetNxPxLock):

@@ -30,8 +30,8 @@ from typing import Any, cast
 import redis
 
 from chaos.errors import UsageError
-from chaos.locks.base import SetNxPxLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SetNxPxLock, lock_info
 
 
 class DelIfEqLock(SetNxPxLock):

@@ -16,8 +16,8 @@ compare-and-delete of ``lua``; the counter is never reset.
 from __future__ import annotations
 
 from chaos.locks import scripts
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SingleNodeLock, lock_info
 
 
 def fence_key(lock_name: str) -> str:

@@ -13,8 +13,8 @@ attempt; the PHP ``baseLock`` retry loop is left to the harness (its ``sleep(0.2
 
 from __future__ import annotations
 
-from chaos.locks.base import SetNxPxLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SetNxPxLock, lock_info
 
 
 class GetThenDelLock(SetNxPxLock):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import time
 
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 
 def wall_ms() -> int:

@@ -13,8 +13,8 @@ with Sentinel, an acknowledged lock that has not reached a replica is lost in a 
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SetNxPxLock, lock_info
 from chaos.locks.contract import LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SetNxPxLock, lock_info
 
 
 class LuaLock(CompareAndDeleteRelease, SetNxPxLock):

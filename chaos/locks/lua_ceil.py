@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SingleNodeLock, lock_info
 
 
 class LuaCeilLock(CompareAndDeleteRelease, SingleNodeLock):

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.locks import scripts
-from chaos.locks.base import (
+from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import (
     CompareAndDeleteRelease,
     SingleNodeLock,
     expiry,
     lock_info,
     whole_seconds,
 )
-from chaos.locks.contract import Lease, LockContext
 
 
 class LuaExtendLock(CompareAndDeleteRelease, SingleNodeLock):

@@ -16,8 +16,8 @@ expires the key ``ttl_ms mod 1000`` ms earlier. With a sub-second TTL every acqu
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SingleNodeLock, lock_info
 
 
 class LuaIntExpireLock(CompareAndDeleteRelease, SingleNodeLock):

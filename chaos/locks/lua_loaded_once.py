@@ -21,8 +21,8 @@ from __future__ import annotations
 from redis.exceptions import NoScriptError
 
 from chaos.locks import scripts
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 
 class LoadedOnceLock(SingleNodeLock):

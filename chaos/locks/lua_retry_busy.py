@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from chaos.locks.base import lock_info
 from chaos.locks.contract import LockContext
 from chaos.locks.lua_retry_sleep import LuaRetrySleepLock
+from chaos.locks.parts import lock_info
 
 
 class LuaRetryBusyLock(LuaRetrySleepLock):

@@ -26,9 +26,9 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
-from chaos.locks.base import lock_info
 from chaos.locks.contract import GAVE_UP, GaveUp, Lease, LockContext
 from chaos.locks.lua_ceil import LuaCeilLock
+from chaos.locks.parts import lock_info
 
 
 class LuaRetrySleepLock(LuaCeilLock):

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.locks import scripts
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import SHARED, Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 DEFAULT_CAPACITY = 3  # permits, unless the run says otherwise (--capacity)
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import time
 
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import GAVE_UP, GaveUp, Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 
 def uniqid() -> str:

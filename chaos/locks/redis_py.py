@@ -23,8 +23,8 @@ from dataclasses import replace
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 
 class RedisPyLock(SingleNodeLock):

@@ -24,9 +24,9 @@ import redis
 from chaos.errors import UsageError
 from chaos.history import now
 from chaos.locks import scripts
-from chaos.locks.base import lock_info
 from chaos.locks.context import with_socket_timeout
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import lock_info
 
 MIN_NODES = 3
 CLOCK_DRIFT_FACTOR = 0.01

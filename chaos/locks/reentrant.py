@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 
 from chaos.locks import scripts
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 
 class ReentrantLock(SingleNodeLock):

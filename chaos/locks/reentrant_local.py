@@ -20,8 +20,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from chaos.locks.base import CompareAndDeleteRelease, SetNxPxLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SetNxPxLock, lock_info
 
 
 @dataclass

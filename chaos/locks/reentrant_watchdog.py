@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.locks import scripts
-from chaos.locks.base import lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import lock_info
 from chaos.locks.reentrant import ReentrantLock
 from chaos.locks.watchdog import Watchdog
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.locks import scripts
-from chaos.locks.base import SingleNodeLock, lock_info
 from chaos.locks.contract import EXCLUSIVE, SHARED, Lease, LockContext
+from chaos.locks.parts import SingleNodeLock, lock_info
 
 FIELD_PREFIX = {EXCLUSIVE: "w:", SHARED: "r:"}
 

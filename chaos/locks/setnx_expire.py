@@ -14,8 +14,8 @@ stays without a TTL — the adapter does not clean up, because the seed does not
 
 from __future__ import annotations
 
-from chaos.locks.base import CompareAndDeleteRelease, SingleNodeLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SingleNodeLock, lock_info
 
 
 class SetnxExpireLock(CompareAndDeleteRelease, SingleNodeLock):

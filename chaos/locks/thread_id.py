@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import threading
 
-from chaos.locks.base import CompareAndDeleteRelease, SetNxPxLock, lock_info
 from chaos.locks.contract import LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SetNxPxLock, lock_info
 
 
 class ThreadIdLock(CompareAndDeleteRelease, SetNxPxLock):

@@ -23,8 +23,8 @@ import redis
 
 from chaos.history import now
 from chaos.locks import scripts
-from chaos.locks.base import CompareAndDeleteRelease, SetNxPxLock, lock_info
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import CompareAndDeleteRelease, SetNxPxLock, lock_info
 
 MAX_RENEWALS = 1_000_000  # a bound, not a policy: a million TTL/3 periods
 

@@ -5,7 +5,7 @@ both go through here, so a fault reads the same in every history: ``start`` (fau
 target, params, the effects its class declares, the evidence it can give at that target:
 ``Fault.evidence_for``) just before it is applied, ``stop`` (id) once it is healed, and a
 ``stop`` carrying the error when aiming, applying or healing fails. A fault that sees what
-it did writes an ``effect`` naming its id (``chaos.nemesis.faults.report_effect``).
+it did writes an ``effect`` naming its id (``chaos.nemesis.fault.report_effect``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos import history as h
-from chaos.nemesis.faults import FAULTS, Heal, Target
+from chaos.nemesis.fault import FAULTS, Heal, Target
 from chaos.workload.harness import WorkloadEnv
 
 

@@ -8,7 +8,7 @@ import threading
 import time
 
 from chaos.nemesis import record
-from chaos.nemesis.faults import FAULTS, Heal
+from chaos.nemesis.fault import FAULTS, Heal
 from chaos.nemesis.schedule import FaultEvent, Schedule
 from chaos.workload.harness import WorkloadEnv
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from chaos.campaign.rundir import HISTORY, REPORT
 from chaos.report.junit import JUNIT, run_case, run_properties, write_junit
 from chaos.report.page import write_report_html
-from chaos.report.run import RunRecord, load_run, save_verdict
+from chaos.report.rundir import RunRecord, load_run, save_verdict
 
 __all__ = [
     "HISTORY",

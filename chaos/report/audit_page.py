@@ -95,7 +95,7 @@ OVERRUN = 1.1
 def overran(audit: AuditFile) -> str | None:
     """Why an audit took well past its budget, if it did: the campaigns that run whatever
     the budget (every tested fault alone, before each command the lock sends, and the first
-    capability campaigns; ``chaos.experiments.audit.plan_steps``) did not fit in it, or its
+    capability campaigns; ``chaos.experiments.audit.trials.plan_trials``) did not fit in it, or its
     campaigns outlasted their length (a campaign ends when its clients' operations do: work,
     pauses, acquires that wait out their timeout — ``lua-retry-busy``'s is three times its TTL
     rounded up to whole seconds, 3 s at 200 ms). A CI job's timeout is set from this, not

@@ -33,7 +33,7 @@ from chaos.checker.explain import Clock
 from chaos.checker.timeline import FaultSpan
 from chaos.history import EXCLUSIVE, SHARED
 from chaos.report import permits
-from chaos.report.run import RunRecord
+from chaos.report.rundir import RunRecord
 from chaos.report.style import INK, LOOKS
 
 MAX_HOLDS = 3000  # holds drawn at most; a longer run is drawn as a window

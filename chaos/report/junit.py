@@ -15,7 +15,7 @@ from pathlib import Path
 
 from chaos.checker import fails
 from chaos.checker.verdict import EXIT_INCONCLUSIVE, exit_status, reaches
-from chaos.report.run import RunRecord
+from chaos.report.rundir import RunRecord
 from chaos.report.summary import coverage_line, exercised_line, lock_error_line
 
 JUNIT = "junit.xml"

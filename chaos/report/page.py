@@ -15,7 +15,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from chaos.report.figure import MAX_VIOLATIONS, choose_window, figure_html, timeline_figure
-from chaos.report.run import RunRecord
+from chaos.report.rundir import RunRecord
 from chaos.report.style import LOOKS, reasons_label
 
 TABLE_ROWS = 500  # violations listed in the report's table at most (verdict.json has all)

@@ -12,9 +12,9 @@ lockchaos's images in the node's container (``DockerNode.set_clock_offset``); th
 AOF-persistence faults are refused up front. ``server`` (``--server redis-8.0``…) picks the
 image of the Redis-compatible server a run uses (``chaos.topology.images``).
 
-Every container and the network carry ``org.lockchaos.run=<run id>``; a reaper process
-(``reaper_main``) removes them if the runner dies without tearing down (SIGKILL included),
-as ``chaos.topology.reaper`` does for processes.
+Every container and the network carry ``org.lockchaos.run=<run id>`` (``RUN_LABEL``); the
+topology's reaper (``chaos.topology.reaper``) removes them if the runner dies without
+tearing down (SIGKILL included).
 
 Every link goes through the Toxiproxy container: clients' own links (created per client
 here, on container ports of ``ComposeLayout.client_ports`` that Compose publishes on
@@ -40,10 +40,7 @@ import importlib.resources
 import os
 import select
 import shutil
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -65,6 +62,7 @@ from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.engine import engine
 from chaos.topology.images import FAKETIME_FILE, SERVERS, image_for, labels, own_image
 from chaos.topology.node import wait_until
+from chaos.topology.reaper import Reaper, remove_containers
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
@@ -72,12 +70,8 @@ from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 COMPOSE_FILE = Path(str(importlib.resources.files(__package__) / "compose" / "docker-compose.yml"))
 PROJECT = "lockchaos"  # the Compose file's own name (by hand, the demo); a run's: project_name
 COMPOSE_TIMEOUT_S = 300  # pulling images on a first run takes a while
-RUN_LABEL = "org.lockchaos.run"  # on every container and the network: the run that owns them
-REAPER_POLL_S = 0.2
 DOWN_FLAG = "/tmp/lockchaos-down"  # while it exists, a data node's server is not restarted
 SERVER_PID = "/tmp/lockchaos-redis.pid"  # written by the shell that supervises the server
-REAPER_MAX_S = 86_400  # a reaper watches one runner for a day at most
-REAPER_SECOND_PASS_S = 5.0
 CLOCK_TIMEOUT_S = 5.0  # a clock offset written in a container answers within this
 # The Compose file's image variables, and lockchaos's own images (docs/images.md) they
 # default to; an image named here is pulled if missing, lockchaos's own never are.
@@ -371,7 +365,7 @@ class DockerTopology(RemoteTopology):
         self._ports: Iterator[int] = iter(ports)
         self._closed = False
         self.images: dict[str, str] = {}  # image → its id, once up (campaign.json records it)
-        self._reaper = start_reaper(self.run_id)
+        self._reaper = Reaper(containers=self.run_id)
         self._services = list(data)
         services = [LAYOUT.toxiproxy, LAYOUT.resource, *data]
         if kind == "sentinel":
@@ -494,8 +488,8 @@ class DockerTopology(RemoteTopology):
                 node.close_clock_shell()
             self._down()
         finally:
-            reap(self.run_id, self.engine)  # whatever `down` left (it never should)
-            dismiss_reaper(self._reaper)
+            remove_containers(self.run_id, self.engine)  # what `down` left (it never should)
+            self._reaper.dismiss()
 
     def _down(self) -> None:
         # the profiles: `down` must see every shape's services too
@@ -531,58 +525,3 @@ def _pairs(flat: Any) -> dict[str, str]:
 def _synced(replica: RemoteServer) -> bool:
     with replica.client(decode_responses=True) as conn:
         return bool(conn.info("replication").get("master_link_status") == "up")
-
-
-# -- the reaper: containers never outlive the runner ----------------------------------------
-
-
-def start_reaper(run_id: str) -> subprocess.Popen[bytes]:
-    """A process that removes ``run_id``'s containers and network once this process is gone
-    (in its own session: a Ctrl-C at the terminal does not reach it)."""
-    # os._exit: no interpreter shutdown, which the runner's wait for a dismissed reaper pays.
-    code = "import os; from chaos.topology.docker import reaper_main; os._exit(reaper_main())"
-    return subprocess.Popen(
-        [sys.executable, "-c", code, str(os.getpid()), run_id],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def dismiss_reaper(reaper: subprocess.Popen[bytes]) -> None:
-    if reaper.poll() is None:
-        reaper.send_signal(signal.SIGUSR1)
-        try:
-            reaper.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            reaper.kill()
-            reaper.wait(timeout=10)
-
-
-def reap(run_id: str, client: Any = None) -> None:
-    """Remove every container (with its anonymous volumes) and network labelled ``run_id``."""
-    import docker
-
-    client = client or docker.from_env(timeout=60)
-    selector = {"label": f"{RUN_LABEL}={run_id}"}
-    for container in client.containers.list(all=True, filters=selector):
-        with contextlib.suppress(docker.errors.NotFound):
-            container.remove(force=True, v=True)
-    for network in client.networks.list(filters=selector):
-        with contextlib.suppress(docker.errors.NotFound):
-            network.remove()
-
-
-def reaper_main() -> int:
-    """``python -c … PARENT_PID RUN_ID`` (see ``start_reaper``): wait for the parent to go,
-    then ``reap``; twice, a few seconds apart, for a ``docker compose up`` the dead runner
-    had under way. SIGUSR1 dismisses it: the runner tore down itself."""
-    # Imported here: importing it at the top would load it with the package, and running
-    # ``python -m chaos.topology.reaper`` would then warn that it is already loaded.
-    from chaos.topology.reaper import parent_died
-
-    parent, run_id = int(sys.argv[1]), sys.argv[2]
-    if parent_died(parent, REAPER_MAX_S, REAPER_POLL_S):
-        reap(run_id)
-        time.sleep(REAPER_SECOND_PASS_S)
-        reap(run_id)
-    return 0

@@ -42,6 +42,7 @@ from chaos.topology.cluster import CLUSTER_MASTERS, MasterAndFailover, form_clus
 from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
+from chaos.topology.reaper import Reaper
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
 
 MASTER_NAME = "lockchaos"
@@ -92,6 +93,7 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
         self.clock = binaries.clock_problem() is None if clock is None else clock
         self.capabilities = ALL_CAPABILITIES if self.clock else ALL_CAPABILITIES - {CLOCK}
         self.run_dir = Path(tempfile.mkdtemp(prefix="lockchaos-"))
+        self._reaper = Reaper(run_dir=self.run_dir)
         self.supervisor = Supervisor(self.run_dir)
         self.nodes: list[RedisNode] = []
         self.sentinels: list[SentinelNode] = []
@@ -295,12 +297,14 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
     # -- teardown ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Kill every process this topology started and delete its directory. Idempotent."""
+        """Kill every process this topology started and delete its directory, then dismiss
+        the reaper, with nothing left to do. Idempotent."""
         if self._closed:
             return
         self._closed = True
         self.supervisor.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        self._reaper.dismiss()
 
 
 def _pairs(flat: Any) -> dict[str, Any]:

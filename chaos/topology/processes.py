@@ -5,9 +5,9 @@ Two independent guarantees:
 * every child is started with ``PR_SET_PDEATHSIG = SIGKILL`` in its own session, so the
   kernel kills it the moment the runner dies, however it dies (SIGKILL included) — and a
   Ctrl-C at the terminal reaches only the runner, which tears down in order;
-* a small reaper process (``python -m chaos.topology.reaper``) watches the runner and, when
-  it is gone, kills whatever pid is still listed in the run directory and deletes the
-  directory, so even SIGKILL leaves no temp dir behind.
+* the topology's reaper (``chaos.topology.reaper``) watches the runner and, when it is gone,
+  kills whatever pid is still listed in the run directory (``PIDS_FILE``, written here) and
+  deletes the directory, so even SIGKILL leaves no temp dir behind.
 
 ``PDEATHSIG`` fires when the *thread* that forked the child exits, so a ``Supervisor`` forks
 every child from one thread of its own, which lives until it is closed: a node that the
@@ -80,18 +80,14 @@ _SETPRIV = shutil.which("setpriv")
 
 
 class Supervisor:
-    """Starts children for one run directory and records their pids for the reaper; forks
-    them all from its own thread (``PDEATHSIG``: a child lives as long as that thread)."""
+    """Starts children for one run directory and records their pids for its reaper
+    (``PIDS_FILE``); forks them all from its own thread (``PDEATHSIG``: a child lives as
+    long as that thread)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._children: list[subprocess.Popen[bytes]] = []
         self._forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="supervisor")
-        self._reaper = subprocess.Popen(
-            [sys.executable, "-m", "chaos.topology.reaper", str(os.getpid()), str(run_dir)],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
 
     def spawn(
         self,
@@ -136,13 +132,6 @@ class Supervisor:
         self._children.clear()
 
     def close(self) -> None:
-        """Stop children and the thread that forked them, then dismiss the reaper (it would
-        find nothing left to do)."""
+        """Stop children and the thread that forked them."""
         self.stop_all()
         self._forker.shutdown()
-        if self._reaper.poll() is None:
-            self._reaper.send_signal(signal.SIGUSR1)
-            try:
-                self._reaper.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._reaper.kill()

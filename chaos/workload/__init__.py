@@ -1,6 +1,7 @@
 """Worker processes (one OS process per client) and the shared resource they protect.
 
-``run_workload(topology, WorkloadConfig(lock="lua"), path)`` runs one recorded workload.
+``run_workload(topology, config, path)`` runs one recorded workload (``config``: a campaign's
+``workload()``).
 """
 
 from chaos.workload.harness import Nemesis, WorkloadEnv, WorkloadResult, run_workload

@@ -7,12 +7,11 @@ acknowledged writes survived is decided from the history alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from chaos import history as h
-from chaos import locks
 from chaos.topology.base import Topology
 from chaos.workload.pool import WorkerPool
 from chaos.workload.resource import Resource
@@ -104,9 +103,8 @@ def record_start(
     then holds it to renewing while its holder runs. A lock
     that is not a mutex is declared with its ``capacity``, ``modes`` and ``fair``; a mutex's
     start event says nothing of them (absent: a mutex), as before they existed."""
-    info = locks.info(config.lock)
-    shape = asdict(config)
-    renews = shape.pop("renews") or (info is not None and info.renews)
+    shape = config.recorded()
+    renews = shape.pop("renews") or config.lock.renews
     if config.mutex:
         for name in SHAPE:
             del shape[name]

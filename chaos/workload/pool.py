@@ -23,8 +23,6 @@ from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 from chaos import history as h
-from chaos.drivers import catalog as drivers
-from chaos.locks import load
 from chaos.locks.contract import PAUSE_POINTS
 from chaos.topology.base import Topology, host_port
 from chaos.workload import clocks
@@ -117,7 +115,6 @@ class WorkerPool:
         seed: int,
         replace_crashed: bool = True,
     ) -> None:
-        load(config.lock)  # a bad lock name is one clear line here, not a dead worker later
         self.topology = topology
         self.config = config
         self.history = history
@@ -310,10 +307,10 @@ class WorkerPool:
         lock's always do (its connections are the harness's); a driver's announcements name
         no address, so only a driver that announces (``pause-points``), and only when every
         one of its links is watched (``everywhere``: a single-node topology, or a fault on
-        all its links). (A driver's capabilities are asked once per process, then cached.)"""
+        all its links)."""
         if cid not in self.workers or len(self.topology.nodes) > MAX_WATCHED_NODE + 1:
             return False
-        caps = drivers.capabilities(self.config.lock)
+        caps = self.config.lock.capabilities
         return caps is None or (PAUSE_POINTS in caps and everywhere)
 
     def watch(self, cid: str, fault: str, name: str, nodes: list[int],

@@ -19,7 +19,7 @@ from chaos.locks.contract import SHARED, Lease
 from chaos.topology.processes import process_state
 from chaos.workload.inject import injector
 from chaos.workload.pool import WorkerPool, exitcode_of
-from chaos.workload.worker import Worker
+from chaos.workload.worker import LeaseLost, Worker
 
 OPS = ("acquire", "release", "extend", "write")
 STEP_TIMEOUT_S = 30.0  # a redlock acquire over five cut links takes well under a second
@@ -67,6 +67,13 @@ class StepWorker(Worker):
     def step(self, op: str, number: int, ask: dict[str, Any] | None = None) -> str:
         """Perform ``op`` (the client's ``number``-th step; an acquire asking ``ask`` of a
         lock that is not a mutex) and say how it ended."""
+        try:
+            return self._step(op, number, ask)
+        except LeaseLost as lost:  # an extend (or a write's) put the lease out of reach
+            self.lease = None
+            return f"lease {lost.args[0]}"
+
+    def _step(self, op: str, number: int, ask: dict[str, Any] | None) -> str:
         if op == "acquire":  # a holder asking again keeps its lease if refused
             lease = self.acquire(asked=ask)
             if lease:

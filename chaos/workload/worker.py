@@ -11,6 +11,7 @@ effect (an indeterminate outcome never crashes the worker).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import signal
@@ -19,28 +20,33 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
 from typing import Any
 
 import redis
 
 from chaos import history as h
 from chaos.errors import UsageError
-from chaos.locks import build_context, can_extend, check_client, load
+from chaos.locks.context import build_context
 from chaos.locks.contract import (
     EXCLUSIVE,
     GAVE_UP,
     INDETERMINATE_ERRORS,
     MUTEX_MODES,
     SHARED,
+    Kept,
     Lease,
+    LeaseGone,
+    LeaseInvalidated,
     LockClient,
     is_lock_bug,
     is_mutex,
 )
+from chaos.lockspec import LockSpec, can_extend, check_client
 from chaos.topology.base import ClientView
 from chaos.topology.processes import die_with_parent
 from chaos.workload import stalls
@@ -56,17 +62,25 @@ READY, GO = "ready", "go"
 GO_TIMEOUT_S = 120.0
 _INDETERMINATE = object()
 _STALE = object()
+_INVALIDATED = object()  # an extend raised LeaseInvalidated: unknown outcome, and out of reach
+
+
+class LeaseLost(Exception):
+    """An extend's answer put the lease beyond this client's reach (``REVOKED``,
+    ``INVALIDATED``, ``LeaseInvalidated``; its ``args[0]``: which): the holder lets go at once,
+    at whatever depth it holds — no more work under it, no write, no release. The history's
+    extend completion says so (``value.lease``), and the checker ends the hold there."""
 
 
 @dataclass(frozen=True)
 class WorkloadConfig:
     """What every client of one run does, as the worker processes receive it (plain data,
-    picklable). Times in ms unless named otherwise. A campaign's run builds it from the
-    campaign (``chaos.campaign.Campaign.workload``, where its knobs are declared): the lock,
-    the times, ``extend_during_work``, ``client_clocks`` and ``nest_depth``; the retry
-    back-off, timeouts and key are the workload's own."""
+    picklable: ``LockSpec`` says how its factory crosses). Times in ms unless named
+    otherwise. A campaign builds it (``chaos.campaign.Campaign.workload``, where its knobs
+    are declared): the lock, resolved, the times, ``extend_during_work``, ``client_clocks``
+    and ``nest_depth``; the retry back-off, timeouts and key are the workload's own."""
 
-    lock: str
+    lock: LockSpec
     ttl_ms: int
     work_ms: float
     duration_s: float
@@ -102,6 +116,11 @@ class WorkloadConfig:
     @property
     def mutex(self) -> bool:
         return is_mutex(self.capacity, self.modes)
+
+    def recorded(self) -> dict[str, Any]:
+        """Its fields as a history's start event records them: the lock by its ``--lock``."""
+        return {f.name: self.lock.text if f.name == "lock" else getattr(self, f.name)
+                for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -161,7 +180,8 @@ class Worker:
             pause_points=injector,
             capacity=self.config.capacity,
         )
-        self.lock: LockClient = check_client(load(self.config.lock)(context), self.config.lock)
+        lock = self.config.lock
+        self.lock: LockClient = check_client(lock.factory(context), lock.text)
         resource_conn = redis.Redis(
             *spec.view.resource,
             password=spec.view.resource_password,
@@ -273,8 +293,11 @@ class Worker:
             self.history.log(h.FAIL, self.cid, f, error=h.STALE_TOKEN, **invoke)
             return invoked, _STALE
         except Exception as exc:  # any failure of the lock under test is an outcome
-            self.history.log(h.INFO, self.cid, f, error=_error(exc), **invoke, **self._bug(f, exc))
-            return invoked, _INDETERMINATE
+            lost = f == h.EXTEND and isinstance(exc, LeaseInvalidated)
+            said = {"value": {h.LEASE: h.INVALIDATED}} if lost else {}
+            self.history.log(h.INFO, self.cid, f, error=_error(exc), **invoke, **said,
+                             **self._bug(f, exc))
+            return invoked, _INVALIDATED if lost else _INDETERMINATE
         finally:
             injector.end()
 
@@ -337,10 +360,18 @@ class Worker:
     def release(self, lease: Lease) -> bool | None:
         """What the lock's release returned; None when its outcome is unknown."""
         self.holding.value = 0
-        _, released = self._call(h.RELEASE, lambda: self.lock.release(lease), token=lease.token)
+        invoked, released = self._call(h.RELEASE, lambda: self.lock.release(lease),
+                                       token=lease.token)
         if released is _INDETERMINATE:
             return None
-        self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE, token=lease.token)
+        if isinstance(released, Kept):  # released, its key kept on purpose until a deadline
+            until = ({} if released.validity_ms is None else
+                     {"valid_until": invoked.t + int(released.validity_ms * 1e6)})
+            self.history.log(h.OK, self.cid, h.RELEASE, token=lease.token,
+                             value={h.LEASE: h.KEPT}, **until)
+        else:
+            self.history.log(h.OK if released else h.FAIL, self.cid, h.RELEASE,
+                             token=lease.token)
         if released:
             self._succeeded(h.RELEASE)
         return bool(released)
@@ -352,6 +383,14 @@ class Worker:
         invoked, extended = self._call(h.EXTEND, lambda: extend(lease), token=lease.token)
         if extended is _INDETERMINATE:
             return lease
+        if extended is _INVALIDATED:
+            self.holding.value = 0
+            raise LeaseLost(h.INVALIDATED)
+        if isinstance(extended, LeaseGone):
+            self.history.log(h.FAIL, self.cid, h.EXTEND, token=lease.token,
+                             value={h.LEASE: extended.name})
+            self.holding.value = 0
+            raise LeaseLost(extended.name)
         if not extended:
             self.history.log(h.FAIL, self.cid, h.EXTEND, token=lease.token)
             return lease
@@ -475,12 +514,35 @@ class Worker:
                 retry = self.rng.uniform(self.config.retry_min_ms, self.config.retry_max_ms)
                 time.sleep(retry / 1000)
                 continue
-            self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}", asked=asked)
-            asked = None
+            held, asked = asked, None
+            try:
+                self.hold(lease, f"{self.cid}:{self.spec.incarnation}:{i}", asked=held)
+            except LeaseLost:  # the lock gave the lease up, or it is out of reach: let go
+                continue
             completed += 1
         self.stopping.set()
         listener.join(timeout=1)
         return completed
+
+
+LOGS = "logs"  # in the run directory: what the lock's library logged, and its driver's stderr
+
+
+def _keep_logs(spec: WorkerSpec) -> None:
+    """The lock's own logging goes to the run directory (``logs/<client>.log``), never to the
+    terminal: an audit of a Python Redlock printed 1,086 lines of its library's "Can not unset
+    lock" there. A driver's stderr is kept beside it (``LOCKCHAOS_DRIVER_LOG_DIR``, unless set:
+    chaos.drivers.process). The file is made only when something is logged."""
+    logs = Path(spec.history_path).parent / LOGS
+    with contextlib.suppress(OSError):
+        logs.mkdir(exist_ok=True)
+        os.environ.setdefault("LOCKCHAOS_DRIVER_LOG_DIR", str(logs))
+    root = logging.getLogger()
+    for inherited in list(root.handlers):
+        root.removeHandler(inherited)
+    handler = logging.FileHandler(logs / f"{spec.client_id}.log", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root.addHandler(handler)
 
 
 def worker_main(
@@ -498,6 +560,7 @@ def worker_main(
         os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _keep_logs(spec)
     try:
         worker = worker_class(spec, control, holding, watch_slots)
     except INDETERMINATE_ERRORS as exc:  # a fault while it connected: a fresh one may do better

@@ -20,15 +20,16 @@ from chaos.campaign import Campaign
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
 from chaos.images.build import build as build_images
-from chaos.locks import build_context, create
+from chaos.locks import build_context
+from chaos.lockspec import resolve
 from chaos.topology import images
 from chaos.topology.docker import (
     LAYOUT,
     PROJECT,
-    RUN_LABEL,
     DockerTopology,
     project_name,
 )
+from chaos.topology.reaper import RUN_LABEL
 from chaos.topology.remote import RemoteServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def test_docker_cluster_failover_breaks_lua_through_each_clients_proxies(docker_
         master = topo.master_index(KEY)
         ctx = build_context(view, lock_name=KEY, ttl_ms=500)
         try:
-            lock = create("lua", ctx)
+            lock = resolve("lua").create(ctx)
             lease = lock.acquire()  # the client's cluster client follows the slot map ...
             assert lease is not None and lock.release(lease) is True
             node = ctx.primary.get_node_from_key(KEY)  # type: ignore[attr-defined]

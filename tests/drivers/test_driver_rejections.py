@@ -16,9 +16,9 @@ import time
 import pytest
 from prerequisites import driver_gap, need
 
-from chaos import locks
 from chaos.drivers import adapter
 from chaos.locks.context import build_context
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 
 CUT = (3, 4)  # a minority of five: the quorum still answers
@@ -48,7 +48,7 @@ def test_node_redlock_survives_commands_rejected_while_announcing(
     ctx = build_context(
         standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced
     )
-    lock = locks.load("node-redlock")(ctx)
+    lock = resolve("node-redlock").factory(ctx)
     links = [standalone.client_links("c1")[i].name for i in CUT]
     try:
         for name in links:
@@ -71,7 +71,7 @@ def test_node_redlock_refuses_a_quorum_lost_to_unreachable_nodes(
 ) -> None:
     need(driver_gap("node-redlock"))
     ctx = build_context(standalone.client_view("c1"), lock_name="k", ttl_ms=1000)
-    lock = locks.load("node-redlock")(ctx)
+    lock = resolve("node-redlock").factory(ctx)
     links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
     api = standalone.toxiproxy
     try:
@@ -97,7 +97,7 @@ def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
 ) -> None:
     need(driver_gap(driver))
     ctx = build_context(standalone.client_view("c1"), lock_name="k", ttl_ms=1000)
-    lock = locks.load(driver)(ctx)
+    lock = resolve(driver).factory(ctx)
     links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
     api = standalone.toxiproxy
     try:
@@ -126,7 +126,7 @@ def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: s
     ctx = build_context(
         standalone.client_view("c1"), lock_name="k", ttl_ms=1000, pause_points=announced
     )
-    lock = locks.load(driver)(ctx)
+    lock = resolve(driver).factory(ctx)
     links = [link.name for link in standalone.client_links("c1")]
     try:
         lease = lock.acquire()

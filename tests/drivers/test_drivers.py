@@ -19,7 +19,7 @@ from cells import DURATION_S, QUIET_DURATION_S, SEEDS, quiet_duration_s, run_cel
 from prerequisites import driver_gap, need
 
 from chaos import history as h
-from chaos import locks
+from chaos import lockspec
 from chaos.campaign import HISTORY, Campaign, choose_layout
 from chaos.cli import main
 from chaos.drivers import catalog
@@ -28,6 +28,7 @@ from chaos.experiments.audit import AuditPlan
 from chaos.experiments.execute import run_campaign
 from chaos.experiments.surface import learn
 from chaos.experiments.truth_table import DRIVER_CELLS, Cell
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
@@ -166,7 +167,7 @@ def test_client_pause_freezes_the_driver_and_a_crash_kills_it(
     tmp_path: Path, single: LocalTopology
 ) -> None:
     need(driver_gap("jedis-lua"))
-    config = WorkloadConfig(lock="jedis-lua", ttl_ms=1000, work_ms=20, duration_s=30)
+    config = WorkloadConfig(lock=resolve("jedis-lua"), ttl_ms=1000, work_ms=20, duration_s=30)
     with h.HistoryWriter(tmp_path / "history.jsonl") as history:
         pool = WorkerPool(single, config, history, clients=1, seed=1)
         pool.start()
@@ -217,7 +218,7 @@ def test_the_audits_warm_up_learns_a_drivers_commands(tmp_path: Path, name: str)
 
 
 def test_bundled_drivers_are_listed_with_language_and_library() -> None:
-    listed = {info.name: info for info in locks.catalog()}
+    listed = {info.name: info for info in lockspec.catalog()}
     for name, entry in catalog.BUNDLED_DRIVERS.items():
         assert listed[name].summary.startswith(f"{entry.language} ({entry.library}): ")
     assert listed["redsync"].topology == "standalone" and listed["node-redlock"].min_nodes == 3
@@ -258,7 +259,7 @@ def test_a_bundled_driver_is_found_in_the_caches_or_its_error_names_the_setup(
         + re.escape(str(tmp_path / "drivers" / "redsync"))
         + r"\): run `lockchaos setup --drivers` \(or `make setup` in this checkout\)$",
     ):
-        locks.load("redsync")
+        resolve("redsync")
 
 
 @pytest.mark.lockchaos(lock="jedis-del-release", faults="slow-work")

@@ -23,6 +23,7 @@ from prerequisites import need, toolchain_gap
 from chaos.drivers import catalog
 
 SOURCES = Path("chaos", "drivers", "sources")
+KITS = Path("chaos", "drivers", "kits")
 REDSYNC = ("go.mod", "go.sum", "main.go")  # what its build stamp is the checksum of
 
 
@@ -34,8 +35,9 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
     wheel = installed.build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         carried = set(archive.namelist())
-    shipped = {str(p.relative_to(REPO)) for p in (REPO / SOURCES).rglob("*") if p.is_file()}
-    assert shipped and shipped <= carried, shipped - carried  # every driver's sources
+    shipped = {str(p.relative_to(REPO)) for folder in (SOURCES, KITS)
+               for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert shipped and shipped <= carried, shipped - carried  # every driver's and kit's sources
     for data in ("chaos/drivers/build.sh", "chaos/topology/compose/docker-compose.yml"):
         assert data in carried, data
     venv = tmp_path / "venv"
@@ -65,9 +67,16 @@ def test_a_wheel_builds_its_drivers_and_runs_them_and_the_docker_provider(tmp_pa
     for build in {entry.build for entry in catalog.BUNDLED_DRIVERS.values()}:
         assert doctor["drivers"][build]["path"] == str(drivers / build), build
     assert doctor["docker"]["problem"] is None, doctor["docker"]
+    assert doctor["kits"]["python"]["path"] == str(drivers / "kits" / "python")
     assert "docker" in doctor["faults"]["latency"]["providers"]
 
-    for provider, lock in (("local", "redsync"), ("docker", "lua")):
+    # A driver of the user's own, from the wheel's Python skeleton, in the user's project.
+    new = ok(run([lockchaos, "driver", "new", "--lang", "python", elsewhere / "mylock"],
+                 cwd=elsewhere, env=env))
+    mine = new.stdout.rstrip("\n").splitlines()[-1]
+    assert mine.startswith("exec:") and str(venv) in mine, new.stdout
+    runs: list[tuple[str, str]] = [("local", mine), ("local", "redsync"), ("docker", "lua")]
+    for provider, lock in runs:
         # A 1 s lease: a starved client on a loaded machine may outlive a 200 ms one (soft).
         argv: Argv = [lockchaos, "run", "--provider", provider, "--lock", lock, "--duration", "3",
                       "--ttl-ms", "1000"]  # fmt: skip

@@ -12,26 +12,22 @@ from run_parsing import parse_audit
 from chaos import history as h
 from chaos.campaign import Campaign, choose_layout
 from chaos.cli import main
-from chaos.experiments.audit import (
+from chaos.experiments.audit import EXPLORE_CLIENTS, MUST_SURVIVE, AuditPlan, AuditResult
+from chaos.experiments.audit.plan import CELL_S, NAMED_CELL_TTLS, fitted
+from chaos.experiments.audit.record import replay_command
+from chaos.experiments.audit.trials import (
     CAMPAIGN_SHARE,
-    CELL_S,
-    EARLY_CAPABILITY_STEPS,
-    EXPLORE_CLIENTS,
-    MUST_SURVIVE,
-    NAMED_CELL_TTLS,
+    EARLY_CAPABILITY_TRIALS,
     NEST_WORK_TTLS,
-    AuditPlan,
-    AuditResult,
-    again_steps,
-    capability_steps,
+    again_trials,
+    capability_trials,
     cell_seconds,
     extend_work_ms,
-    fitted,
-    plan_steps,
-    replay_command,
-    single_steps,
+    plan_trials,
+    single_trials,
 )
 from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, how_sent
+from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.nemesis import FAULTS
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
@@ -50,25 +46,25 @@ def learned(*, extend: bool = False, reentrant: bool = False,
 
 
 def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
-    added = AuditPlan(Campaign("redlock"), faults="+crash-restart-delayed").tested()
+    added = AuditPlan(Campaign("redlock"), selection="+crash-restart-delayed").tested()
     assert [name for name, _ in added] == ["crash-restart-delayed", *MUST_SURVIVE]
-    replaced = AuditPlan(Campaign("lua"), faults="latency:latency_ms=30").tested()
+    replaced = AuditPlan(Campaign("lua"), selection="latency:latency_ms=30").tested()
     assert replaced == [("latency", {"latency_ms": 30})]
-    assert "slow-work" in AuditPlan(Campaign("lua"), faults="latency").assumed_away()
+    assert "slow-work" in AuditPlan(Campaign("lua"), selection="latency").assumed_away()
 
 
 def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
-    short, _ = plan_steps(AuditPlan(Campaign("lua"), budget_s=10), learned(surface={}))
-    assert [step.name for step in short] == list(MUST_SURVIVE)
-    assert all(step.required for step in short)  # they run even past the budget
-    long, cell_s = plan_steps(AuditPlan(Campaign("lua-extend"), budget_s=300),
+    short, _ = plan_trials(AuditPlan(Campaign("lua"), budget_s=10), learned(surface={}))
+    assert [trial.name for trial in short] == list(MUST_SURVIVE)
+    assert all(trial.required for trial in short)  # they run even past the budget
+    long, cell_s = plan_trials(AuditPlan(Campaign("lua-extend"), budget_s=300),
                               learned(extend=True))
-    assert any(step.extend for step in long)
-    assert any(len(step.faults) == 2 for step in long)
+    assert any(trial.extend for trial in long)
+    assert any(len(trial.faults) == 2 for trial in long)
     assert len(long) * (cell_s + 0.8) <= 300 * CAMPAIGN_SHARE + 1e-9
-    singles = [step for step in long if len(step.faults) == 1 and not step.extend]
-    assert all(step.required for step in singles)
-    assert not any(step.required for step in long if len(step.faults) == 2)  # pairs: if time
+    singles = [trial for trial in long if len(trial.faults) == 1 and not trial.extend]
+    assert all(trial.required for trial in singles)
+    assert not any(trial.required for trial in long if len(trial.faults) == 2)  # pairs: if time
     lua = Campaign("lua")
     assert cell_seconds(AuditPlan(lua, budget_s=20), 8) < cell_seconds(AuditPlan(lua), 8)
 
@@ -79,10 +75,10 @@ def test_a_campaign_lasts_as_much_longer_as_its_faults_take_to_act() -> None:
     slow = FAULTS["failover"].acts_after_s
     assert slow > 0
     for budget_s in (60, 300):  # squeezed (no pairs), and with pairs
-        plan = AuditPlan(Campaign("lua"), budget_s=budget_s, faults="+failover")
-        steps, cell_s = plan_steps(plan, learned())
-        durations = {step.name: plan.step_campaign(i, step, cell_s).duration_s
-                     for i, step in enumerate(steps)}
+        plan = AuditPlan(Campaign("lua"), budget_s=budget_s, selection="+failover")
+        trials, cell_s = plan_trials(plan, learned())
+        durations = {trial.name: plan.trial_campaign(i, trial, cell_s).duration_s
+                     for i, trial in enumerate(trials)}
         assert durations["failover"] == pytest.approx(CELL_S + slow)  # added: CELL_S long
         assert durations["latency"] == pytest.approx(cell_s)
         assert all(duration == pytest.approx(cell_s + slow)
@@ -94,10 +90,10 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
     """Once before each command of each operation (an extend's with holders extending), its
     last-sent first; a pause in an acquire shorter than the TTL; a crash also as its default,
     which kills a holder mid-work; an aimed one as the user said."""
-    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,client-crash,latency")
+    plan = AuditPlan(Campaign("get-then-del"), selection="client-pause-at,client-crash,latency")
     surface = {"acquire": ["EXISTS", "SET"], "release": ["GET", "DEL"], "extend": ["PEXPIRE"],
                "background": ["PEXPIRE"]}
-    names = [(step.name, step.extend) for step in single_steps(plan, learned(surface=surface))]
+    names = [(trial.name, trial.extend) for trial in single_trials(plan, learned(surface=surface))]
     assert names == [
         ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=EXISTS:op=acquire:nth=1:duration_ms=60", False),
@@ -112,25 +108,25 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
         ("client-crash:command=PEXPIRE:op=extend:nth=1 (extending)", True),
         ("latency", False),
     ]
-    told = AuditPlan(Campaign("lua"), faults="client-pause-at:command=EVAL")
-    assert [s.name for s in single_steps(told, learned())] == ["client-pause-at:command=EVAL"]
+    told = AuditPlan(Campaign("lua"), selection="client-pause-at:command=EVAL")
+    assert [s.name for s in single_trials(told, learned())] == ["client-pause-at:command=EVAL"]
 
 
 def test_a_campaign_that_did_nothing_it_was_there_for_runs_again_with_a_new_seed() -> None:
     """The first campaign there for each fault without effect and each point never reached,
     once each, whatever the budget, each with a seed no planned campaign has; nothing for a
     fault or point that did what it was for, nor for a pair."""
-    plan = AuditPlan(Campaign("get-then-del"), faults="client-pause-at,reset,latency")
-    steps, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["GET", "DEL"]}))
-    planned = {step.seed_offset for step in steps}
-    again = again_steps(steps, {"reset", "release GET", "extend"}, round_=1)
-    assert [step.name for step in again] == [
+    plan = AuditPlan(Campaign("get-then-del"), selection="client-pause-at,reset,latency")
+    trials, _ = plan_trials(plan, learned(surface={"acquire": ["SET"], "release": ["GET", "DEL"]}))
+    planned = {trial.seed_offset for trial in trials}
+    again = again_trials(trials, {"reset", "release GET", "extend"}, round_=1)
+    assert [trial.name for trial in again] == [
         "client-pause-at:command=GET:op=release:nth=1, again", "reset, again"]
-    assert all(step.again for step in again)
-    offsets = [step.seed_offset for step in again]
+    assert all(trial.again for trial in again)
+    offsets = [trial.seed_offset for trial in again]
     assert len(set(offsets)) == 2 and not set(offsets) & planned
-    assert not set(offsets) & {s.seed_offset for s in again_steps(steps, {"reset"}, 0)}
-    assert again_steps(steps, set(), 0) == []
+    assert not set(offsets) & {s.seed_offset for s in again_trials(trials, {"reset"}, 0)}
+    assert again_trials(trials, set(), 0) == []
 
 
 def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_flushed(
@@ -141,12 +137,12 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
     then the flush comes, then c1 crashes at its next acquire (in that order, full length);
     the act (EVALSHA) is aimed before it, and the capability campaigns aim at the act, never
     at the load."""
-    plan = AuditPlan(Campaign("redis-py"), faults="client-pause-at,client-crash")
+    plan = AuditPlan(Campaign("redis-py"), selection="client-pause-at,client-crash")
     surface = {"acquire": ["SET"], "release": ["EVALSHA", "SCRIPT"],
                "extend": ["EVALSHA", "SCRIPT"]}
-    steps = single_steps(plan, learned(extend=True, surface=surface))
+    trials = single_trials(plan, learned(extend=True, surface=surface))
     then = "then script-flush then client-crash:command=SET:op=acquire:nth=1:client=c1"
-    assert [(step.name, step.in_order) for step in steps[:5]] == [
+    assert [(trial.name, trial.in_order) for trial in trials[:5]] == [
         ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=EVALSHA:op=release:nth=1", False),
         (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=*:replaced=1 {then}", True),
@@ -154,40 +150,40 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
         (f"client-pause-at:command=SCRIPT:op=extend:nth=1:client=*:replaced=1 {then} "
          "(extending)", True),
     ]
-    crash = next(step for step in steps if step.name.startswith("client-crash:command=SCRIPT"))
+    crash = next(trial for trial in trials if trial.name.startswith("client-crash:command=SCRIPT"))
     assert crash.faults[0][1]["client"] == "*" and crash.aim() == ("release", "SCRIPT")
-    paired = plan.step_campaign(0, steps[2], cell_s=1.5)
+    paired = plan.trial_campaign(0, trials[2], cell_s=1.5)
     assert paired.faults_in_order and paired.duration_s == CELL_S
-    assert not plan.step_campaign(0, steps[1], cell_s=1.5).faults_in_order
-    capabilities = capability_steps(plan, learned(extend=True, surface=surface))
-    assert {step.faults[0][1]["command"] for step in capabilities} == {"EVALSHA"}
+    assert not plan.trial_campaign(0, trials[1], cell_s=1.5).faults_in_order
+    capabilities = capability_trials(plan, learned(extend=True, surface=surface))
+    assert {trial.faults[0][1]["command"] for trial in capabilities} == {"EVALSHA"}
 
 
 def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     """At a 1 s TTL the early capability campaigns' long holds took 19 s, and a
     ``+client-clock`` that breaks the lock in its first second waited behind them."""
-    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), faults="+client-clock:client=c2")
-    steps, _ = plan_steps(plan, learned(extend=True))
-    assert steps[0].name == "client-clock:client=c2"
+    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), selection="+client-clock:client=c2")
+    trials, _ = plan_trials(plan, learned(extend=True))
+    assert trials[0].name == "client-clock:client=c2"
     # not squeezed, and at a long TTL long enough for its races (6 TTLs: 6 s at 1 s)
-    assert plan.step_campaign(0, steps[0], 1.5).duration_s == NAMED_CELL_TTLS * 1.0 > CELL_S
-    assert plan.step_campaign(1, steps[1], 1.5).duration_s == 1.5
-    assert all(step.extend for step in steps[1:1 + EARLY_CAPABILITY_STEPS])
-    assert steps[1 + EARLY_CAPABILITY_STEPS].name == MUST_SURVIVE[0]
-    assert plan_steps(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
-    short = AuditPlan(Campaign("lua-extend"), faults="+client-clock:client=c2")  # 200 ms TTL
-    steps, _ = plan_steps(short, learned(extend=True))
-    assert short.step_campaign(0, steps[0], 1.5).duration_s == CELL_S
+    assert plan.trial_campaign(0, trials[0], 1.5).duration_s == NAMED_CELL_TTLS * 1.0 > CELL_S
+    assert plan.trial_campaign(1, trials[1], 1.5).duration_s == 1.5
+    assert all(trial.extend for trial in trials[1:1 + EARLY_CAPABILITY_TRIALS])
+    assert trials[1 + EARLY_CAPABILITY_TRIALS].name == MUST_SURVIVE[0]
+    assert plan_trials(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
+    short = AuditPlan(Campaign("lua-extend"), selection="+client-clock:client=c2")  # 200 ms TTL
+    trials, _ = plan_trials(short, learned(extend=True))
+    assert short.trial_campaign(0, trials[0], 1.5).duration_s == CELL_S
 
 
 def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lock() -> None:
     plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=60)
-    steps, _ = plan_steps(plan, learned(extend=True, reentrant=True))
-    singles = len(single_steps(plan, learned(extend=True, reentrant=True)))
+    trials, _ = plan_trials(plan, learned(extend=True, reentrant=True))
+    singles = len(single_trials(plan, learned(extend=True, reentrant=True)))
     # The first capability campaigns run before the singles (right after the warm-up), the
     # next ones after them.
-    capabilities = [*steps[:EARLY_CAPABILITY_STEPS],
-                    *steps[EARLY_CAPABILITY_STEPS + singles:][:1]]
+    capabilities = [*trials[:EARLY_CAPABILITY_TRIALS],
+                    *trials[EARLY_CAPABILITY_TRIALS + singles:][:1]]
     assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
         (True, extend_work_ms(0, 200), 1), (False, NEST_WORK_TTLS * 200, 2),
         (True, extend_work_ms(0, 200), 1),
@@ -199,12 +195,12 @@ def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lo
         "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1200 ms)"
     assert capabilities[1].name == "client-pause (nested, work 100 ms)"
     assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1200 ms)"
-    every = capability_steps(plan, learned(extend=True, reentrant=True))
+    every = capability_trials(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
     assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested, work 100 ms)"
     assert {s.work_ms for s in every if s.extend} == {extend_work_ms(i, 200) for i in (0, 1)}
-    nothing, _ = plan_steps(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
-    assert not any(step.extend or step.nest_depth > 1 for step in nothing)
+    nothing, _ = plan_trials(plan, learned(surface={"acquire": ["SET"], "release": ["DEL"]}))
+    assert not any(trial.extend or trial.nest_depth > 1 for trial in nothing)
 
 
 def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
@@ -213,12 +209,12 @@ def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
     renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
                      Declared(extend=False, renews=True, reentrant=False, fencing=False,
                               nodes=1))
-    steps, _ = plan_steps(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
-    assert [s.name for s in steps[:EARLY_CAPABILITY_STEPS]] == [
+    trials, _ = plan_trials(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
+    assert [s.name for s in trials[:EARLY_CAPABILITY_TRIALS]] == [
         "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1200 ms)",
         "client-pause:duration_ms=250 (work 1200 ms)",
     ]
-    assert not any(step.extend for step in steps)
+    assert not any(trial.extend for trial in trials)
 
 
 @pytest.mark.parametrize(
@@ -234,10 +230,10 @@ def test_a_lock_that_sends_evalsha_has_its_scripts_flushed_too(
     so ``script-flush`` joins the defaults (and the replay); a lock that sends EVAL does not
     get it."""
     evalsha = learned(surface={"acquire": ["EVALSHA"], "release": ["EVALSHA"]})
-    plan = fitted(AuditPlan(Campaign("lua-loaded-once"), faults=faults), evalsha)
-    assert plan.faults == fitted_faults
+    plan = fitted(AuditPlan(Campaign("lua-loaded-once"), selection=faults), evalsha)
+    assert plan.selection == fitted_faults
     assert ("script-flush" in {name for name, _ in plan.tested()}) == (faults != "client-pause")
-    assert fitted(AuditPlan(Campaign("lua")), learned()).faults == ""
+    assert fitted(AuditPlan(Campaign("lua")), learned()).selection == ""
 
 
 def test_a_lock_seen_renewing_is_held_to_it_in_every_phase() -> None:
@@ -246,11 +242,34 @@ def test_a_lock_seen_renewing_is_held_to_it_in_every_phase() -> None:
     renews = Learned({"acquire": ["SET"], "release": ["EVAL"], "background": ["EVAL"]},
                      Declared(extend=False, renews=True, reentrant=False, fencing=False,
                               nodes=1))
-    plan = fitted(AuditPlan(Campaign("lua")), renews)
-    steps, cell_s = plan_steps(plan, renews)
-    assert all(plan.step_campaign(i, step, cell_s).renews for i, step in enumerate(steps))
+    plan = fitted(AuditPlan(Campaign(USER_WATCHDOG)), renews)
+    assert every_phase_renews(plan, renews)[1:] == [True, True]  # after the warm-up
     assert "--renews" in shlex.split(replay_command(plan))
-    assert not fitted(AuditPlan(Campaign("lua")), learned()).base.renews
+    assert not fitted(AuditPlan(Campaign(USER_WATCHDOG)), learned()).base.renews
+
+
+# The bundled watchdog as a user's lock: a ``module:attr`` factory declares nothing.
+USER_WATCHDOG = "chaos.locks.watchdog:make"
+
+
+def every_phase_renews(plan: AuditPlan, warmed: Learned) -> list[bool]:
+    """Whether the clients of each phase of ``plan`` are held to renewing: the warm-up's,
+    every trial's, every exploration's (as its session runs them: ``Program.campaign``)."""
+    trials, cell_s = plan_trials(plan, warmed)
+    explored = [Program.of(c, choose_layout(c)).campaign() for c in plan.explore_campaigns()]
+    return [plan.warm_up_campaign().workload().renews,
+            all(plan.trial_campaign(i, trial, cell_s).workload().renews
+                for i, trial in enumerate(trials)),
+            bool(explored) and all(c.workload().renews for c in explored)]
+
+
+def test_a_user_lock_told_to_renew_renews_in_every_phase() -> None:
+    """``--renews`` on a user's lock (which declares nothing) reaches the clients of every
+    phase of the audit: the warm-up, the trials and the explore phase, whose programs once
+    dropped it (their clients were held to nothing)."""
+    plan = AuditPlan(Campaign(USER_WATCHDOG, renews=True))
+    assert every_phase_renews(plan, learned()) == [True, True, True]
+    assert every_phase_renews(AuditPlan(Campaign(USER_WATCHDOG)), learned()) == [False] * 3
 
 
 @pytest.mark.parametrize(
@@ -277,17 +296,18 @@ def test_nodes_reaches_every_campaign_and_the_replay() -> None:
     """``--nodes`` (a Redlock written as a driver needs it: nothing tells lockchaos its
     lock wants independent masters) sets the masters of every campaign of the audit."""
     plan = AuditPlan(Campaign.from_options("lua", nodes=3, seed=4), budget_s=30)
-    for step in plan_steps(plan, learned(extend=True))[0]:
-        campaign = plan.campaign(step.faults, seed=plan.base.seed, extend=step.extend, duration_s=1)
+    for trial in plan_trials(plan, learned(extend=True))[0]:
+        campaign = plan.campaign(trial.faults, seed=plan.base.seed, extend=trial.extend,
+                                 duration_s=1)
         assert choose_layout(campaign).nodes == 3
     words = shlex.split(replay_command(plan))
     assert words[words.index("--nodes") + 1] == "3"
 
 
 def _deployments(plan: AuditPlan) -> set[tuple[int, int, float | None]]:
-    """(clients, TTL, work) of every campaign the plan runs: each step's and explore's."""
-    steps, cell_s = plan_steps(plan, learned())
-    campaigns = [plan.step_campaign(i, step, cell_s) for i, step in enumerate(steps)]
+    """(clients, TTL, work) of every campaign the plan runs: each trial's and explore's."""
+    trials, cell_s = plan_trials(plan, learned())
+    campaigns = [plan.trial_campaign(i, trial, cell_s) for i, trial in enumerate(trials)]
     campaigns += [*plan.explore_campaigns(), plan.warm_up_campaign()]
     return {(c.clients, c.ttl_ms, c.work_ms) for c in campaigns}
 
@@ -330,20 +350,20 @@ def test_unset_the_audit_chooses_per_phase_as_before(monkeypatch: pytest.MonkeyP
 
 def test_explore_first_with_the_clients_own_faults_then_with_every_fault_it_can_step() -> None:
     """As `lockchaos explore` runs by default first (programs under partitions and paused
-    servers are four times slower), then with every tested fault explore can step."""
+    servers are four times slower), then with every tested fault explore can trial."""
     default = [c.fault_names for c in AuditPlan(Campaign("lua")).explore_campaigns()]
     assert default[0] == ["client-crash"]
     assert set(default[1]) > {"client-crash", "partition", "server-pause"}
-    only_pauses = AuditPlan(Campaign("lua"), faults="client-pause,client-pause-at")
+    only_pauses = AuditPlan(Campaign("lua"), selection="client-pause,client-pause-at")
     assert [c.fault_names for c in only_pauses.explore_campaigns()] == [[]]
 
 
 def test_capacity_reaches_every_campaign_and_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     """``audit --capacity`` as ``run`` takes it: a semaphore audited with its permits set runs
-    every phase (the warm-up, each step) with them, and the replay says so."""
+    every phase (the warm-up, each trial) with them, and the replay says so."""
     plan = parse_audit(["--lock", "lua-semaphore", "--capacity", "2"], monkeypatch)
-    steps, cell_s = plan_steps(plan, learned())
-    campaigns = [plan.step_campaign(i, step, cell_s) for i, step in enumerate(steps)]
+    trials, cell_s = plan_trials(plan, learned())
+    campaigns = [plan.trial_campaign(i, trial, cell_s) for i, trial in enumerate(trials)]
     assert {c.capacity for c in [*campaigns, plan.warm_up_campaign()]} == {2}
     replayed = shlex.split(replay_command(plan))
     assert replayed[replayed.index("--capacity") + 1] == "2"
@@ -362,7 +382,7 @@ def test_capacity_on_a_mutex_is_one_line_and_exit_2(
 def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
     """A tested fault that never fired (its campaign never ran) was not tested: said as such,
     not passed over because it has no coverage entry at all."""
-    result = AuditResult(AuditPlan(Campaign("lua"), faults="client-pause"), tmp_path)
+    result = AuditResult(AuditPlan(Campaign("lua"), selection="client-pause"), tmp_path)
     assert result.inconclusive_reasons == ["client-pause never fired in any run"]
     assert result.untested == [("client-pause", "client-pause never fired in any run")]
     assert result.verdict == "inconclusive" and result.exit_status == 3
@@ -441,10 +461,10 @@ def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is
     then a holder working long is stopped past its lease (in that order); an acquire's, which
     fails without a fault (another client holds the lock), is aimed at alone. The capability
     campaigns aim at the extend's act, never at its clean-up."""
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE)
     work = f"work {extend_work_ms(0, 200):g} ms"
-    assert [(step.name, step.in_order) for step in single_steps(plan, known)] == [
+    assert [(trial.name, trial.in_order) for trial in single_trials(plan, known)] == [
         ("client-pause-at:command=ZADD:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=SETNX:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=ZREM:op=acquire:nth=1:duration_ms=60", False),
@@ -456,17 +476,17 @@ def test_a_command_sent_only_when_an_extend_failed_is_aimed_at_after_a_holder_is
            f"client-pause:duration_ms=250 (extending, {work})", True)
           for command in ("MULTI", "ZREM", "EXEC")),
     ]
-    assert {step.faults[0][1]["command"] for step in capability_steps(plan, known)} == {"ZADD"}
+    assert {trial.faults[0][1]["command"] for trial in capability_trials(plan, known)} == {"ZADD"}
     assert known.every_time("extend") == ["ZADD"]
 
 
 def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
     """A point before any command of one write (a pipeline, a transaction) stops the client
     before that write: once per write, named by the first command new in it."""
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     known = learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE,
                     with_=BOOK_WRITES)
-    assert [step.faults[0][1]["command"] for step in single_steps(plan, known)] == [
+    assert [trial.faults[0][1]["command"] for trial in single_trials(plan, known)] == [
         "ZADD", "SETNX", "ZREM", "MULTI", "ZADD", "MULTI"]
     assert known.every_time("release") == ["MULTI"]
     audit = AuditFile(lock="book-semaphore-with-lock", budget_s=60, seed=1, fail_on="hard",
@@ -480,7 +500,7 @@ def test_a_write_is_aimed_at_once_whatever_it_carries() -> None:
 
 
 def test_an_unreached_point_says_how_the_lock_sends_its_command_or_that_it_never_did() -> None:
-    plan = AuditPlan(Campaign("book-semaphore-with-lock"), faults="client-pause-at")
+    plan = AuditPlan(Campaign("book-semaphore-with-lock"), selection="client-pause-at")
     result = AuditResult(plan, Path("."),
                          learned(extend=True, surface=BOOK_SURFACE, on_failure=BOOK_ON_FAILURE))
     said = "no client ever stopped or crashed before"

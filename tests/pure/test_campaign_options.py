@@ -27,9 +27,9 @@ from chaos.campaign import (
 )
 from chaos.checker import check_file
 from chaos.cli import app, main
-from chaos.experiments.audit import OPTIONS as AUDIT_OPTIONS
+from chaos.experiments.audit import AUDIT_OPTIONS
 from chaos.history import Event, write_history
-from chaos.pytest_plugin import OPTIONS as PLUGIN_OPTIONS
+from chaos.pytest_plugin import PLUGIN_FLAGS
 from chaos.report import load_run
 
 # Every field away from its default (a replay that dropped one would come back as the default).
@@ -85,7 +85,7 @@ def test_the_pytest_plugin_takes_its_campaign_options_from_the_declaration(
     shown = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60, check=True).stdout
     flat = " ".join(shown.split())
-    for name, flag in PLUGIN_OPTIONS.items():
+    for name, flag in PLUGIN_FLAGS.items():
         assert flag in flat and " ".join(KNOBS[name].help.split()) in flat, flag
     assert "--lockchaos-provider={local,docker,external}" in flat
 

@@ -1,5 +1,5 @@
 """The checker on runs that did not exercise the lock (``inconclusive``) and on bugs in the lock
-(exceptions that are not Redis errors), from hand-built histories: the rules of
+(exceptions that are not Redis errors), from hand-built histories: the conditions of
 ``chaos.checker.exercised``, their sentences, and the exit statuses they lead to."""
 
 from __future__ import annotations

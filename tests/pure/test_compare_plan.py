@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos import locks
+from chaos import lockspec
 from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
@@ -28,14 +28,14 @@ def test_a_matrix_that_is_not_one_is_one_line_and_exit_2(
 def test_the_demo_runs_every_bundled_lock_and_every_truth_table_cell() -> None:
     """Every bundled lock the local provider's Redis runs: those that need another server
     (their claims are SERVER_CELLS, run on the docker provider) are left out."""
-    local = set(locks.BUNDLED) - {cell.lock for cell in SERVER_CELLS}
+    local = set(lockspec.BUNDLED) - {cell.lock for cell in SERVER_CELLS}
     python_only = demo_plans(10.0, 5.0)
     assert {plan.lock for plan in python_only} == local - set(DRIVER_INFOS)
     plans = demo_plans(10.0, 5.0, drivers=True)
     assert {plan.lock for plan in plans} == local
     cells = [*CELLS, *DRIVER_CELLS]
     assert {(c.lock, c.faults, c.options) for c in cells} <= {
-        (p.lock, p.faults, p.options) for p in plans
+        (p.lock, p.column, p.options) for p in plans
     }
     for plan in plans:
         claim = claim_for(plan)
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 
 def test_a_column_may_combine_faults() -> None:
     (plan,) = plan_matrix(["lua"], ["latency+partition"], 5.0)
-    assert plan.faults == "latency,partition" and plan.name == "lua × latency + partition"
+    assert plan.column == "latency,partition" and plan.name == "lua × latency + partition"
 
 
 def test_capacity_sets_each_semaphores_permits_in_a_row_of_its_own() -> None:

@@ -26,9 +26,9 @@ from chaos.topology.docker import (
     IMAGE_VARIABLES,
     LAYOUT,
     PROJECT,
-    RUN_LABEL,
     SERVER_PID,
 )
+from chaos.topology.reaper import RUN_LABEL
 from chaos.topology.remote import RemoteNode
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,10 +1,16 @@
-"""The package's shape: no import cycle anywhere in chaos/, and the public façade.
+"""The package's shape: no import cycle anywhere in chaos/, no import running back up the
+layers, and the public façade.
 
 Cycles are found among every import of a module, wherever it is written: at the top, inside
 ``if TYPE_CHECKING:`` (a cycle there is still two modules that each need the other to be
 understood) or inside a function (one imported late to dodge a cycle is still a cycle). An
 import of a package counts as an import of its ``__init__``; ``from pkg import mod`` of a
-submodule counts as an import of that submodule.
+submodule counts as an import of that submodule — and, as Python runs them first, of the
+``__init__`` of every package above it that the importing module is not itself inside
+(``from chaos.locks.contract import Lease`` in ``chaos.drivers`` runs ``chaos/locks/__init__.py``).
+
+The layers are chaos's packages (and its top-level modules): collapsed to them, the graph has
+no cycle either, so they stack with every import running down.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import chaos
-from chaos import locks
+from chaos import lockspec
 
 ROOT = Path(chaos.__file__).parent
 
@@ -25,6 +31,14 @@ ROOT = Path(chaos.__file__).parent
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _packages_run(target: str, importer: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` from ``importer`` runs: those above
+    ``target`` that ``importer`` is not inside (its own packages have run already)."""
+    parts = target.split(".")
+    above = [".".join(parts[:i]) for i in range(1, len(parts))]
+    return [p for p in above if importer != p and not importer.startswith(p + ".")]
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -45,8 +59,22 @@ def import_graph() -> dict[str, set[str]]:
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
                     targets.append(sub if sub in modules else base)
+            targets += [run for target in targets for run in _packages_run(target, name)]
             graph[name].update(t for t in targets if t in modules and t != name)
     return graph
+
+
+def layer(module: str) -> str:
+    """The package (or top-level module) of chaos that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def layer_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module collapsed to its ``layer``."""
+    layers: dict[str, set[str]] = {layer(name): set() for name in graph}
+    for name, targets in graph.items():
+        layers[layer(name)].update(layer(t) for t in targets if layer(t) != layer(name))
+    return layers
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -97,6 +125,12 @@ def test_no_import_cycle_in_chaos() -> None:
     assert cycles(import_graph()) == []
 
 
+def test_no_import_runs_back_up_the_layers() -> None:
+    """Collapsed to chaos's packages, the graph has no cycle: an import from one package into
+    another that imports it back (even through a third) is one running back up."""
+    assert cycles(layer_graph(import_graph())) == []
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
@@ -107,8 +141,20 @@ def test_the_graph_sees_real_edges() -> None:
     graph = import_graph()
     assert "chaos.topology.base" in graph["chaos.topology.local"]
     assert "chaos.history" in graph["chaos.checker.scan"]
-    # imported inside a function (reaper_main): counted too
-    assert "chaos.topology.reaper" in graph["chaos.topology.docker"]
+    # imported inside a function: counted too
+    assert "chaos.drivers.catalog" in graph["chaos.images.recipes"]
+    # a submodule's import runs its package's __init__ first, unless the importer is inside it
+    assert "chaos.locks" in graph["chaos.drivers.catalog"]  # from chaos.locks.contract import…
+    assert "chaos.locks" not in graph["chaos.locks.context"]
+
+
+def test_a_submodule_import_runs_the_packages_above_it() -> None:
+    assert _packages_run("chaos.locks.contract", "chaos.drivers.catalog") == ["chaos.locks"]
+    assert _packages_run("chaos.locks.contract", "chaos.locks.context") == []
+    assert _packages_run("chaos.locks", "chaos.campaign.spec") == []
+    # p.a imports q.b, which imports the package p: the layers p and q import each other
+    graph = {"chaos.p": set(), "chaos.p.a": {"chaos.q.b"}, "chaos.q.b": {"chaos.p"}}
+    assert cycles(layer_graph(graph)) == [["chaos.p", "chaos.q"]]
 
 
 def test_the_facade_names_exactly_what_it_loads() -> None:
@@ -139,15 +185,16 @@ def test_the_campaign_sits_below_what_runs_and_reports_it() -> None:
         assert reached == [], module
     for module in (name for name in graph if name.startswith("chaos.explore")):
         assert not any(m.startswith("chaos.experiments") for m in graph[module]), module
-    assert "chaos.explore" in graph["chaos.experiments.audit"]
+    assert "chaos.explore" in graph["chaos.experiments.audit.runner"]
 
 
 @pytest.mark.parametrize("module", ["protocol", "process", "adapter", "catalog"])
 def test_each_drivers_module_can_be_imported_first(module: str) -> None:
-    """chaos.locks loads drivers through chaos.drivers.catalog, which implements the lock
-    contract of chaos.locks: whichever module a program imports first, both load."""
-    code = f"import chaos.drivers.{module}, chaos.locks; print(len(chaos.locks.catalog()))"
+    """chaos.lockspec resolves drivers through chaos.drivers.catalog, which implements the lock
+    contract of chaos.locks: whichever module a program imports first, all load."""
+    code = (f"import chaos.drivers.{module}, chaos.locks, chaos.lockspec; "
+            "print(len(chaos.lockspec.catalog()))")
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
-    assert done.returncode == 0 and int(done.stdout) == len(locks.BUNDLED), done.stderr
+    assert done.returncode == 0 and int(done.stdout) == len(lockspec.BUNDLED), done.stderr

@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from chaos.cli import app
-from chaos.locks import catalog
+from chaos.lockspec import catalog
 
 
 def test_json_carries_what_each_lock_declares() -> None:

@@ -151,7 +151,7 @@ def test_the_demo_page_lists_the_truth_tables_claims_one_per_row(
         (str(escape(c.source)), str(escape(c.expected)))
         for c in (claims[id(breaks)], claims[id(holds)]) if c
     ]
-    assert all(f"<code>{escape(fault)}</code>" in rows[0][1] for fault in breaks.faults.split(","))
+    assert all(f"<code>{escape(fault)}</code>" in rows[0][1] for fault in breaks.column.split(","))
     assert page.count('class="broken"') == 1  # the "no hard" claim, measured hard
     assert '<td class="held yes">✓' in page and '<td class="held no">✗' in page
     for number in range(3):

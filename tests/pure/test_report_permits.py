@@ -14,7 +14,7 @@ from chaos.history import Event, write_history
 from chaos.report import write_run_reports
 from chaos.report.figure import HOLD_COLOR, choose_window, timeline_figure
 from chaos.report.permits import held
-from chaos.report.run import RunRecord, load_run
+from chaos.report.rundir import RunRecord, load_run
 
 MS = 1_000_000
 

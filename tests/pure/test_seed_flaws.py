@@ -151,7 +151,7 @@ def test_giving_up_behind_a_live_holder_is_contention() -> None:
 
 def test_client_pause_at_takes_a_client_or_every_client() -> None:
     from chaos.errors import UsageError
-    from chaos.nemesis.faults import FAULTS
+    from chaos.nemesis import FAULTS
 
     fault = FAULTS["client-pause-at"]
     fault.check_params({"client": "*", "command": "GETSET", "op": "acquire"})

@@ -11,13 +11,14 @@ import json
 import pytest
 import redis
 
-from chaos import locks
+from chaos import lockspec
 from chaos.campaign import Campaign
 from chaos.drivers.adapter import hello
 from chaos.drivers.protocol import Acquire, Described, decode, encode
 from chaos.errors import UsageError
 from chaos.history import EXCLUSIVE, SHARED
 from chaos.locks.contract import LockContext, LockInfo, grants
+from chaos.lockspec import resolve
 
 # Factories declared as a user's would be, loaded as `--lock THIS_FILE:name`.
 HERE = __file__
@@ -50,7 +51,7 @@ fair_maybe = _declared(modes=(SHARED,), capacity=2, fair="yes")
 
 
 def test_the_catalog_declares_the_reference_locks_and_every_mutex_stays_one() -> None:
-    infos = {info.name: info for info in locks.catalog()}
+    infos = {info.name: info for info in lockspec.catalog()}
     assert (infos["lua-semaphore"].capacity, infos["lua-semaphore"].modes) == (3, (SHARED,))
     assert (infos["rwlock"].capacity, infos["rwlock"].modes) == (None, (EXCLUSIVE, SHARED))
     assert not infos["lua-semaphore"].mutex and not infos["rwlock"].mutex
@@ -107,13 +108,13 @@ def test_hello_carries_the_runs_permits_only_when_they_are_not_one() -> None:
 
 def test_a_users_factory_declares_what_it_grants_as_a_bundled_lock_does() -> None:
     spec = f"{HERE}:user_semaphore"
-    info = locks.info(spec)
+    info = resolve(spec).info
     assert info is not None and (info.name, info.capacity, info.modes, info.max_permits) == (
         spec, 4, (SHARED,), 2)
     workload = Campaign(spec).workload()
     assert (workload.capacity, workload.modes, workload.max_permits) == (4, (SHARED,), 2)
     assert Campaign(spec, capacity=6).workload().capacity == 6  # --capacity, as for a bundled
-    assert locks.info(f"{HERE}:undeclared") is None  # a mutex, as before
+    assert resolve(f"{HERE}:undeclared").info is None  # a mutex, as before
     assert Campaign(f"{HERE}:undeclared").workload().mutex
 
 

@@ -12,7 +12,7 @@ from junitparser import JUnitXml
 from chaos.cli import main
 from chaos.experiments.audit import MUST_SURVIVE
 from chaos.report.audit_page import AUDIT, load_audit
-from chaos.report.run import load_run
+from chaos.report.rundir import load_run
 
 
 def _audit_dir(out: Path) -> Path:

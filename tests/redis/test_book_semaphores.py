@@ -25,10 +25,11 @@ from test_locks import KEY, Clients, direct
 from chaos.campaign import HISTORY
 from chaos.experiments.truth_table import BOOK_PAUSE, CELLS
 from chaos.history import PAUSE_POINT
-from chaos.locks import build_context, create
+from chaos.locks import build_context
 from chaos.locks.book_fair_semaphore import counter_key, owner_key
 from chaos.locks.book_semaphore_with_lock import guard_key
 from chaos.locks.contract import GAVE_UP, ExtendableLockClient, Lease, LockClient
+from chaos.lockspec import resolve
 from chaos.topology import ClientView, LocalTopology
 from chaos.workload import clocks
 from chaos.workload.inject import InjectingConnection, PausePoint, injector
@@ -70,7 +71,7 @@ def semaphore(clients: Clients, topo: LocalTopology, name: str, cid: str, capaci
     and the run's TTL as the book's ``timeout``."""
     ctx = clients.ctx(topo, cid, ttl_ms, **kw)
     ctx.capacity = capacity
-    return create(name, ctx)
+    return resolve(name).create(ctx)
 
 
 def acquire(lock: LockClient) -> Lease | None:
@@ -199,7 +200,7 @@ def _acquire(view: ClientView, name: str, writer: Connection) -> None:
     ctx = build_context(view, lock_name=KEY, ttl_ms=TTL)
     ctx.capacity = 1
     try:
-        lease = acquire(create(name, ctx))
+        lease = acquire(resolve(name).create(ctx))
         writer.send((lease.token if lease else None, time.time(), time.monotonic()))
     finally:
         ctx.close()
@@ -290,7 +291,7 @@ class KilledBeforeCounter(redis.Connection):
 
 def _acquire_and_die(view: ClientView) -> None:
     ctx = build_context(view, lock_name=KEY, ttl_ms=TTL, connection_class=KilledBeforeCounter)
-    acquire(create("book-semaphore-with-lock", ctx))
+    acquire(resolve("book-semaphore-with-lock").create(ctx))
 
 
 # -- the harness's pause points between two transactions -------------------------------------

@@ -17,8 +17,10 @@ import redis
 from chaos.campaign import Campaign
 from chaos.cli import main
 from chaos.experiments.execute import run_campaign
-from chaos.locks import build_context, create
-from chaos.nemesis.faults import Failover, Target
+from chaos.locks import build_context
+from chaos.lockspec import resolve
+from chaos.nemesis.fault import Target
+from chaos.nemesis.server_faults import Failover
 from chaos.topology import LocalTopology, start
 from chaos.topology.cluster import CLUSTER_MASTERS
 from chaos.topology.node import wait_until
@@ -45,7 +47,7 @@ def test_a_client_follows_the_slot_map_through_its_own_proxies(cluster: LocalTop
     # a TTL no stall of a loaded machine outlasts: this checks routing, not expiry
     ctx = build_context(view, lock_name=KEY, ttl_ms=10_000, connection_class=InjectingConnection)
     try:
-        lock = create("lua", ctx)
+        lock = resolve("lua").create(ctx)
         lease = lock.acquire()
         assert lease is not None
         node = ctx.primary.get_node_from_key(KEY)  # type: ignore[attr-defined]
@@ -59,10 +61,10 @@ def test_a_client_follows_the_slot_map_through_its_own_proxies(cluster: LocalTop
     try:
         ctx = build_context(view, lock_name=KEY, ttl_ms=500)
         with pytest.raises(redis.ConnectionError):  # its proxy refuses: nobody answers
-            create("lua", ctx).acquire()
+            resolve("lua").create(ctx).acquire()
         ctx.close()
         other = build_context(cluster.client_view("c2"), lock_name=KEY, ttl_ms=500)
-        lease = create("lua", other).acquire()
+        lease = resolve("lua").create(other).acquire()
         assert lease is not None
         other.close()
     finally:

@@ -19,7 +19,6 @@ from typing import cast
 import pytest
 
 from chaos import history as h
-from chaos import locks
 from chaos.campaign import Campaign, Layout, load_campaign
 from chaos.cli import main
 from chaos.drivers import adapter
@@ -28,7 +27,15 @@ from chaos.drivers.protocol import encode
 from chaos.errors import UsageError
 from chaos.experiments.execute import run_campaign
 from chaos.locks.context import build_context
-from chaos.locks.contract import Lease, LockContext
+from chaos.locks.contract import (
+    INVALIDATED,
+    REVOKED,
+    Kept,
+    Lease,
+    LeaseInvalidated,
+    LockContext,
+)
+from chaos.lockspec import can_extend, check_client, resolve
 from chaos.nemesis import FAULTS
 from chaos.topology import LocalTopology
 
@@ -160,7 +167,7 @@ def _start(
     command = _driver(
         tmp_path, HELLO_THEN.format(caps=caps, handler=textwrap.indent(handler, "    "))
     )
-    return locks.load(f"exec:{command}")(_ctx(single))  # type: ignore[return-value]
+    return resolve(f"exec:{command}").factory(_ctx(single))  # type: ignore[return-value]
 
 
 def test_replies_become_leases_refusals_and_indeterminate_outcomes(
@@ -189,8 +196,43 @@ elif m["type"] == "extend":
         assert lock.release(Lease(token="c1:a")) is False  # a definite error: certainly not
         with pytest.raises(adapter.DriverError, match="timed out"):  # indeterminate: raises
             lock.release(Lease(token="c1:b"))
-        assert locks.can_extend(lock)
+        assert can_extend(lock)
         assert lock.extend(Lease(token="c1:a")) == Lease(token="c1:a", validity_ms=200)  # type: ignore[attr-defined]
+    finally:
+        lock.close()
+
+
+def test_revoked_invalidated_and_kept_become_what_the_contract_says(
+    tmp_path: Path, single: LocalTopology
+) -> None:
+    """An extend's ``revoked`` and ``invalidated`` (and, not definite, ``LeaseInvalidated``
+    raised), a release's ``kept`` with its validity; a reply to a request it does not answer
+    breaks the driver in one line."""
+    lock = _start(
+        tmp_path,
+        single,
+        """\
+if m["type"] == "extend" and m["token"] == "c1:r":
+    out(type="revoked", id=m["id"], message="unlocked after a failed extend")
+elif m["type"] == "extend" and m["token"] == "c1:i":
+    out(type="invalidated", id=m["id"])
+elif m["type"] == "extend":
+    out(type="invalidated", id=m["id"], definite=False, message="timed out")
+elif m["type"] == "release" and m["token"] == "c1:k":
+    out(type="kept", id=m["id"], validity_ms=900)
+else:
+    out(type="revoked", id=m["id"])
+""",
+        caps='["extend"]',
+    )
+    try:
+        assert lock.extend(Lease(token="c1:r")) is REVOKED  # type: ignore[attr-defined]
+        assert lock.extend(Lease(token="c1:i")) is INVALIDATED  # type: ignore[attr-defined]
+        with pytest.raises(LeaseInvalidated, match="timed out"):
+            lock.extend(Lease(token="c1:u"))  # type: ignore[attr-defined]
+        assert lock.release(Lease(token="c1:k")) == Kept(900)
+        with pytest.raises(DriverBroken, match=re.escape("which answers extend only")):
+            lock.release(Lease(token="c1:x"))
     finally:
         lock.close()
 
@@ -218,7 +260,7 @@ else:
     renewed: list[int] = []
     ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=200,
                         report_renewal=lambda lease, validity, at: renewed.append(at))
-    lock = cast(adapter.DriverLock, locks.load(f"exec:{command}")(ctx))
+    lock = cast(adapter.DriverLock, resolve(f"exec:{command}").factory(ctx))
     try:
         lease = lock.acquire()
         assert lease is not None
@@ -235,8 +277,8 @@ else:
 def test_a_driver_without_extend_has_no_extend(tmp_path: Path, single: LocalTopology) -> None:
     lock = _start(tmp_path, single, 'out(type="refused", id=m["id"])')
     try:
-        assert not locks.can_extend(lock)
-        locks.check_client(lock)  # still a valid client
+        assert not can_extend(lock)
+        check_client(lock)  # still a valid client
     finally:
         lock.close()
 
@@ -289,11 +331,11 @@ def test_a_driver_that_fails_its_hello_is_one_usage_line(
         tmp_path, 'sys.stdin.readline()\nout(type="hello", ok=False, message="needs 3 masters")\n'
     )
     with pytest.raises(UsageError, match="refused to start: needs 3 masters"):
-        locks.load(f"exec:{refuses}")(_ctx(single))
+        resolve(f"exec:{refuses}").factory(_ctx(single))
     with pytest.raises(UsageError, match="is not on PATH"):
-        locks.load("exec:no-such-driver-anywhere --flag")
+        resolve("exec:no-such-driver-anywhere --flag")
     with pytest.raises(UsageError, match="give the driver's command"):
-        locks.load("exec:")
+        resolve("exec:")
 
 
 def test_the_hello_names_every_node_and_sentinel_through_the_clients_proxies(
@@ -341,7 +383,7 @@ def test_a_driver_announces_its_commands_to_the_pause_points_of_its_context(
     it to ``build_context``), never through an import of the workload."""
     points = RecordingPausePoints(armed)
     ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=500, pause_points=points)
-    lock = locks.load(f"exec:{sys.executable} {EXAMPLE}")(ctx)
+    lock = resolve(f"exec:{sys.executable} {EXAMPLE}").factory(ctx)
     try:
         lease = lock.acquire()
         assert lease and lock.release(lease)
@@ -365,17 +407,17 @@ def test_client_pause_at_is_refused_up_front_for_a_driver_without_pause_points(
         r"capability \(it announces each command before sending it\), which this one does not "
         r"announce \(docs/driver-protocol.md\)$",
     ):
-        locks.check_faults(f"exec:{plain}", pause_at)
-    locks.check_faults(f"exec:{plain}", [FAULTS["client-pause"], FAULTS["slow-work"]])  # fine
-    locks.check_faults("jedis-get-then-del", pause_at)  # has the capability
-    locks.check_faults("lua", pause_at)  # Python locks take every fault
+        resolve(f"exec:{plain}").check_faults(pause_at)
+    resolve(f"exec:{plain}").check_faults([FAULTS["client-pause"], FAULTS["slow-work"]])  # fine
+    resolve("jedis-get-then-del").check_faults(pause_at)  # has the capability
+    resolve("lua").check_faults(pause_at)  # Python locks take every fault
 
 
 def test_the_docs_worked_example_driver_runs_with_both_capabilities(tmp_path: Path) -> None:
     """examples/drivers/python/driver.py (docs/driver-protocol.md): plain Python, RESP over a
     socket, extend and pause-points: paused before its release's EVAL, never hard."""
     lock = f"exec:{sys.executable} {EXAMPLE}"
-    locks.check_faults(lock, [FAULTS["client-pause-at"]])  # it announces pause-points
+    resolve(lock).check_faults([FAULTS["client-pause-at"]])  # it announces pause-points
     campaign = Campaign.from_options(
         lock,
         "client-pause-at:command=EVAL,partition",

@@ -21,8 +21,8 @@ from chaos.explore import ExploreResult, Program, Step, explore, replay
 from chaos.explore.machine import Failure
 from chaos.explore.rundir import PROGRAM, REPLAY, write_run_dir
 from chaos.explore.session import ENDED_EARLY
-from chaos.locks.base import SetNxPxLock
 from chaos.locks.contract import Lease, LockContext
+from chaos.locks.parts import SetNxPxLock
 
 # Seed 004's "A releases B's lock", as the explorer shrinks it: c1's key expires while it
 # waits, c2 takes the lock, c1's plain DEL removes c2's key, c1 takes the lock again.
@@ -93,6 +93,21 @@ def test_a_wait_with_a_renewing_holder_lasts_its_full_length(tmp_path: Path) -> 
     assert outcomes == ["granted", "", "refused"]  # the watchdog kept c1's lease alive
     asks = [e.t for e in h.read_history(history) if e.f == h.ACQUIRE and e.type == h.INVOKE]
     assert asks[1] - asks[0] >= 150_000_000
+
+
+def test_a_campaign_that_holds_a_users_lock_to_renewing_explores_it_so(tmp_path: Path) -> None:
+    """``--renews`` (the audit's explore phase sets it once its warm-up saw a user's lock
+    renew) reaches the clients of every program explored, and of its replay: their start
+    event declares it, so the checker judges the lock's lapses. Programs once dropped it."""
+    lock = "chaos.locks.watchdog:make"  # the bundled watchdog as a user's: it declares nothing
+    for renews in (True, False):
+        campaign = Campaign(lock, renews=renews, clients=2, ttl_ms=100)
+        result = explore(campaign, max_examples=2, steps=3)
+        assert result.programs and all(p.renews is renews for p in result.programs)
+        history = tmp_path / f"renews-{renews}.jsonl"
+        replay(result.programs[0], history_path=history)
+        start = next(e for e in h.read_history(history) if e.f == h.START)
+        assert start.value.get("renews", False) is renews, start.value
 
 
 def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> None:

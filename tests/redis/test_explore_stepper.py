@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos import history as h
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 from chaos.workload import PausePoint, WorkloadConfig
 from chaos.workload.stepper import NOT_HOLDING, STOPPED, StepperPool
@@ -17,7 +18,7 @@ def test_a_release_stopped_before_its_del_leaves_the_key_until_resumed(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="get-then-del", ttl_ms=2000, work_ms=0, duration_s=20.0)
+    config = WorkloadConfig(lock=resolve("get-then-del"), ttl_ms=2000, work_ms=0, duration_s=20.0)
     with h.HistoryWriter(path) as history, single.nodes[0].client() as redis:
         pool = StepperPool(single, config, history, clients=2, seed=1)
         pool.start()

@@ -13,6 +13,7 @@ import pytest
 from chaos import checker, topology
 from chaos.cli import main
 from chaos.errors import UsageError
+from chaos.lockspec import resolve
 from chaos.nemesis import FAULTS, ScheduledNemesis, generate, parse_faults
 from chaos.topology import LocalTopology
 from chaos.topology.external import load_config
@@ -147,7 +148,7 @@ def test_sentinel_lookups_are_routed_to_each_clients_own_links(tmp_path: Path) -
             nemesis = ScheduledNemesis(generate(faults, seed=2, duration_s=1.5, ttl_ms=300))
             result = run_workload(
                 topo,
-                WorkloadConfig(lock="lua", ttl_ms=300, work_ms=10, duration_s=1.5),
+                WorkloadConfig(lock=resolve("lua"), ttl_ms=300, work_ms=10, duration_s=1.5),
                 tmp_path / "history.jsonl",
                 clients=2,
                 nemesis=nemesis,

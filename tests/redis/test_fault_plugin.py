@@ -18,7 +18,7 @@ from chaos import history as h
 from chaos.campaign import Campaign
 from chaos.checker import check_file
 from chaos.experiments.execute import Outcome, run_campaign
-from chaos.nemesis.faults import FAULTS, Fault, Heal, Target, register, wait_for_holder
+from chaos.nemesis.fault import FAULTS, Fault, Heal, Target, register, wait_for_holder
 from chaos.workload.harness import WorkloadEnv
 
 

@@ -10,7 +10,7 @@ import pytest
 from chaos import history as h
 from chaos.campaign import Campaign
 from chaos.experiments.execute import run_campaign
-from chaos.nemesis import faults
+from chaos.nemesis import aiming
 from chaos.workload.harness import WorkloadEnv
 
 QUORUM = 3  # of 5 nodes
@@ -30,14 +30,14 @@ def found(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     through, in this process where the nemesis runs): empty when it found nothing and fell
     back to picking among all the nodes, untargeted."""
     learnt: list[list[int]] = []
-    real = faults.holder_nodes
+    real = aiming.holder_nodes
 
     def spy(env: WorkloadEnv, client: str) -> list[int]:
         nodes = real(env, client)
         learnt.append(nodes)
         return nodes
 
-    monkeypatch.setattr(faults, "holder_nodes", spy)
+    monkeypatch.setattr(aiming, "holder_nodes", spy)
     return learnt
 
 

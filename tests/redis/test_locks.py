@@ -14,15 +14,16 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
-from chaos import locks
+from chaos import lockspec
 from chaos.drivers.catalog import INFOS as DRIVER_INFOS
 from chaos.experiments.truth_table import SERVER_CELLS
 from chaos.history import now
-from chaos.locks import BUNDLED, build_context, create, scripts
+from chaos.locks import build_context, scripts
 from chaos.locks.contract import ExtendableLockClient, Lease, LockClient, LockContext
 from chaos.locks.fenced import fence_key
 from chaos.locks.redlock import node_timeout_s
 from chaos.locks.watchdog import Watchdog
+from chaos.lockspec import BUNDLED, can_extend, resolve
 from chaos.topology import LocalTopology
 
 TTL = 300
@@ -38,7 +39,7 @@ REDLOCK_TTL = 1000
 # lock whose commands the local Redis 7.0 lacks (delifeq) is tested on the servers that have
 # them (tests/docker/test_delifeq.py). These are the mutexes' contract: the locks with shared
 # holds (a semaphore, a read-write lock) have theirs in tests/redis/test_shared_locks.py.
-MUTEXES = {info.name for info in locks.catalog() if info.mutex}
+MUTEXES = {info.name for info in lockspec.catalog() if info.mutex}
 ALL = [name for name in BUNDLED
        if name not in DRIVER_INFOS and name not in {cell.lock for cell in SERVER_CELLS}
        and name in MUTEXES]
@@ -98,7 +99,7 @@ class Clients:
     def make(
         self, topo: LocalTopology, name: str, cid: str = "c1", ttl_ms: int = TTL, **kw: Any
     ) -> LockClient:
-        return create(name, self.ctx(topo, cid, ttl_ms, **kw))
+        return resolve(name).create(self.ctx(topo, cid, ttl_ms, **kw))
 
     def close(self) -> None:
         for context in self.contexts:
@@ -236,12 +237,10 @@ def test_connection_errors_propagate_instead_of_becoming_refusals(
 
 
 def test_only_locks_that_say_so_can_extend() -> None:
-    from chaos.locks import can_extend, catalog
-
     ctx = LockContext("c1", KEY, TTL, nodes=[redis.Redis(port=1)] * 3)
-    for info in catalog():
+    for info in lockspec.catalog():
         if info.name in ALL:  # a driver is asked through its process (tests/drivers/)
-            assert can_extend(create(info.name, ctx)) is info.extend, info.name
+            assert can_extend(resolve(info.name).create(ctx)) is info.extend, info.name
 
 
 # -- each lock's own behaviour and flaw --------------------------------------------------

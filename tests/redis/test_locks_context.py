@@ -11,9 +11,10 @@ import redis
 from redis.sentinel import MasterNotFoundError
 
 from chaos.errors import UsageError
-from chaos.locks import build_context, create
+from chaos.locks import build_context
 from chaos.locks.context import sentinel_connection_class, with_socket_timeout
 from chaos.locks.contract import LockContext
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 
 KEY = "lock:ctx"
@@ -94,7 +95,7 @@ def test_sentinel_master_connection_goes_through_the_clients_proxy(
         assert ctx.master is not None and ctx.primary is ctx.master
         master = sentinel.master_index()
         assert master_address(ctx) == view.nodes[master]
-        lock, other = create("lua", ctx), create("lua", c2_ctx)
+        lock, other = resolve("lua").create(ctx), resolve("lua").create(c2_ctx)
         lease = lock.acquire()
         assert lease
         assert ("SET", KEY, lease.token, "PX", str(TTL), "NX") in Recording.log
@@ -149,7 +150,7 @@ def test_an_unroutable_master_address_is_a_connection_error(sentinel: LocalTopol
     ctx = build_context(view, lock_name=KEY, ttl_ms=TTL)
     try:
         with pytest.raises(MasterNotFoundError, match="client c1 has no proxy"):
-            create("lua", ctx).acquire()
+            resolve("lua").create(ctx).acquire()
     finally:
         ctx.close()
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from chaos import locks
+from chaos import locks, lockspec
 from chaos.errors import UsageError
 from chaos.experiments.truth_table import SERVER_CELLS
-from chaos.locks import BUNDLED, build_context, catalog, check_client, check_topology, create, load
+from chaos.locks import build_context
 from chaos.locks.contract import ExtendableLockClient, Lease, LockContext
+from chaos.lockspec import BUNDLED, catalog, check_client, resolve
 from chaos.topology import LocalTopology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,11 +55,11 @@ def clean_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.mark.parametrize("name", list(BUNDLED))
 def test_every_bundled_name_loads_a_factory(name: str) -> None:
-    assert callable(load(name))
+    assert callable(resolve(name).factory)
 
 
 def test_module_attr_loads_like_a_short_name() -> None:
-    assert load("chaos.locks.lua:make") is load("lua")
+    assert resolve("chaos.locks.lua:make").factory is resolve("lua").factory
 
 
 @pytest.mark.parametrize(
@@ -74,13 +75,13 @@ def test_module_attr_loads_like_a_short_name() -> None:
 )
 def test_bad_specs_are_one_line_usage_errors(spec: str, message: str) -> None:
     with pytest.raises(UsageError, match=message) as caught:
-        load(spec)
+        resolve(spec)
     assert "\n" not in str(caught.value)
 
 
 def test_a_factory_that_fails_is_a_usage_error(offline_ctx: LockContext) -> None:
     with pytest.raises(UsageError, match=r"^lock factory json:dumps failed: TypeError: "):
-        create("json:dumps", offline_ctx)
+        resolve("json:dumps").create(offline_ctx)
 
 
 def test_a_factory_that_returns_no_lock_client_is_a_usage_error(offline_ctx: LockContext) -> None:
@@ -89,7 +90,7 @@ def test_a_factory_that_returns_no_lock_client_is_a_usage_error(offline_ctx: Loc
         match=r"^lock factory builtins:str returned \"LockContext\(.*\(a str\), which has no "
         r"acquire\(\)/release\(\)$",
     ):
-        create("builtins:str", offline_ctx)
+        resolve("builtins:str").create(offline_ctx)
 
 
 def test_check_client_names_what_is_missing() -> None:
@@ -112,7 +113,7 @@ def test_factory_redis_errors_propagate_as_faults(
         "def make(ctx):\n    ctx.primary.ping()\n    raise AssertionError('unreachable')\n"
     )
     with pytest.raises(redis.ConnectionError):
-        create(f"{module}:make", offline_ctx)
+        resolve(f"{module}:make").create(offline_ctx)
 
 
 def test_a_module_in_the_working_directory_loads(
@@ -125,7 +126,7 @@ def test_a_module_in_the_working_directory_loads(
     monkeypatch.chdir(tmp_path)
     if "" in sys.path:
         sys.path.remove("")
-    factory = load("mypkg_wd.locks:make_lock")
+    factory = resolve("mypkg_wd.locks:make_lock").factory
     assert factory.__module__ == "mypkg_wd.locks"
 
 
@@ -133,7 +134,7 @@ def test_a_broken_user_module_is_a_usage_error(tmp_path: Path, clean_imports: No
     broken = tmp_path / "broken.py"
     broken.write_text("def make(ctx):\n    return (\n")
     with pytest.raises(UsageError, match=r"importing .*broken.py failed: SyntaxError"):
-        load(f"{broken}:make")
+        resolve(f"{broken}:make")
 
 
 # -- catalog ------------------------------------------------------------------------------
@@ -155,7 +156,8 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
         assert module.__doc__ and "Known flaw:" in module.__doc__
         if info.name in {cell.lock for cell in SERVER_CELLS}:
             continue  # its factory asks the server first: tests/docker/test_delifeq.py
-        client = load(info.name)(LockContext("c1", "k", 300, nodes=[redis.Redis(port=1)] * 3))
+        offline = LockContext("c1", "k", 300, nodes=[redis.Redis(port=1)] * 3)
+        client = resolve(info.name).factory(offline)
         assert isinstance(client, ExtendableLockClient) is info.extend, info.name
     assert cited == SEEDS, f"every seed must be the origin of some lock; missing {SEEDS - cited}"
     assert [i.name for i in infos if i.fencing] == ["fenced"]
@@ -164,17 +166,19 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
 
 def test_check_topology_refuses_redlock_where_it_cannot_run() -> None:
     with pytest.raises(UsageError, match="needs independent masters"):
-        check_topology("redlock", "sentinel", 3)
+        resolve("redlock").check_topology("sentinel", 3)
     with pytest.raises(UsageError, match="at least 3 nodes"):
-        check_topology("redlock", "standalone", 1)
-    check_topology("redlock", "standalone", 5)
-    check_topology("lua", "sentinel", 3)
-    check_topology("my_lock:make_lock", "sentinel", 3)  # a user's lock declares no needs
+        resolve("redlock").check_topology("standalone", 1)
+    resolve("redlock").check_topology("standalone", 5)
+    resolve("lua").check_topology("sentinel", 3)
+    resolve("my_lock:make_lock").check_topology("sentinel", 3)  # a user's lock declares no needs
 
 
 def test_facade_exports_the_contract() -> None:
-    for name in ("Lease", "LockContext", "LockClient", "load", "check_client", "catalog"):
+    for name in ("Lease", "LockContext", "LockClient", "LockInfo", "build_context"):
         assert hasattr(locks, name)
+    for name in ("resolve", "check_client", "catalog", "BUNDLED"):
+        assert hasattr(lockspec, name)
 
 
 # -- the documentation's examples ---------------------------------------------------------
@@ -200,7 +204,7 @@ def test_the_documented_user_lock_works_against_real_redis(
         build_context(single.client_view(c), lock_name="lock:doc", ttl_ms=300) for c in ("c1", "c2")
     ]
     try:
-        c1, c2 = (create(f"{module}:make_lock", ctx) for ctx in contexts)
+        c1, c2 = (resolve(f"{module}:make_lock").create(ctx) for ctx in contexts)
         assert isinstance(c1, ExtendableLockClient)
         lease = c1.acquire()
         assert lease and lease.token.startswith("c1:")

@@ -17,8 +17,9 @@ import pytest
 
 from chaos import history as h
 from chaos.checker import check_file
+from chaos.lockspec import resolve
 from chaos.nemesis import record
-from chaos.nemesis.faults import Target
+from chaos.nemesis.fault import Target
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.workload import WorkloadConfig, run_workload
@@ -74,7 +75,7 @@ EFFECT_WORDS = {
 def _run(single: LocalTopology, path: Path, nemesis: ByHand) -> list[h.Event]:
     # One client: a holder stopped past its TTL meets no one, and nothing but the fault's
     # evidence decides the verdict; a release the fault broke frees the key within a TTL.
-    config = WorkloadConfig(lock="lua", ttl_ms=300, work_ms=20, duration_s=3)
+    config = WorkloadConfig(lock=resolve("lua"), ttl_ms=300, work_ms=20, duration_s=3)
     run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
                  params={"faults": [nemesis.fault]})
     return h.read_history(path)
@@ -153,7 +154,7 @@ def test_a_reply_lost_while_it_was_awaited_is_the_faults_effect(
     whole time without its reply). A reply awaited while the fault was on counts."""
     path = tmp_path / "history.jsonl"
     lock = f"{Path(__file__).resolve().parent / 'slow_reply_lock.py'}:make"
-    config = WorkloadConfig(lock=lock, ttl_ms=300, work_ms=20, duration_s=3,
+    config = WorkloadConfig(lock=resolve(lock), ttl_ms=300, work_ms=20, duration_s=3,
                             socket_timeout_s=2.0)  # longer than the BLPOP
     run_workload(single, config, path, clients=1, seed=1, nemesis=WhileAwaiting(),
                  params={"faults": ["reply-lost"]})

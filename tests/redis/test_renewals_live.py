@@ -18,7 +18,8 @@ import pytest
 
 from chaos.checker import check_file
 from chaos.cli import main
-from chaos.report.run import load_run
+from chaos.lockspec import resolve
+from chaos.report.rundir import load_run
 from chaos.topology import LocalTopology
 from chaos.workload import WorkloadConfig, run_workload
 
@@ -31,7 +32,7 @@ def test_a_watchdog_whose_thread_dies_fails_the_default_gate(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="broken_locks:watchdog_dies", ttl_ms=200, work_ms=800,
+    config = WorkloadConfig(lock=resolve("broken_locks:watchdog_dies"), ttl_ms=200, work_ms=800,
                             duration_s=3)
     # Declared as the harness declares a bundled renewing lock (its catalog entry).
     run_workload(single, config, path, clients=2, seed=1, params={"renews": True})

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from chaos import history as h
+from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 from chaos.topology.node import wait_until
 from chaos.topology.processes import process_state
@@ -41,7 +42,7 @@ def test_every_invoke_completes_and_acknowledged_writes_survive(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="lua", ttl_ms=500, work_ms=5, duration_s=1.5)
+    config = WorkloadConfig(lock=resolve("lua"), ttl_ms=500, work_ms=5, duration_s=1.5)
     result = run_workload(single, config, path, clients=4, seed=7)
     events = h.read_history(path)
     assert events[0].f == h.START and events[0].value["lock"] == "lua"
@@ -67,7 +68,7 @@ def test_pause_point_before_the_release_del_stops_the_whole_process(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="get-then-del", ttl_ms=300, work_ms=5, duration_s=3)
+    config = WorkloadConfig(lock=resolve("get-then-del"), ttl_ms=300, work_ms=5, duration_s=3)
     with running(single, config, path, clients=1, seed=1) as pool:
         pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=1000, op="release"))
         wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
@@ -103,7 +104,7 @@ def test_a_paused_client_resumes_by_the_clock_not_at_another_clients_message(
     come at least 0.7 s late; by the clock it is a few ms late (bench/timings.py measures
     how many while c2 keeps writing)."""
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="get-then-del", ttl_ms=200, work_ms=40, duration_s=6)
+    config = WorkloadConfig(lock=resolve("get-then-del"), ttl_ms=200, work_ms=40, duration_s=6)
     with running(single, config, path, clients=2, seed=1) as pool:
         pool.arm("c1", PausePoint("DEL", action="pause", duration_ms=300, op="release"))
         wait_until(lambda: bool(_by(h.read_history(path), f=h.PAUSE_POINT)), "pause point")
@@ -126,7 +127,7 @@ def test_crash_between_setnx_and_expire_leaves_a_key_without_ttl_and_a_fresh_cli
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="setnx-expire", ttl_ms=300, work_ms=5, duration_s=2)
+    config = WorkloadConfig(lock=resolve("setnx-expire"), ttl_ms=300, work_ms=5, duration_s=2)
     with running(single, config, path, clients=1, seed=1) as pool:
         first_pid = pool.pid("c1")
         pool.arm("c1", PausePoint("*", action="crash", op="acquire", nth=2))
@@ -144,7 +145,7 @@ def test_pausing_a_watchdog_client_stops_its_renewals(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="watchdog", ttl_ms=150, work_ms=600, duration_s=3)
+    config = WorkloadConfig(lock=resolve("watchdog"), ttl_ms=150, work_ms=600, duration_s=3)
     with running(single, config, path, clients=1, seed=1) as pool:
         wait_until(lambda: len(_by(h.read_history(path), f=h.RENEW)) >= 2, "renewals")
         pool.pause("c1")
@@ -174,7 +175,7 @@ def test_a_paused_stale_fenced_holder_cannot_overwrite(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="fenced", ttl_ms=100, work_ms=20, duration_s=2.5)
+    config = WorkloadConfig(lock=resolve("fenced"), ttl_ms=100, work_ms=20, duration_s=2.5)
     with running(single, config, path, clients=3, seed=3) as pool:
         for _ in range(4):
             wait_until(lambda: bool(pool.holders()), "a holder", timeout_s=2)
@@ -200,7 +201,7 @@ def test_indeterminate_outcomes_are_recorded_not_fatal(
     single: LocalTopology, tmp_path: Path
 ) -> None:
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="lua", ttl_ms=200, work_ms=5, duration_s=1.5)
+    config = WorkloadConfig(lock=resolve("lua"), ttl_ms=200, work_ms=5, duration_s=1.5)
     with running(single, config, path, clients=1, seed=1) as pool:
         wait_until(lambda: bool(_by(h.read_history(path), f=h.ACQUIRE, type=h.OK)), "locking")
         single.toxiproxy.disable(single.client_links("c1")[0].name)
@@ -222,7 +223,7 @@ def test_a_nested_hold_works_in_the_outer_level_before_and_after_the_inner_one(
     """With ``nest_depth`` 2 the outer level holds alone (a quarter of the work) before the
     nested acquire and after the inner release: its release is not the inner one's tail."""
     path = tmp_path / "history.jsonl"
-    config = WorkloadConfig(lock="reentrant", ttl_ms=500, work_ms=80, duration_s=1.0,
+    config = WorkloadConfig(lock=resolve("reentrant"), ttl_ms=500, work_ms=80, duration_s=1.0,
                             nest_depth=2)
     run_workload(single, config, path, clients=1, seed=3)
     events = _by(h.read_history(path), process="c1")

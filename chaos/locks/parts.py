@@ -1,4 +1,5 @@
-"""What the bundled locks share: tokens, TTL arguments, the single-key base, their catalog entry.
+"""The parts the bundled locks are built from: tokens, TTL arguments, the single-key base,
+their catalog entry.
 
 Not part of the public contract (``chaos.locks.contract`` is); user locks may use it anyway.
 """

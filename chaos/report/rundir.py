@@ -1,4 +1,5 @@
-"""What a report may know about a run: its history's timeline, its verdict and its parameters.
+"""A run directory as the reports read it back (``RunRecord``: what a report may know about a
+run — its history's timeline, its verdict and its parameters), and its ``verdict.json``.
 
 Reports read only the run directory's ``history.jsonl`` and ``verdict.json`` (plus
 ``campaign.json`` and ``schedule.json`` for the parameters, when present). Holds and leases

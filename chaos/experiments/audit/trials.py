@@ -1,0 +1,275 @@
+"""The trial planner: which campaigns an audit runs, in what order, each how long, within its
+budget (singles aimed before each command learned, the capabilities, pairs; and again).
+
+When their faults fire is the one generator's (``chaos.nemesis.generator``): each campaign's
+schedule is the seeded one its seed makes, in rounds (``Trial.in_order``: in the order listed),
+and the planner builds on what that generator promises — a schedule's first fault has
+started by ``FIRST_AT_S``'s end (``extend_work_ms``) — and takes its own one choice, the order
+of the pairs, from the same ``Seeded`` choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import combinations, zip_longest
+
+from chaos.checker.exercised import RELOADS
+from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Trial
+from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
+from chaos.history import STALLS_CLIENT
+from chaos.nemesis import FAULTS, FaultSpec
+from chaos.nemesis.client_faults import ClientCrash, ClientPause
+from chaos.nemesis.fault import DURATION
+from chaos.nemesis.generator import FIRST_AT_S, Seeded
+from chaos.nemesis.server_faults import ScriptFlush
+
+# The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
+# aimed there is armed on every client, then the fault comes (``Trial.in_order``), and the
+# first client to run a script after it stops there. Aimed alone, the point waited for a
+# ``SCRIPT LOAD`` that redis-py sends only at a script's first run on a fresh node, before
+# any fault's first turn: never reached, in 3 audits of 3. A lock that loads its scripts once
+# per process (``lua-loaded-once``) sends it again only from a new one: then ``RESTARTED_BY``
+# crashes ``c1`` at its next acquire, and its replacement, armed too (``replaced=1``), loads
+# them.
+REACHED_BY = dict.fromkeys(RELOADS, ScriptFlush.name)
+RESTARTED_BY = ClientCrash.name
+RESTARTED = "c1"
+# The operations a fault can make fail, and how: a holder stopped ``OUTLAST_TTLS`` loses its
+# lease, another client takes the lock, and its next extend (or its release) finds its key
+# gone. A command the warm-up saw only in such an operation (``Learned.on_failure``: Redis in
+# Action's semaphore cleans up with MULTI/ZREM/EXEC when its refresh finds its entry gone) is
+# aimed at on every client, then the holder is stopped. Aimed alone, the point waited for an
+# extend that no fault made fail: never reached, in 2 audits of 10. (An acquire fails
+# without a fault: another client holds the lock.)
+FAILED_BY = {"extend": ClientPause.name, "release": ClientPause.name}
+MIN_CELL_S = 1.5  # shorter than ``CELL_S``, when a small budget must still try every fault alone
+CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
+CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
+# A campaign that did not do what it was there for — its fault, alone, had no effect; its point
+# was never reached — runs again with a new seed, in up to this many rounds, whatever the
+# budget. One reset of 100 ms on a Redisson holder whose renewal, late on a loaded machine,
+# went out 4 ms after it ended did nothing, and the audit had no other reset campaign in its
+# budget: inconclusive, 1 seed of 10.
+AGAIN_ROUNDS = 2
+AGAIN_SEED_OFFSET = 2000  # above every planned campaign's and the explorations' (1000 + i)
+# Extending holders' work, alternately long (extends keep the lease alive through work
+# longer than the TTL, every TTL/3) and short (``EXTEND_SHORT_TTLS``: one extend, halfway). In
+# a long one a fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend
+# left of the lease, so another client takes the lock meanwhile, and short enough that the
+# holder goes on to extend after it — an extend that does not check whose key it extends then
+# claims the other's lock. The long work lasts until a short campaign's first fault has
+# started (``FIRST_AT_S``: 0.2–0.6 s in, whatever the TTL) and ``EXTEND_AFTER_FAULT_TTLS``
+# more: a pause aimed at the extend fires at the next one (TTL/3), lasts ``OUTLAST_TTLS``, and
+# the holder extends again within TTL/3 of its end, with a TTL to spare. With one TTL after
+# it (4 TTLs at 200 ms) a pause often ended after the holder's work had, and no extend
+# followed (6 of 10 seeds). Counted in TTLs alone (8), the work held a holder 8 s at a 1 s
+# TTL: each such campaign took 9.5 s of its 3.
+EXTEND_AFTER_FAULT_TTLS = 3.0
+EXTEND_SHORT_TTLS = 0.25
+OUTLAST_TTLS = 1.25
+# Nesting holders' work, in TTLs: the outer hold works a quarter of it after the inner
+# release (``Worker.hold``), a window in which a lock whose inner release freed the whole
+# lock is taken by another client while the outer lease is still valid. At the default
+# (a quarter TTL) that window, 12 ms, was shorter than the waiters' retry.
+NEST_WORK_TTLS = 0.5
+# A pause aimed inside an acquire, in TTLs: shorter than the lease, which is measured from
+# the acquire's invoke. At the fault's default (1.5-3 TTLs, to outlast a holder's lease before
+# its release) the paused acquire was granted a lease already lapsed, and what it overlapped
+# was soft at most: Redis in Action's fair semaphore, paused before its ZADD, never hard.
+# Shorter, the others acquire meanwhile (their back-off is milliseconds) and the paused client
+# then acts on what it checked before, its lease still valid: a check-then-act race is hard
+# (the truth table's cells pause 0.3 and 0.5 TTLs there).
+ACQUIRE_PAUSE_TTLS = 0.3
+MIN_CAPABILITY_TRIALS = 3  # capability campaigns that run whatever the budget
+EARLY_CAPABILITY_TRIALS = 2  # of those, run right after the warm-up, before the singles
+# Of those, the one whose default does something no point does (kill a holder mid-work):
+# its default campaign runs too.
+KEEPS_DEFAULT = (ClientCrash.name,)
+
+
+def cell_seconds(plan: AuditPlan, trials: int) -> float:
+    """How long each campaign may run: ``CELL_S``, or less when the campaigns' share of the
+    budget could not otherwise run the ``trials`` that always run (never under
+    ``MIN_CELL_S``)."""
+    share = plan.budget_s * CAMPAIGN_SHARE / max(trials, 1) - CELL_OVERHEAD_S
+    return max(MIN_CELL_S, min(CELL_S, share))
+
+
+def _aimed(fault: FaultSpec, op: str, command: str, ttl_ms: int,
+           everyone: bool = False) -> FaultSpec:
+    """``fault`` aimed at the first ``command`` of each ``op`` (``nth=1``: not the second
+    round trip a crash's default aims at), at every client (``everyone``) for a command sent
+    only after another fault (``REACHED_BY``, ``FAILED_BY``: whoever sends it) — and at
+    their replacements, for one sent on demand (a process loading its scripts); a pause in an
+    acquire, unless told how long, ``ACQUIRE_PAUSE_TTLS`` long."""
+    name, overrides = fault
+    aimed = {**overrides, "command": command, "op": op, "nth": 1}
+    if everyone:
+        aimed.setdefault("client", "*")
+    if everyone and command in REACHED_BY:
+        aimed.setdefault("replaced", 1)
+    if op == "acquire" and "duration_ms" not in overrides and _stalls_for_a_while(name):
+        aimed["duration_ms"] = round(ACQUIRE_PAUSE_TTLS * ttl_ms)
+    return name, aimed
+
+
+def _aim_order(learned: Learned) -> list[tuple[str, str]]:
+    """The points the singles aim at: per operation (acquire's first), its commands last-sent
+    first. A pause or a crash between a check and the act that trusts it stops the client
+    before the act, which comes after; before an operation's first command it only stops the
+    client before it asks, as ``client-pause`` and ``client-crash`` alone do. Redis in
+    Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth.
+    A command sent only on demand (``RELOADS``, seen after the one that asked for it) or only
+    when the operation failed comes after those sent every time (``Learned.every_time``)."""
+    points = learned.points()
+    order = []
+    for op in dict.fromkeys(op for op, _ in points):
+        commands = [command for o, command in points if o == op]
+        every_time = learned.every_time(op)
+        order += [(op, command) for command in [*reversed(every_time),
+                                                *(c for c in commands if c not in every_time)]]
+    return order
+
+
+
+def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
+    """Every tested fault alone; one of ``AIMED`` the user did not aim (no ``command=``)
+    once before each command of each operation learned instead (``_aim_order``) — before an
+    extend's with holders extending — and a crash also as its default. A command sent only
+    after something went wrong is aimed at first, then comes the fault that makes the lock
+    send it (``reached_by``)."""
+    trials = []
+    for fault in plan.tested():
+        name, overrides = fault
+        if name not in AIMED or "command" in overrides or not learned.points():
+            trials.append(Trial([fault]))
+            continue
+        if name in KEEPS_DEFAULT:
+            trials.append(Trial([fault]))
+        for op, command in _aim_order(learned):
+            then, work_ms = reached_by(op, command, learned, plan.base.ttl_ms)
+            aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
+            trials.append(Trial([aimed, *then], extend=op == "extend", work_ms=work_ms,
+                              in_order=bool(then)))
+    return trials
+
+
+def reached_by(op: str, command: str, learned: Learned,
+               ttl_ms: int) -> tuple[list[FaultSpec], float | None]:
+    """The faults that make ``op`` send ``command``, if it is sent only on demand
+    (``REACHED_BY``: a script flush, then a client's crash) or only when ``op`` failed
+    (``FAILED_BY``: a holder stopped past its lease, with work as long as an extending
+    campaign's first, for an extend: a hold to stop it in); none for a command sent every
+    time. And the holders' work it needs (None: the campaign's)."""
+    if command in REACHED_BY:
+        then: list[FaultSpec] = [(REACHED_BY[command], {})]
+        if act := learned.every_time("acquire"):
+            then.append((RESTARTED_BY, {"command": act[-1], "op": "acquire", "nth": 1,
+                                        "client": RESTARTED}))
+        return then, None
+    if op in FAILED_BY and learned.only_on_failure(op, command):
+        stop = (FAILED_BY[op], {"duration_ms": round(OUTLAST_TTLS * ttl_ms)})
+        return [stop], extend_work_ms(0, ttl_ms) if op == "extend" else None
+    return [], None
+
+
+def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
+    """Every tested fault with holders extending (a lock that has extend; a lock that renews
+    in the background: holding as long): first those that stop a client for a while, with
+    long work, then the others with work alternately long and short against the TTL
+    (``extend_work_ms``); interleaved with every tested fault with holders nesting (a
+    reentrant lock, ``NEST_WORK_TTLS``). One of ``AIMED`` aims at the last command of the
+    operation exercised: the extend's (the release's without one), the release's — the last
+    it sends every time (``Learned.every_time``), not a ``SCRIPT LOAD`` seen after its first
+    run, nor the clean-up of an extend that found its lease gone."""
+    declared, tested = learned.declared, plan.tested()
+
+    def aim(fault: FaultSpec, op: str) -> FaultSpec:
+        commands = learned.every_time(op)
+        if fault[0] not in AIMED or "command" in fault[1] or not commands:
+            return fault
+        return _aimed(fault, op, commands[-1], plan.base.ttl_ms)
+
+    def extending(index: int, fault: FaultSpec) -> Trial:
+        work_ms = extend_work_ms(index, plan.base.ttl_ms)
+        name, overrides = aim(fault, "extend" if declared.extend else "release")
+        if (work_ms > plan.base.ttl_ms and "duration_ms" not in overrides
+                and FAULTS[name].parameters.get("duration_ms") is DURATION):
+            overrides = {**overrides, "duration_ms": round(OUTLAST_TTLS * plan.base.ttl_ms)}
+        return Trial([(name, overrides)], extend=declared.extend, work_ms=work_ms)
+
+    # First the faults that stop the holder for a while (a pause; one aimed at the extend's
+    # command, so always mid-work, first), each with long work: the holder outlives its
+    # lease, another client takes the lock, and the holder then extends again — the one
+    # history that tells an extend checking its owner from one that does not. The others
+    # after, alternately long and short.
+    stalling = sorted((fault for fault in tested if _stalls_for_a_while(fault[0])),
+                      key=lambda fault: fault[0] not in AIMED)
+    others = [fault for fault in tested if fault not in stalling]
+    # A lock that renews in the background gets the same campaigns: its watchdog, not the
+    # holder, extends then (a renewal that does not check its owner shows the same way).
+    extend_trials = [*(extending(0, fault) for fault in stalling),
+                    *(extending(i, fault) for i, fault in enumerate(others))] \
+        if declared.extend or declared.renews else []
+    nest_ms = NEST_WORK_TTLS * plan.base.ttl_ms
+    nesting = [Trial([aim(fault, "release")], work_ms=nest_ms, nest_depth=WARM_UP_NEST_DEPTH)
+               for fault in tested] if declared.reentrant else []
+    mixed = [trial for pair in zip_longest(extend_trials, nesting) for trial in pair if trial]
+    return mixed
+
+
+def extend_work_ms(index: int, ttl_ms: int) -> float:
+    """The ``index``-th extending campaign's work: long, then short, alternately."""
+    if index % 2:
+        return EXTEND_SHORT_TTLS * ttl_ms
+    return FIRST_AT_S[1] * 1000 + EXTEND_AFTER_FAULT_TTLS * ttl_ms
+
+
+def _stalls_for_a_while(name: str) -> bool:
+    """A fault that stops a client for its ``duration_ms`` (a pause, a pause point)."""
+    fault = FAULTS[name]
+    return STALLS_CLIENT in fault.effects and fault.parameters.get("duration_ms") is DURATION
+
+
+def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
+    """The first of ``trials`` there for each of ``untested`` (a fault that had no effect, a
+    point never reached), to run again in round ``round_``, each with a new seed."""
+    again, left = [], set(untested)
+    for trial in trials:
+        if trial.tests() & left:
+            left -= trial.tests()
+            again.append(trial)
+    return [replace(trial, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(trials) + index)
+            for index, trial in enumerate(again)]
+
+
+def plan_trials(plan: AuditPlan, learned: Learned) -> tuple[list[Trial], float]:
+    """The singles of the faults added to the defaults (``AuditPlan.added``), the first
+    ``EARLY_CAPABILITY_TRIALS`` capability campaigns, the other singles, the other capability
+    campaigns, then pairs in a seeded order, cut to what fits in the campaigns' share of the
+    budget (at least every single and ``MIN_CAPABILITY_TRIALS`` capability campaigns); and how
+    long each may run. A fault added is one the user suspects, or the lock's commands call
+    for: at a 1 s TTL the early capability campaigns' long holds took 19 s, and a
+    ``+client-clock`` that broke the lock in its first second waited behind them."""
+    singles = single_trials(plan, learned)
+    capabilities = capability_trials(plan, learned)
+    tested = plan.tested()
+    pairs = [Trial(list(pair)) for pair in combinations(tested, 2)]
+    Seeded(plan.base.seed).shuffle(pairs)
+    always = len(singles) + min(len(capabilities), MIN_CAPABILITY_TRIALS)
+    cell_s = cell_seconds(plan, always)
+    fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
+    seeded = [replace(trial, seed_offset=i) for i, trial in
+              enumerate([*singles, *capabilities, *pairs])]
+    singles, capabilities, pairs = (seeded[:len(singles)],
+                                    seeded[len(singles):len(singles) + len(capabilities)],
+                                    seeded[len(singles) + len(capabilities):])
+    early, late = capabilities[:EARLY_CAPABILITY_TRIALS], capabilities[EARLY_CAPABILITY_TRIALS:]
+    added = plan.added()
+    named = [replace(trial, named=True) for trial in singles if trial.faults[0][0] in added]
+    others = [trial for trial in singles if trial.faults[0][0] not in added]
+    ordered = [*named, *early, *others, *late, *pairs]
+    required = [replace(trial, required=True) for trial in ordered[:always]]
+    return [*required, *ordered[always:max(fit, always)]], cell_s
+
+
