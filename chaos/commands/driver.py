@@ -107,8 +107,11 @@ def _copy(skeleton: Path, directory: Path, language: Language, values: dict[str,
 def _build(directory: Path) -> None:
     """Run ``DIR/build.sh`` in ``DIR``, its output on stderr; exit 1 if it fails."""
     sys.stdout.flush()
+    sys.stderr.flush()
     try:
-        done = subprocess.run(["bash", "build.sh"], cwd=directory, stdout=sys.stderr,
+        # File descriptor 2, not sys.stderr: a caller may have replaced that object with one
+        # that has no file descriptor (pytest's capture), and build.sh needs a real one.
+        done = subprocess.run(["bash", "build.sh"], cwd=directory, stdout=2,
                               timeout=BUILD_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         print(f"lockchaos: {directory}/build.sh took more than {BUILD_TIMEOUT_S} s",
