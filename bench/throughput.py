@@ -8,13 +8,13 @@ the same node in the same run, so the ratio says how much of Redis's raw speed t
     python bench/throughput.py [--duration 5] [--lock lua]
 
 ``--drivers`` compares, in one run on five standalone masters, the lock cycles per second of
-every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/drivers/) and of the Python
-driver kit's skeleton (``lockchaos driver new --lang python``) with the Python ``lua`` lock (and
-the Python ``redlock`` for the two Redlocks), counted from each run's first acquire (a JVM's
-start-up is not a lock's speed); then the protocol's own cost per round trip: sequential
+every bundled driver (Jedis, Redisson, redsync, node-redlock; chaos/drivers/) and of the Python,
+Go and Node driver kits' skeletons (``lockchaos driver new --lang L``) with the Python ``lua``
+lock (and the Python ``redlock`` for the two Redlocks), counted from each run's first acquire (a
+JVM's start-up is not a lock's speed); then the protocol's own cost per round trip: sequential
 acquire+release pairs from one client against a driver that answers without touching Redis
-(plain Python, on the Python kit, and the Java drivers' protocol code), and against each real
-driver next to its Python twin doing the same commands.
+(plain Python, on each of those kits, and the Java drivers' protocol code), and against each
+real driver next to its Python twin doing the same commands.
 
     python bench/throughput.py --drivers [--duration 5]
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -117,12 +118,65 @@ kit.serve(kit.Driver(name="null", library="none"), Null)
 """
 
 
-def python_skeleton(directory: Path) -> str:
-    """``lockchaos driver new --lang python`` into ``directory``: its ``exec:`` value."""
+# The same on the Node kit (it needs no Redis client: its own sources do) and on the Go kit
+# (built in a new Go driver's module, against the installed kit).
+NULL_NODE = """
+const kit = require({kit!r});
+kit.serve({{ driver: "null", library: "none", unhooked: true }}, async () => ({{
+  acquire: async () => kit.granted(undefined, 1000),
+  release: async () => kit.released(),
+}}));
+"""
+
+NULL_GO = """package main
+
+import kit "lockchaos.dev/driverkit"
+
+type null struct{}
+
+func (null) Acquire(*kit.Request) kit.Outcome { return kit.Granted(nil, 1000) }
+func (null) Release(*kit.Request) kit.Outcome { return kit.Released() }
+
+func main() {
+	kit.Serve(kit.Description{Driver: "null", Library: "none", Unhooked: true},
+		func(*kit.Hello) (*null, error) { return &null{}, nil })
+}
+"""
+KIT_LANGUAGES = ("python", "go", "node")  # the kits whose skeleton and null driver are measured
+
+
+def kit_skeleton(lang: str, directory: Path) -> str | None:
+    """``lockchaos driver new --lang LANG`` (its first client) into ``directory``: its
+    ``exec:`` value; None when that language's toolchain or built kit is not here."""
+    language = LANGUAGES[lang]
+    if language.missing_tools() or language.built() is None:
+        return None
     done = subprocess.run([sys.executable, "-m", "chaos.cli", "driver", "new", "--lang",
-                           "python", str(directory)], capture_output=True, text=True,
-                          check=True, timeout=60)
+                           lang, str(directory)], capture_output=True, text=True,
+                          check=True, timeout=600)
     return done.stdout.rstrip("\n").splitlines()[-1]
+
+
+def kit_null(lang: str, directory: Path) -> str:
+    """The null lock on the kit of ``lang`` (its skeleton already new'd in ``directory``):
+    its ``exec:`` value."""
+    if lang == "python":
+        script = directory / "null_kit_driver.py"
+        script.write_text(NULL_KIT.format(kit=str(LANGUAGES["python"].source)))
+        return f"exec:{sys.executable} {script}"
+    if lang == "node":
+        script = directory / "null_kit_driver.js"
+        script.write_text(NULL_NODE.format(kit=str(LANGUAGES["node"].source / "index.js")))
+        return f"exec:node {script}"
+    kit = LANGUAGES["go"].built()
+    assert kit is not None
+    (directory / "null").mkdir()
+    (directory / "null" / "main.go").write_text(NULL_GO)
+    env = {**os.environ, "GOMODCACHE": str(kit.parent.parent / "go" / "mod"),
+           "GOFLAGS": "-modcacherw"}  # as the skeleton's build.sh
+    subprocess.run(["go", "build", "-trimpath", "-o", "null-driver", "./null"], cwd=directory,
+                   env=env, capture_output=True, check=True, timeout=600)
+    return f"exec:{directory / 'null-driver'}"
 
 
 def flush(topo: topology.Topology) -> None:
@@ -188,23 +242,24 @@ def drivers_main(duration_s: float, pairs: int) -> None:
     with topology.start("standalone", nodes=5) as topo, tempfile.TemporaryDirectory() as tmp:
         null_py = Path(tmp) / "null_driver.py"
         null_py.write_text(NULL_PYTHON)
-        null_kit = Path(tmp) / "null_kit_driver.py"
-        null_kit.write_text(NULL_KIT.format(kit=str(LANGUAGES["python"].source)))
-        skeleton = python_skeleton(Path(tmp) / "skeleton")
+        skeletons = {lang: kit_skeleton(lang, Path(tmp) / lang) for lang in KIT_LANGUAGES}
+        kits = {f"{lang} kit skeleton": (lang, lock) for lang, lock in skeletons.items() if lock}
         java_null = [*catalog.BUNDLED_DRIVERS["jedis-lua"].argv()[:-1], "null"]
+        nulls = {
+            "python null driver": f"exec:{sys.executable} {null_py}",
+            "java null driver": "exec:" + shlex.join(java_null),
+            **{f"{lang} kit null driver": kit_null(lang, Path(tmp) / lang)
+               for lang, _ in kits.values()},
+        }
         runs: dict[str, dict[str, float]] = {}
         for lock in ["lua", "redlock", *catalog.BUNDLED_DRIVERS]:
             runs[lock] = cycles(topo, lock, duration_s)
-        runs["python kit skeleton"] = cycles(topo, skeleton, duration_s)
+        for name, (_, lock) in kits.items():
+            runs[name] = cycles(topo, lock, duration_s)
         out["cycles"] = runs
-        nulls = {
-            "python null driver": f"exec:{sys.executable} {null_py}",
-            "python kit null driver": f"exec:{sys.executable} {null_kit}",
-            "java null driver": "exec:" + shlex.join(java_null),
-        }
         per_pair = {name: round_trip_ms(topo, lock, pairs) for name, lock in nulls.items()}
-        for lock, twin in [*TWINS.items(), (skeleton, "lua")]:
-            name = "python kit skeleton" if lock == skeleton else lock
+        for name, twin in [*TWINS.items(), *((name, "lua") for name in kits)]:
+            lock = kits[name][1] if name in kits else name
             per_pair[name] = round_trip_ms(topo, lock, pairs)
             per_pair[f"{twin} (python twin of {name})"] = round_trip_ms(topo, twin, pairs)
         out["acquire_release_pair_ms_median"] = {k: round(v, 3) for k, v in per_pair.items()}

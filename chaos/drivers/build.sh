@@ -7,13 +7,16 @@
 #
 #   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
 #                 where that language's tools look for it by build_kit_<lang> (below): the
-#                 bundled drivers are written on them, so the kits are built first
+#                 bundled drivers are written on them, so the kits are built first — kits/go/
+#                 the Go kit's module (lockchaos.dev/driverkit), for a user's go.mod to
+#                 `replace lockchaos.dev/driverkit => OUT/kits/go`; kits/node/ the Node kit,
+#                 `npm pack`ed into lockchaos-driver-kit.tgz, for a user's package.json to
+#                 depend on ("file:OUT/kits/node/lockchaos-driver-kit.tgz")
 #   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
-#   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
-#   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
-#   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
-#                 (each Node driver with node-common/protocol.js, the protocol's Node side)
+#   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy) + the Go kit, `go build`
+#   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
+#   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
 #   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit,
 #                 `cargo build --release`
 #
@@ -95,6 +98,35 @@ build_kit_python() {  # one file, nothing to compile: a copy a driver can put on
     if fresh "$dir" "$stamp"; then return 0; fi
     say "installing the python kit"
     mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
+}
+
+# The Go kit's module, installed where a user's go.mod points; the bundled redsync driver
+# builds the copy next to its sources (a relative replace), the same files.
+GO_KIT=("$KITS/go/driverkit/go.mod" "$KITS/go/driverkit/go.sum" "$KITS"/go/driverkit/*.go)
+build_kit_go() {
+    have go || { missing "go not found: no Go driver kit (install Go)"; return 1; }
+    local dir stamp; dir="$(kit_out go)"; stamp="$(sums "${GO_KIT[@]}")"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "installing the Go driver kit"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && cp "${GO_KIT[@]}" "$dir.tmp/" \
+        && echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+# The Node kit as an npm tarball under a fixed name, which the bundled Node drivers' and a
+# user's package.json depend on ("file:…/kits/node/lockchaos-driver-kit.tgz").
+NODE_KIT=("$KITS/node/package.json" "$KITS"/node/*.js)
+build_kit_node() {
+    { have node && have npm; } || { missing "node or npm not found: no Node driver kit (install Node.js 18+ and npm)"; return 1; }
+    local dir stamp; dir="$(kit_out node)"; stamp="$(sums "${NODE_KIT[@]}")-$(node --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "packing the Node driver kit (npm pack)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/kit" && cp "${NODE_KIT[@]}" "$dir.tmp/kit/"
+    if ! (cd "$dir.tmp/kit" && npm pack --pack-destination .. --loglevel=error --no-update-notifier \
+            --cache "$OUT/npm-cache" >../build.log 2>&1); then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "the Node kit: npm pack failed (see above)"; return 1
+    fi
+    mv "$dir.tmp"/lockchaos-driver-kit-*.tgz "$dir.tmp/lockchaos-driver-kit.tgz" && rm -rf "$dir.tmp/kit"
+    echo "$stamp" >"$dir.tmp/.stamp" && rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
 # Rust: one cargo home and one target directory under OUT_DIR for every Rust build, so the
@@ -202,27 +234,33 @@ else
     missing "java, javac or mvn not found, or the Java kit not built: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
 
-if have go; then
-    dir="$OUT/redsync"
-    stamp="$(sums "$SRC/redsync/go.mod" "$SRC/redsync/go.sum" "$SRC/redsync/main.go")-$(go version)"
-    if ! fresh "$dir" "$stamp"; then
-        say "building redsync (Go module proxy + go build)"
-        mkdir -p "$dir"
-        if (cd "$SRC/redsync" && GOMODCACHE="$OUT/go/mod" GOFLAGS=-modcacherw \
-                go build -trimpath -o "$dir/redsync-driver" . >"$dir/build.log" 2>&1); then
-            echo "$stamp" >"$dir/.stamp"
-        else
-            tail -n 20 "$dir/build.log" >&2; say "redsync: go build failed (see above)"; status=1
-        fi
+build_go() {  # name: sources/NAME/{go.mod,go.sum,*.go} on the Go kit, one binary NAME-driver
+    local name="$1" dir="$OUT/$1" src="$SRC/$1"
+    local stamp; stamp="$(sums "$src/go.mod" "$src/go.sum" "$src"/*.go)-$(sums "${GO_KIT[@]}")-$(go version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (Go module proxy + go build)"
+    mkdir -p "$dir"
+    if (cd "$src" && GOMODCACHE="$OUT/go/mod" GOFLAGS=-modcacherw \
+            go build -trimpath -o "$dir/$name-driver" . >"$dir/build.log" 2>&1); then
+        echo "$stamp" >"$dir/.stamp"
+    else
+        tail -n 20 "$dir/build.log" >&2; say "$name: go build failed (see above)"; return 1
     fi
+}
+
+# The Go build compiles while npm installs the Node drivers (CPU beside downloads): waited
+# for below.
+go_build=""
+if have go; then
+    build_go redsync & go_build=$!
 else
     missing "go not found: no redsync driver (install Go)"
 fi
 
-build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} + node-common
+build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} on the Node kit
     local name="$1" dir="$OUT/$1" src="$SRC/$1"
-    local files=("$src/package.json" "$src/package-lock.json" "$src/driver.js" "$SRC/node-common/protocol.js")
-    local stamp; stamp="$(sums "${files[@]}")-$(node --version)"
+    local files=("$src/package.json" "$src/package-lock.json" "$src/driver.js")
+    local stamp; stamp="$(sums "${files[@]}")-$(sums "$OUT/kits/node/lockchaos-driver-kit.tgz")-$(node --version)"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (npm)"
     mkdir -p "$dir"
@@ -241,6 +279,7 @@ if have node && have npm; then
 else
     missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
 fi
+if [ -n "$go_build" ]; then wait "$go_build" || status=1; fi
 
 if have cargo && have rustc; then
     build_rust_redlock || status=1
