@@ -10,6 +10,7 @@ scheduled nemesis and the explorer fire one) at a moment the test chooses.
 from __future__ import annotations
 
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -60,13 +61,14 @@ FAULT_PARAMS: dict[str, dict[str, object]] = {
 }
 
 # How each fault's one effect reads: a command that crossed the link while the fault was on
-# (or a connection it refused); for a fault that holds replies (``Watch.holds_replies``:
+# (a cut link takes it and drops it: a connection made while it is cut resets on its first
+# bytes; or a connection it refused); for a fault that holds replies (``Watch.holds_replies``:
 # downstream latency, a cut link, a lost reply) also a command sent just before it went on
 # whose reply was awaited while it was.
 SENT, AWAITED = r"sent \S+ to n0", r"awaited the reply to \S+ from n0"
 EFFECT_WORDS = {
     "latency": f"(?:{SENT}|{AWAITED})",
-    "partition": f"(?:could not connect to n0|{AWAITED})",
+    "partition": f"(?:{SENT}|could not connect to n0|{AWAITED})",
     "reset": SENT,
     "reply-lost": f"(?:{SENT}|{AWAITED})",
 }
@@ -164,3 +166,158 @@ def test_a_reply_lost_while_it_was_awaited_is_the_faults_effect(
     verdict = check_file(path)
     assert verdict.coverage["reply-lost"].effective == 1, verdict.coverage
     assert verdict.verdict == "ok", verdict.inconclusive_reasons
+
+
+# -- the proxy's witness: what Toxiproxy counted the fault dropped (issue 35) -----------------
+
+UNHOOKED = f"{Path(__file__).resolve().parent / 'unhooked_lock.py'}:make"
+DROPPING = ["partition", "reply-lost", "reset"]  # latency drops nothing: the proxy cannot see it
+
+
+def _dropped(events: list[h.Event]) -> list[h.Event]:
+    return [e for e in events if e.f == h.DROPPED and e.process == h.NEMESIS]
+
+
+@pytest.mark.parametrize("fault", DROPPING)
+def test_a_fault_on_a_lock_with_a_client_of_its_own_is_seen_by_the_proxy(
+    single: LocalTopology, tmp_path: Path, fault: str
+) -> None:
+    """A Python Redlock on an asyncio client: "partition had no effect on the lock in any
+    run", exit 3 — its commands never crossed the harness's connections, so no watch could
+    see the partition cut them. Toxiproxy counted the bytes it dropped on c1's link (its
+    requests a cut or a reset dropped, its replies reply-lost dropped) while c1 was at the
+    lock: the firing was effective."""
+    path = tmp_path / "history.jsonl"
+    nemesis = ByHand(fault, {"duration_ms": 600, **FAULT_PARAMS[fault]})
+    config = WorkloadConfig(lock=resolve(UNHOOKED), ttl_ms=300, work_ms=20, duration_s=3)
+    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+                 params={"faults": [fault]})
+    events = h.read_history(path)
+    assert not [e for e in events if e.f in (h.EFFECT, h.COMMAND)]  # the harness saw nothing
+    (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
+    assert start.value["evidence"] == h.REPORTED
+    dropped = _dropped(events)
+    assert dropped, "Toxiproxy counted nothing dropped"
+    assert {(e.value["client"], e.value["node"]) for e in dropped} == {("c1", "n0")}
+    way = "replies" if fault == "reply-lost" else "requests"
+    assert sum(e.value[way] for e in dropped) > 0, dropped
+    verdict = check_file(path)
+    assert verdict.coverage[fault].effective == 1, verdict.coverage
+    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+
+
+def test_a_latency_on_a_lock_with_a_client_of_its_own_says_what_could_not_be_seen(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """A latency drops nothing and Toxiproxy counts a connection's bytes only once it closes:
+    nobody can see it meet such a lock, and the reason says so rather than blaming the
+    run's length."""
+    path = tmp_path / "history.jsonl"
+    nemesis = ByHand("latency", {"duration_ms": 600, **FAULT_PARAMS["latency"]})
+    config = WorkloadConfig(lock=resolve(UNHOOKED), ttl_ms=300, work_ms=20, duration_s=3)
+    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+                 params={"faults": ["latency"]})
+    events = h.read_history(path)
+    assert not _dropped(events)
+    verdict = check_file(path)
+    assert verdict.coverage["latency"].effective == 0, verdict.coverage
+    (reason,) = verdict.inconclusive_reasons
+    assert "the harness saw no command of this lock's clients" in reason, reason
+    assert "never a latency" in reason, reason
+
+
+# A driver that announces nothing (no pause-points): its commands are its own. With PING_S,
+# a thread of it pings its node all the time on a connection of its own, as a library's
+# keep-alive does, whatever the lock is doing.
+QUIET_DRIVER = """
+import json, secrets, sys, threading, time
+import redis
+
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+PING_S = {ping_s}
+r = hello = None
+
+def reply(**message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+
+def keep_alive(node):
+    pinger = redis.Redis(node["host"], node["port"], socket_timeout=0.2)
+    while True:
+        try:
+            pinger.ping()
+        except redis.RedisError:
+            pass
+        time.sleep(PING_S)
+
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "hello":
+        hello, node = m, m["nodes"][0]
+        r = redis.Redis(node["host"], node["port"], socket_timeout=m["socket_timeout_ms"] / 1000)
+        if PING_S:
+            threading.Thread(target=keep_alive, args=(node,), daemon=True).start()
+        reply(type="hello", ok=True, language="python", library="redis-py", capabilities=[])
+        continue
+    try:
+        if m["type"] == "acquire":
+            token = f"{{hello['client_id']}}:{{secrets.token_hex(8)}}"
+            if r.set(hello["lock_name"], token, nx=True, px=hello["ttl_ms"]):
+                reply(type="ok", id=m["id"], token=token, validity_ms=hello["ttl_ms"])
+            else:
+                reply(type="refused", id=m["id"])
+        elif m["type"] == "release":
+            released = r.eval(RELEASE, 1, hello["lock_name"], m["token"])
+            reply(type="ok" if released else "refused", id=m["id"])
+    except redis.RedisError as exc:
+        reply(type="error", id=m["id"], definite=False, message=str(exc))
+"""
+
+
+def _quiet_driver(tmp_path: Path, ping_s: float) -> str:
+    script = tmp_path / "quiet_driver.py"
+    script.write_text(QUIET_DRIVER.format(ping_s=ping_s))
+    return f"exec:{sys.executable} {script}"
+
+
+def test_a_partition_on_a_driver_that_announces_nothing_is_seen_by_the_proxy(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """A driver without pause-points names none of its commands: its partitions were judged
+    by activity (on while it held the lock or acquired it), whatever it sent. The proxy
+    counts the requests the cut dropped while it acquired and released: reported."""
+    path = tmp_path / "history.jsonl"
+    nemesis = ByHand("partition", {"duration_ms": 600, **FAULT_PARAMS["partition"]})
+    config = WorkloadConfig(lock=resolve(_quiet_driver(tmp_path, 0)), ttl_ms=300, work_ms=20,
+                            duration_s=4)
+    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+                 params={"faults": ["partition"]})
+    events = h.read_history(path)
+    (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
+    assert start.value["evidence"] == h.REPORTED
+    assert sum(e.value["requests"] for e in _dropped(events)) > 0
+    verdict = check_file(path)
+    assert verdict.coverage["partition"].effective == 1, verdict.coverage
+    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+
+
+def test_a_partition_that_cuts_only_an_idle_clients_pings_does_nothing_to_the_lock(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """c1 holds the lock all the time the partition is on (activity evidence counted that),
+    working, no operation in flight; its library's keep-alive pings cross the cut link and
+    Toxiproxy counts them dropped. Bytes are not the lock's traffic: no effect, and the run
+    is inconclusive for the partition."""
+    path = tmp_path / "history.jsonl"
+    nemesis = ByHand("partition", {"duration_ms": 600, **FAULT_PARAMS["partition"]})
+    config = WorkloadConfig(lock=resolve(_quiet_driver(tmp_path, 0.02)), ttl_ms=3000,
+                            work_ms=1200, duration_s=4)
+    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+                 params={"faults": ["partition"]})
+    events = h.read_history(path)
+    assert sum(e.value["requests"] for e in _dropped(events)) > 0  # the pings were cut
+    verdict = check_file(path)
+    assert verdict.coverage["partition"].fired == 1
+    assert verdict.coverage["partition"].effective == 0, verdict.coverage
+    (reason,) = verdict.inconclusive_reasons
+    assert reason.startswith("partition fired once and did nothing to the lock"), reason
