@@ -268,15 +268,15 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
 
     timeline.events = invoked + sum(n for by_f in outcomes.values() for n in by_f.values())
     timeline.stale_rejected = stale
-    for st in procs.values():
-        st.completed(NEVER)  # an operation still in flight when the history ends
-        if st.ops_invoked:
-            timeline.ops_invoked[st.name] = st.ops_invoked
-            timeline.ops_done[st.name] = st.ops_done
     if procs:
         if not timeline.has_start_event:
             timeline.start = min(st.first for st in procs.values())
         timeline.end = max(st.last for st in procs.values())
+    for st in procs.values():
+        st.completed(timeline.end)  # an operation still in flight when the history ends
+        if st.ops_invoked:
+            timeline.ops_invoked[st.name] = st.ops_invoked
+            timeline.ops_done[st.name] = st.ops_done
     ttl = timeline.ttl_ns
     if ttl is not None:
         for hold, index, base in lease_from_ttl:

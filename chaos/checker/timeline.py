@@ -173,8 +173,8 @@ class Timeline:
     # What the proxy counted that faults dropped, by fault id (``dropped`` events).
     dropped: dict[str, list[Dropped]] = field(default_factory=dict)
     # When each process had a lock operation (acquire, release, extend) in flight: the invoke
-    # and completion times of each, in order (a crash completes one; NEVER: the history ends
-    # first).
+    # and completion times of each, in order (a crash completes one, and so does the end of
+    # the history).
     ops_invoked: dict[str, array[int]] = field(default_factory=dict)
     ops_done: dict[str, array[int]] = field(default_factory=dict)
     # Clients a fault killed: (fault id, process, when); whether it hit is the coverage's call.
