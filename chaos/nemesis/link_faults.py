@@ -58,7 +58,11 @@ from chaos.workload.harness import WorkloadEnv
 # How often the proxy's counters are read while a fault is on: a drop is dated to within two
 # readings (``DropCounter``), so this bounds how far from an operation it may be told apart.
 READ_EVERY_S = 0.05
-SETTLE_READS = 10  # readings after the heal, at most, until the counters stand still
+# After the heal, the counters are read every SETTLE_EVERY_S until they stand still (at most
+# SETTLE_READS times): the connections the heal closed are counted within a millisecond or
+# two, and the fault's stop is recorded only after.
+SETTLE_EVERY_S = 0.01
+SETTLE_READS = 10
 PARTITION_TOXIC = "partition"  # the reset toxic a partition leaves on the links it cuts
 
 
@@ -167,7 +171,7 @@ class DropCounter:
             before = self._last
             if not self._sample(since=self._started) or self._last == before:
                 return
-            time.sleep(READ_EVERY_S)
+            time.sleep(SETTLE_EVERY_S)
 
     def _run(self) -> None:
         while not self._done.wait(READ_EVERY_S):

@@ -13,8 +13,10 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from test_exec_drivers import EXEC_DRIVER
 
 from chaos import history as h
 from chaos.checker import check_file
@@ -74,13 +76,21 @@ EFFECT_WORDS = {
 }
 
 
-def _run(single: LocalTopology, path: Path, nemesis: ByHand) -> list[h.Event]:
+def _run(single: LocalTopology, path: Path, nemesis: ByHand, lock: str = "lua",
+         **config: Any) -> list[h.Event]:
     # One client: a holder stopped past its TTL meets no one, and nothing but the fault's
     # evidence decides the verdict; a release the fault broke frees the key within a TTL.
-    config = WorkloadConfig(lock=resolve("lua"), ttl_ms=300, work_ms=20, duration_s=3)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+    workload = WorkloadConfig(lock=resolve(lock),
+                              **{"ttl_ms": 300, "work_ms": 20, "duration_s": 3, **config})
+    run_workload(single, workload, path, clients=1, seed=1, nemesis=nemesis,
                  params={"faults": [nemesis.fault]})
     return h.read_history(path)
+
+
+def _effective_and_ok(path: Path, fault: str) -> None:
+    verdict = check_file(path)
+    assert verdict.coverage[fault].effective == 1, verdict.coverage
+    assert verdict.verdict == "ok", verdict.inconclusive_reasons
 
 
 @pytest.mark.parametrize("fault", sorted(FAULT_PARAMS))
@@ -98,9 +108,7 @@ def test_a_network_fault_under_a_client_sending_commands_reports_its_effect(
     assert effect.process == "c1" and start.t < effect.t < stop.t
     words = f"c1 {EFFECT_WORDS[fault]} while {fault} was on"
     assert re.fullmatch(words, effect.value["what"]), effect.value
-    verdict = check_file(path)
-    assert verdict.coverage[fault].effective == 1, verdict.coverage
-    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+    _effective_and_ok(path, fault)
 
 
 def test_a_latency_fault_on_a_holder_that_sends_nothing_does_nothing(
@@ -178,6 +186,10 @@ def _dropped(events: list[h.Event]) -> list[h.Event]:
     return [e for e in events if e.f == h.DROPPED and e.process == h.NEMESIS]
 
 
+def _fired(fault: str) -> ByHand:
+    return ByHand(fault, {"duration_ms": 600, **FAULT_PARAMS[fault]})
+
+
 @pytest.mark.parametrize("fault", DROPPING)
 def test_a_fault_on_a_lock_with_a_client_of_its_own_is_seen_by_the_proxy(
     single: LocalTopology, tmp_path: Path, fault: str
@@ -188,22 +200,15 @@ def test_a_fault_on_a_lock_with_a_client_of_its_own_is_seen_by_the_proxy(
     requests a cut or a reset dropped, its replies reply-lost dropped) while c1 was at the
     lock: the firing was effective."""
     path = tmp_path / "history.jsonl"
-    nemesis = ByHand(fault, {"duration_ms": 600, **FAULT_PARAMS[fault]})
-    config = WorkloadConfig(lock=resolve(UNHOOKED), ttl_ms=300, work_ms=20, duration_s=3)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
-                 params={"faults": [fault]})
-    events = h.read_history(path)
+    events = _run(single, path, _fired(fault), lock=UNHOOKED)
     assert not [e for e in events if e.f in (h.EFFECT, h.COMMAND)]  # the harness saw nothing
     (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
     assert start.value["evidence"] == h.REPORTED
     dropped = _dropped(events)
-    assert dropped, "Toxiproxy counted nothing dropped"
-    assert {(e.value["client"], e.value["node"]) for e in dropped} == {("c1", "n0")}
+    assert {(e.value["client"], e.value["node"]) for e in dropped} == {("c1", "n0")}, dropped
     way = "replies" if fault == "reply-lost" else "requests"
     assert sum(e.value[way] for e in dropped) > 0, dropped
-    verdict = check_file(path)
-    assert verdict.coverage[fault].effective == 1, verdict.coverage
-    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+    _effective_and_ok(path, fault)
 
 
 def test_a_latency_on_a_lock_with_a_client_of_its_own_says_what_could_not_be_seen(
@@ -213,12 +218,7 @@ def test_a_latency_on_a_lock_with_a_client_of_its_own_says_what_could_not_be_see
     nobody can see it meet such a lock, and the reason says so rather than blaming the
     run's length."""
     path = tmp_path / "history.jsonl"
-    nemesis = ByHand("latency", {"duration_ms": 600, **FAULT_PARAMS["latency"]})
-    config = WorkloadConfig(lock=resolve(UNHOOKED), ttl_ms=300, work_ms=20, duration_s=3)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
-                 params={"faults": ["latency"]})
-    events = h.read_history(path)
-    assert not _dropped(events)
+    assert not _dropped(_run(single, path, _fired("latency"), lock=UNHOOKED))
     verdict = check_file(path)
     assert verdict.coverage["latency"].effective == 0, verdict.coverage
     (reason,) = verdict.inconclusive_reasons
@@ -226,20 +226,11 @@ def test_a_latency_on_a_lock_with_a_client_of_its_own_says_what_could_not_be_see
     assert "never a latency" in reason, reason
 
 
-# A driver that announces nothing (no pause-points): its commands are its own. With PING_S,
-# a thread of it pings its node all the time on a connection of its own, as a library's
+# tests/redis/test_exec_drivers.py's driver (it announces nothing: no pause-points), with a
+# thread that pings its node all the time on a connection of its own, as a library's
 # keep-alive does, whatever the lock is doing.
-QUIET_DRIVER = """
-import json, secrets, sys, threading, time
-import redis
-
-RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
-PING_S = {ping_s}
-r = hello = None
-
-def reply(**message):
-    sys.stdout.write(json.dumps(message) + "\\n")
-    sys.stdout.flush()
+PINGING_DRIVER = EXEC_DRIVER.replace("import json, secrets, sys\n", """import json, secrets, sys
+import threading, time
 
 def keep_alive(node):
     pinger = redis.Redis(node["host"], node["port"], socket_timeout=0.2)
@@ -248,35 +239,15 @@ def keep_alive(node):
             pinger.ping()
         except redis.RedisError:
             pass
-        time.sleep(PING_S)
-
-for line in sys.stdin:
-    m = json.loads(line)
-    if m["type"] == "hello":
-        hello, node = m, m["nodes"][0]
-        r = redis.Redis(node["host"], node["port"], socket_timeout=m["socket_timeout_ms"] / 1000)
-        if PING_S:
-            threading.Thread(target=keep_alive, args=(node,), daemon=True).start()
-        reply(type="hello", ok=True, language="python", library="redis-py", capabilities=[])
-        continue
-    try:
-        if m["type"] == "acquire":
-            token = f"{{hello['client_id']}}:{{secrets.token_hex(8)}}"
-            if r.set(hello["lock_name"], token, nx=True, px=hello["ttl_ms"]):
-                reply(type="ok", id=m["id"], token=token, validity_ms=hello["ttl_ms"])
-            else:
-                reply(type="refused", id=m["id"])
-        elif m["type"] == "release":
-            released = r.eval(RELEASE, 1, hello["lock_name"], m["token"])
-            reply(type="ok" if released else "refused", id=m["id"])
-    except redis.RedisError as exc:
-        reply(type="error", id=m["id"], definite=False, message=str(exc))
-"""
+        time.sleep(0.02)
+""").replace("""        reply(type="hello", ok=True,""", """\
+        threading.Thread(target=keep_alive, args=(node,), daemon=True).start()
+        reply(type="hello", ok=True,""")
 
 
-def _quiet_driver(tmp_path: Path, ping_s: float) -> str:
-    script = tmp_path / "quiet_driver.py"
-    script.write_text(QUIET_DRIVER.format(ping_s=ping_s))
+def _driver(tmp_path: Path, source: str) -> str:
+    script = tmp_path / "driver.py"
+    script.write_text(source)
     return f"exec:{sys.executable} {script}"
 
 
@@ -287,18 +258,12 @@ def test_a_partition_on_a_driver_that_announces_nothing_is_seen_by_the_proxy(
     by activity (on while it held the lock or acquired it), whatever it sent. The proxy
     counts the requests the cut dropped while it acquired and released: reported."""
     path = tmp_path / "history.jsonl"
-    nemesis = ByHand("partition", {"duration_ms": 600, **FAULT_PARAMS["partition"]})
-    config = WorkloadConfig(lock=resolve(_quiet_driver(tmp_path, 0)), ttl_ms=300, work_ms=20,
-                            duration_s=4)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
-                 params={"faults": ["partition"]})
-    events = h.read_history(path)
+    events = _run(single, path, _fired("partition"), lock=_driver(tmp_path, EXEC_DRIVER),
+                  duration_s=4)
     (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
     assert start.value["evidence"] == h.REPORTED
     assert sum(e.value["requests"] for e in _dropped(events)) > 0
-    verdict = check_file(path)
-    assert verdict.coverage["partition"].effective == 1, verdict.coverage
-    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+    _effective_and_ok(path, "partition")
 
 
 def test_a_partition_that_cuts_only_an_idle_clients_pings_does_nothing_to_the_lock(
@@ -308,13 +273,10 @@ def test_a_partition_that_cuts_only_an_idle_clients_pings_does_nothing_to_the_lo
     working, no operation in flight; its library's keep-alive pings cross the cut link and
     Toxiproxy counts them dropped. Bytes are not the lock's traffic: no effect, and the run
     is inconclusive for the partition."""
+    assert PINGING_DRIVER.count("keep_alive") == 2
     path = tmp_path / "history.jsonl"
-    nemesis = ByHand("partition", {"duration_ms": 600, **FAULT_PARAMS["partition"]})
-    config = WorkloadConfig(lock=resolve(_quiet_driver(tmp_path, 0.02)), ttl_ms=3000,
-                            work_ms=1200, duration_s=4)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
-                 params={"faults": ["partition"]})
-    events = h.read_history(path)
+    events = _run(single, path, _fired("partition"), lock=_driver(tmp_path, PINGING_DRIVER),
+                  ttl_ms=3000, work_ms=1200, duration_s=4)
     assert sum(e.value["requests"] for e in _dropped(events)) > 0  # the pings were cut
     verdict = check_file(path)
     assert verdict.coverage["partition"].fired == 1
