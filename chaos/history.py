@@ -60,6 +60,9 @@ COMMAND = "command"  # a client sent a Redis command for the first time in an op
 # again with "ok": true the first time an operation that succeeded sent it
 EFFECT = "effect"  # what a fault did to the lock, by whoever saw it: value {"id", "what"}
 # (+ "how", of a network fault's: chaos.workload.inject.SENT, REFUSED, AWAITED or FAILED)
+DROPPED = "dropped"  # nemesis: bytes a fault dropped on one client's link to a node, counted by
+# Toxiproxy between value.since and the event's time: value {"id", "client", "node", "since",
+# "requests", "replies"} (chaos.nemesis.link_faults.DropCounter)
 STALL = "stall"  # a client process did not run from value {"since": t} to the event's time
 # (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)

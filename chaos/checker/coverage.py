@@ -8,9 +8,12 @@ A firing counts as *effective* by the evidence its start event declares
 * ``reported``: an event names its id — an ``effect`` (a slow critical section began, a node
   carried a holder's key when it was killed, a command of the client a network fault hit
   crossed a faulted link while it was on), a ``pause-point`` it armed (a client really
-  stopped or crashed there), or a ``crash`` it caused while its client held the lock or was
-  acquiring it. Being armed, or killing a client between two attempts, or slowing the links
-  of a holder that sends nothing meanwhile, does nothing to the lock.
+  stopped or crashed there), a ``crash`` it caused while its client held the lock or was
+  acquiring it, or a ``dropped`` (Toxiproxy counted bytes the fault dropped on a client's
+  link) dated within ``DROP_SLACK_NS`` of a lock operation of that client in flight (a
+  renewal it sent). Being armed, or killing a client between two attempts, or slowing the
+  links of a holder that sends nothing meanwhile, or dropping the pings of a client that is
+  not at the lock just then, does nothing to the lock.
 * ``activity`` (and older histories, which declare nothing): while it was on, its target
   client — any client, for a fault aimed at no client (a server's) — held the lock or was
   acquiring it: a paused holder, a clock skewed under a client judging expiry, a server
@@ -29,6 +32,11 @@ import msgspec
 from chaos.checker.holds import NEVER, Hold
 from chaos.checker.timeline import FaultSpan, Timeline, UnsureAcquire
 
+# How much earlier than a ``dropped`` event's ``since`` the client may have been at the lock:
+# Toxiproxy counts a connection's bytes once it has closed, a moment after the client saw
+# its connection go (a reset) and its operation end; on a loaded machine, tens of ms.
+DROP_SLACK_NS = 20_000_000
+
 
 class FaultCoverage(msgspec.Struct, kw_only=True):
     """One fault name's firings in a run."""
@@ -46,7 +54,8 @@ def effective_ids(timeline: Timeline) -> set[str]:
     busy = _Busy(timeline)
     killed = {fault_id for fault_id, process, t in timeline.kills if busy.held(process, t, t)}
     effective = {fault.id for fault in timeline.faults
-                 if fault.id in timeline.fault_effects or fault.id in killed}
+                 if fault.id in timeline.fault_effects or fault.id in killed
+                 or _dropped_at_the_lock(fault, timeline)}
     undecided = [fault for fault in timeline.faults
                  if fault.id not in effective and not fault.reported]
     return effective | {fault.id for fault in busy.met(undecided)}
@@ -63,6 +72,17 @@ def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
                                / 1e9, 6)
         entry.effective += fault.id in effective
     return result
+
+
+def _dropped_at_the_lock(fault: FaultSpan, timeline: Timeline) -> bool:
+    """Whether the proxy counted bytes ``fault`` dropped on a client's link while that client
+    had a lock operation in flight: the lock's commands or their replies, not the pings of
+    an idle connection (the drop is dated between its event's ``since`` and its time, within
+    the fault's span: nothing else drops a byte)."""
+    stop = _stop(fault, timeline)
+    return any(timeline.in_flight(drop.process, max(drop.since - DROP_SLACK_NS, fault.start),
+                                  min(drop.t, stop))
+               for drop in timeline.dropped.get(fault.id, ()))
 
 
 def _stop(fault: FaultSpan, timeline: Timeline) -> int:

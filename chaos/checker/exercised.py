@@ -154,9 +154,16 @@ def no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
     if isinstance(command, str) and command != "*":  # it armed a pause point
         return _point_not_reached(fault.name, command, params.get("op"), timeline)
     if fault.reported and DISTURBS_NETWORK in fault.effects:
-        return (f"{fault.name} fired {times} and did nothing to the lock: no client it hit "
-                "sent a command over a link it disturbed while it was on (a longer --duration "
-                "gives it the chance; a holder that works all the time it is on sends nothing)")
+        said = (f"{fault.name} fired {times} and did nothing to the lock: no client it hit "
+                "sent a command over a link it disturbed while it was on")
+        if not timeline.surface:  # the clients' commands go where the harness cannot see
+            return (f"{said}, as far as could be told: the harness saw no command of this "
+                    "lock's clients in the whole run (they talk through a client of their own, "
+                    "which lockchaos cannot hook), and Toxiproxy counted no byte it dropped "
+                    "while a client it hit had an operation in flight (it counts only what a "
+                    "fault drops: a partition, reset or reply-lost, never a latency)")
+        return (f"{said} (a longer --duration gives it the chance; a holder that works all "
+                "the time it is on sends nothing)")
     if fault.reported:
         sends = "; ".join(f"{op} {', '.join(commands)}"
                           for op, commands in timeline.surface.items())

@@ -15,12 +15,14 @@ slot objects and decodes an event's ``value`` only for the few kinds of events t
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
 from chaos.checker.holds import NEVER, REACQUIRE, UNTIL_DEADLINE, Hold, Level
 from chaos.checker.reader import AnyEvent, has_value, value_of
 from chaos.checker.timeline import (
+    Dropped,
     FaultSpan,
     LockBugs,
     PauseReached,
@@ -33,6 +35,7 @@ from chaos.history import (
     ACQUIRE,
     COMMAND,
     CRASH,
+    DROPPED,
     EFFECT,
     END,
     EXCLUSIVE,
@@ -70,7 +73,7 @@ class _Process:
     """What the pass remembers about one process id between its events."""
 
     __slots__ = ("first", "hold", "last", "name", "op", "op_t", "op_token", "op_value",
-                 "released")
+                 "ops_done", "ops_invoked", "released")
 
     def __init__(self, name: str, t: int) -> None:
         self.name = name  # one string per process for every record, not one per event
@@ -84,6 +87,16 @@ class _Process:
         self.op_value: Any = None
         # What the outstanding release invoke ended: a hold, or a nested level inside one
         self.released: Hold | Level | None = None
+        # When its lock operations were invoked and completed (``Timeline.in_flight``)
+        self.ops_invoked: array[int] = array("q")
+        self.ops_done: array[int] = array("q")
+
+    def completed(self, t: int) -> None:
+        """Its outstanding operation completed at ``t`` (a lock operation is remembered)."""
+        if self.op in _LOCK_OPS:
+            self.ops_invoked.append(self.op_t)
+            self.ops_done.append(t)
+        self.op = None
 
 
 def scan(events: Iterable[AnyEvent]) -> Timeline:
@@ -251,7 +264,7 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
             other = outcomes.setdefault(typ, {})
             other[f] = other.get(f, 0) + 1
         if f == st.op:
-            st.op = None
+            st.completed(t)
 
     timeline.events = invoked + sum(n for by_f in outcomes.values() for n in by_f.values())
     timeline.stale_rejected = stale
@@ -259,6 +272,11 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
         if not timeline.has_start_event:
             timeline.start = min(st.first for st in procs.values())
         timeline.end = max(st.last for st in procs.values())
+    for st in procs.values():
+        st.completed(timeline.end)  # an operation still in flight when the history ends
+        if st.ops_invoked:
+            timeline.ops_invoked[st.name] = st.ops_invoked
+            timeline.ops_done[st.name] = st.ops_done
     ttl = timeline.ttl_ns
     if ttl is not None:
         for hold, index, base in lease_from_ttl:
@@ -290,7 +308,7 @@ def _info(
             st.hold = None
         if st.op == ACQUIRE:
             timeline.unsure_acquires.append(UnsureAcquire(p, st.op_t, crashed=t))
-        st.op = None  # a fresh process may take the id over: it starts with nothing
+        st.completed(t)  # a fresh process may take the id over: it starts with nothing
         st.released = None
         first = timeline.crash_error
         if ev.error is not None and (first is None or t < first.t):
@@ -459,7 +477,12 @@ def _nemesis(
 ) -> None:
     """Pair a fault's start and stop by id (by fault name when the id is missing)."""
     key = str(value.get("id") or value.get("fault"))
-    if f == START:
+    if f == DROPPED:
+        since, requests, replies = (value.get(k) for k in ("since", "requests", "replies"))
+        if isinstance(since, int) and isinstance(requests, int) and isinstance(replies, int):
+            timeline.dropped.setdefault(key, []).append(Dropped(
+                str(value.get("client")), str(value.get("node")), since, t, requests, replies))
+    elif f == START:
         effects = value.get("effects")
         fault = FaultSpan(
             key, str(value.get("fault", "fault")), value.get("target"), value.get("params"), t,

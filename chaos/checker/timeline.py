@@ -118,6 +118,18 @@ class Raised(msgspec.Struct, gc=False):
     traceback: str | None = None
 
 
+class Dropped(msgspec.Struct, frozen=True, gc=False):
+    """Bytes a fault dropped on ``process``'s link to ``node`` (Toxiproxy's count: a
+    ``dropped`` event), between ``since`` and ``t``: of its ``requests``, of the replies."""
+
+    process: str
+    node: str
+    since: int
+    t: int
+    requests: int
+    replies: int
+
+
 class LockBugs(msgspec.Struct, gc=False):
     """The exceptions of one lock operation that the client marked ``bug`` (not a Redis or
     connection error): how many, and the first one."""
@@ -158,6 +170,13 @@ class Timeline:
     # What faults did, by fault id: each ``effect`` event's words, and each pause point that
     # names the fault that armed it ("c2 stopped before EVAL").
     fault_effects: dict[str, list[str]] = field(default_factory=dict)
+    # What the proxy counted that faults dropped, by fault id (``dropped`` events).
+    dropped: dict[str, list[Dropped]] = field(default_factory=dict)
+    # When each process had a lock operation (acquire, release, extend) in flight: the invoke
+    # and completion times of each, in order (a crash completes one, and so does the end of
+    # the history).
+    ops_invoked: dict[str, array[int]] = field(default_factory=dict)
+    ops_done: dict[str, array[int]] = field(default_factory=dict)
     # Clients a fault killed: (fault id, process, when); whether it hit is the coverage's call.
     kills: list[tuple[str, str, int]] = field(default_factory=list)
     crashes: list[tuple[str, int]] = field(default_factory=list)  # (process, when), every one
@@ -309,6 +328,14 @@ class Timeline:
         sent = self.renewals_sent.get(process, [])
         index = bisect_right(sent, lo)
         return index < len(sent) and sent[index] <= hi
+
+    def in_flight(self, process: str, lo: int, hi: int) -> bool:
+        """Whether ``process`` had a lock operation in flight, or sent a background renewal,
+        at some instant of [lo, hi]."""
+        invoked = self.ops_invoked.get(process)
+        last = bisect_right(invoked, hi) if invoked is not None else 0
+        return bool(last and self.ops_done[process][last - 1] >= lo) or self.renewal_sent(
+            process, lo - 1, hi)
 
     def stalls_of(self, process: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """The stretches ``process`` did not run that overlap [lo, hi]."""

@@ -169,7 +169,9 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
     def _start_proxy_and_resource(self, api_port: int, resource_port: int) -> None:
         """What every shape starts first: the Toxiproxy server and the shared resource."""
         self.supervisor.spawn(
-            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port)],
+            # -proxy-metrics: its byte counters, a network fault's evidence (link_faults)
+            [binaries.find("toxiproxy-server"), "-host", "127.0.0.1", "-port", str(api_port),
+             "-proxy-metrics"],
             log=self.run_dir / "toxiproxy.log",
         )
         self.resource = self._node("resource", resource_port, persistence="none")

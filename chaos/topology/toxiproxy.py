@@ -10,7 +10,13 @@ never talk to each other's server.
 
 Toxiproxy semantics worth knowing (they shape the faults): disabling a proxy closes its
 existing connections and refuses new ones; the ``timeout`` toxic drops data rather than
-holding it and closes the connection when removed.
+holding it and closes the connection when removed; ``reset_peer`` resets a connection on the
+first bytes it gets, which it drops.
+
+Its byte counters (``-proxy-metrics``: Prometheus ``/metrics``, per proxy and direction,
+bytes received and bytes sent on) add a connection's bytes once, when that connection closes
+(v2.12's ``link.go``: after its ``io.Copy`` returns), never while it is open; bytes a toxic
+dropped are counted received and never sent (``Traffic``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 from toxiproxy.api import APIConsumer
 from toxiproxy.proxy import Proxy
 from toxiproxy.server import Toxiproxy
@@ -29,6 +36,10 @@ from toxiproxy.server import Toxiproxy
 from chaos.errors import UsageError
 
 READY_TIMEOUT_S = 10.0
+METRICS_TIMEOUT_S = 2.0  # one read of the byte counters
+# The counters of ``-proxy-metrics``, by the direction of the stream: upstream carries what a
+# client sends to the server behind the proxy, downstream the server's replies.
+RECEIVED, SENT = "toxiproxy_proxy_received_bytes_total", "toxiproxy_proxy_sent_bytes_total"
 _LIBRARY = threading.Lock()  # held while the library's class attributes name one server
 T = TypeVar("T")
 
@@ -50,6 +61,30 @@ class Link:
         return (self.host, self.listen_port)
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """One proxy's byte counters, summed over the connections it has closed: what it received
+    and what it passed on, each way (upstream: client to server; downstream: the replies)."""
+
+    received_up: float = 0
+    sent_up: float = 0
+    received_down: float = 0
+    sent_down: float = 0
+
+    @property
+    def dropped_requests(self) -> float:
+        """Bytes a client wrote that never reached the server: a toxic (or a cut) dropped them.
+        Toxiproxy adds a connection's ``sent`` a moment after its ``received`` when the client
+        closes it, so a reading taken in between shows a drop that is not one
+        (``chaos.nemesis.link_faults.DropCounter`` confirms a drop over two readings)."""
+        return self.received_up - self.sent_up
+
+    @property
+    def dropped_replies(self) -> float:
+        """Bytes the server answered that never reached the client (lost replies)."""
+        return self.received_down - self.sent_down
+
+
 class ToxiproxyAPI:
     """Proxies and toxics on one Toxiproxy server."""
 
@@ -57,6 +92,7 @@ class ToxiproxyAPI:
         self.host, self.port = host, port
         self._server = Toxiproxy()
         self._proxies: dict[str, Proxy] = {}
+        self._counts: bool | None = None  # whether it serves ``/metrics`` (``counts_traffic``)
 
     def _on_our_server(self, call: Callable[[], T]) -> T:
         """Run one library call with the library pointed at this object's server."""
@@ -165,6 +201,34 @@ class ToxiproxyAPI:
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
         self._on_our_server(self._server.reset)
+
+    @property
+    def counts_traffic(self) -> bool:
+        """Whether the server counts each proxy's bytes (started with ``-proxy-metrics``, as
+        the local and docker providers start it; an external Toxiproxy may not be): asked
+        once. (A server with ``-runtime-metrics`` alone answers too, and never counts.)"""
+        if self._counts is None:
+            try:
+                self._counts = requests.get(f"{self.url}/metrics", timeout=METRICS_TIMEOUT_S).ok
+            except requests.RequestException:
+                self._counts = False
+        return self._counts
+
+    def traffic(self, names: set[str]) -> dict[str, Traffic]:
+        """The byte counters of the proxies named (a proxy none of whose connections has
+        closed yet has none: absent). ``requests.RequestException`` when the server does not
+        answer, ``requests.HTTPError`` when it does not count (``counts_traffic``)."""
+        answer = requests.get(f"{self.url}/metrics", timeout=METRICS_TIMEOUT_S)
+        answer.raise_for_status()
+        counts: dict[str, dict[str, float]] = {}
+        for family in text_string_to_metric_families(answer.text):
+            for sample in family.samples:
+                proxy = sample.labels.get("proxy")
+                if sample.name in (RECEIVED, SENT) and proxy in names:
+                    way = "received" if sample.name == RECEIVED else "sent"
+                    up = sample.labels.get("direction") == "upstream"
+                    counts.setdefault(proxy, {})[f"{way}_{'up' if up else 'down'}"] = sample.value
+        return {proxy: Traffic(**values) for proxy, values in counts.items()}
 
 
 def _port(address: str) -> int:

@@ -70,6 +70,24 @@ def test_docker_server_faults_act_on_the_containers(
 
 
 @DEFAULT_IMAGES
+def test_docker_toxiproxy_counts_what_a_partition_dropped_of_a_lock_it_cannot_hook(
+    docker_out: Path,
+) -> None:
+    """The Toxiproxy container counts its links' bytes (``-proxy-metrics``): a partition of
+    a lock that talks through a client of its own (the harness sees none of its commands) is
+    seen by what it dropped on the client's link, as with the local provider."""
+    lock = f"{ROOT / 'tests/redis/unhooked_lock.py'}:make"
+    campaign = Campaign(lock=lock, faults=[("partition", {})], provider="docker",
+                        duration_s=6, clients=2)
+    outcome = run_campaign(campaign, docker_out)
+    assert outcome.nemesis_errors == []
+    events = [json.loads(line) for line in (outcome.run_dir / "history.jsonl").open()]
+    assert any(e["f"] == "dropped" and e["value"]["requests"] > 0 for e in events)
+    assert outcome.verdict.coverage["partition"].effective >= 1, outcome.verdict.coverage
+    assert outcome.verdict.verdict == "ok", outcome.verdict.inconclusive_reasons
+
+
+@DEFAULT_IMAGES
 def test_docker_sentinel_failover_breaks_lua(docker_out: Path) -> None:
     campaign = Campaign(lock="lua", faults=[("failover", {})], provider="docker",
                         duration_s=8, stop_on_first=True)

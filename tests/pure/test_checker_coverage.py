@@ -11,7 +11,8 @@ from chaos.checker.verdict import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, ex
 
 
 def _coverage(history: History) -> dict[str, FaultCoverage]:
-    return coverage(scan.scan(history.events))
+    """In time order, as a history is read (a fault's stop is written with its start)."""
+    return coverage(scan.scan(sorted(history.events, key=lambda event: event.t)))
 
 
 def test_a_client_fault_has_an_effect_when_its_target_holds() -> None:
@@ -41,6 +42,45 @@ def test_a_reported_fault_counts_only_what_it_reported() -> None:
          .final_read(800, []))  # fmt: skip
     cov = _coverage(h)["slow-work"]
     assert (cov.fired, cov.effective) == (2, 1)
+
+
+def test_bytes_a_network_fault_dropped_count_only_while_their_client_was_at_the_lock() -> None:
+    """Toxiproxy's count of what a partition dropped on a client's link is its effect when
+    that client had a lock operation in flight then (a request cut, an acquire that will
+    fail) — not when it held the lock and worked, its library pinging (f2), nor for another
+    client (f3). Lost replies counted once the heal closed their connections are dated from
+    the fault's start: an operation in flight any time while it was on (f4)."""
+    h = (History()
+         .fault("f1", "partition", 10, 200, target={"client": "c1", "nodes": ["n0"]})
+         .attempt("c1", 100, 101, outcome="info", error="ConnectionError: reset")
+         .dropped(150, "f1", "c1", since=50)
+         .acquire("c2", 210)
+         .fault("f2", "partition", 220, 400, target={"client": "c2", "nodes": ["n0"]})
+         .dropped(300, "f2", "c2", since=250)  # its keep-alive: it holds and works
+         .release("c2", 500)
+         .fault("f3", "partition", 510, 700, target={"client": "c3", "nodes": ["n0"]})
+         .attempt("c1", 600, 601, outcome="info", error="ConnectionError: reset")
+         .dropped(650, "f3", "c3", since=590)  # c3's bytes: c3 was not at the lock
+         .fault("f4", "reply-lost", 710, 900, target={"client": "c1"})
+         .attempt("c1", 750, 800, outcome="info", error="TimeoutError")
+         .dropped(905, "f4", "c1", since=710, requests=0, replies=5)  # counted at the heal
+         .final_read(1000, []))  # fmt: skip
+    assert _coverage(h)["partition"].effective == 1
+    assert _coverage(h)["reply-lost"].effective == 1
+
+
+def test_a_dropped_request_counts_for_an_operation_that_ended_a_moment_before() -> None:
+    """Toxiproxy counts a reset connection's bytes a moment after the client saw the reset
+    and its operation ended: a reading of that moment dates the drop from after it."""
+    h = (History()
+         .fault("f1", "reset", 10, 200, target={"client": "c1"})
+         .attempt("c1", 100, 101, outcome="info", error="ConnectionError: reset")
+         .dropped(160, "f1", "c1", since=110)  # 9 ms after the acquire ended: within slack
+         .fault("f2", "reset", 210, 400, target={"client": "c1"})
+         .attempt("c1", 300, 301, outcome="info", error="ConnectionError: reset")
+         .dropped(380, "f2", "c1", since=340)  # 39 ms after: another operation's, not this
+         .final_read(500, []))  # fmt: skip
+    assert _coverage(h)["reset"].effective == 1
 
 
 def test_a_pause_point_counts_for_the_fault_that_armed_it() -> None:

@@ -137,6 +137,14 @@ class History:
         """What fault ``fault_id`` did, as whoever saw it records it."""
         return self.add(ms, "info", p, "effect", value={"id": fault_id, "what": what})
 
+    def dropped(self, ms: float, fault_id: str, p: str, since: float, *, requests: int = 57,
+                replies: int = 0) -> History:
+        """Bytes fault ``fault_id`` dropped on ``p``'s link to n0, as Toxiproxy counted them
+        between ``since`` and ``ms`` (chaos.nemesis.link_faults.DropCounter)."""
+        return self.add(ms, "info", "nemesis", "dropped", value={
+            "id": fault_id, "client": p, "node": "n0", "since": at(since),
+            "requests": requests, "replies": replies})
+
     def final_read(self, ms: float, ops: list[str]) -> History:
         self.add(ms, "ok", "harness", "final-read", value=ops)
         return self.add(ms, "info", "harness", "end")

@@ -9,10 +9,13 @@ scheduled nemesis and the explorer fire one) at a moment the test chooses.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from test_exec_drivers import EXEC_DRIVER
 
 from chaos import history as h
 from chaos.checker import check_file
@@ -66,13 +69,21 @@ FAULT_PARAMS: dict[str, dict[str, object]] = {
 HOLDS_REPLIES = {"latency": True, "partition": True, "reset": False, "reply-lost": True}
 
 
-def _run(single: LocalTopology, path: Path, nemesis: ByHand) -> list[h.Event]:
+def _run(single: LocalTopology, path: Path, nemesis: ByHand, lock: str = "lua",
+         **config: Any) -> list[h.Event]:
     # One client: a holder stopped past its TTL meets no one, and nothing but the fault's
     # evidence decides the verdict; a release the fault broke frees the key within a TTL.
-    config = WorkloadConfig(lock=resolve("lua"), ttl_ms=300, work_ms=20, duration_s=3)
-    run_workload(single, config, path, clients=1, seed=1, nemesis=nemesis,
+    workload = WorkloadConfig(lock=resolve(lock),
+                              **{"ttl_ms": 300, "work_ms": 20, "duration_s": 3, **config})
+    run_workload(single, workload, path, clients=1, seed=1, nemesis=nemesis,
                  params={"faults": [nemesis.fault]})
     return h.read_history(path)
+
+
+def _effective_and_ok(path: Path, fault: str) -> None:
+    verdict = check_file(path)
+    assert verdict.coverage[fault].effective == 1, verdict.coverage
+    assert verdict.verdict == "ok", verdict.inconclusive_reasons
 
 
 @pytest.mark.parametrize("fault", sorted(FAULT_PARAMS))
@@ -91,9 +102,7 @@ def test_a_network_fault_under_a_client_sending_commands_reports_its_effect(
     assert effect.value["how"] in admitted(HOLDS_REPLIES[fault], everywhere=True), effect.value
     what = effect.value["what"]
     assert what.startswith("c1") and f" while {fault} was on" in what, effect.value
-    verdict = check_file(path)
-    assert verdict.coverage[fault].effective == 1, verdict.coverage
-    assert verdict.verdict == "ok", verdict.inconclusive_reasons
+    _effective_and_ok(path, fault)
 
 
 def test_a_latency_fault_on_a_holder_that_sends_nothing_does_nothing(
@@ -162,3 +171,112 @@ def test_a_reply_lost_while_it_was_awaited_is_the_faults_effect(
     verdict = check_file(path)
     assert verdict.coverage["reply-lost"].effective == 1, verdict.coverage
     assert verdict.verdict == "ok", verdict.inconclusive_reasons
+
+
+# -- the proxy's witness: what Toxiproxy counted the fault dropped (issue 35) -----------------
+
+UNHOOKED = f"{Path(__file__).resolve().parent / 'unhooked_lock.py'}:make"
+DROPPING = ["partition", "reply-lost", "reset"]  # latency drops nothing: the proxy cannot see it
+
+
+def _dropped(events: list[h.Event]) -> list[h.Event]:
+    return [e for e in events if e.f == h.DROPPED and e.process == h.NEMESIS]
+
+
+def _fired(fault: str) -> ByHand:
+    return ByHand(fault, {"duration_ms": 600, **FAULT_PARAMS[fault]})
+
+
+@pytest.mark.parametrize("fault", DROPPING)
+def test_a_fault_on_a_lock_with_a_client_of_its_own_is_seen_by_the_proxy(
+    single: LocalTopology, tmp_path: Path, fault: str
+) -> None:
+    """A Python Redlock on an asyncio client: "partition had no effect on the lock in any
+    run", exit 3 — its commands never crossed the harness's connections, so no watch could
+    see the partition cut them. Toxiproxy counted the bytes it dropped on c1's link (its
+    requests a cut or a reset dropped, its replies reply-lost dropped) while c1 was at the
+    lock: the firing was effective."""
+    path = tmp_path / "history.jsonl"
+    events = _run(single, path, _fired(fault), lock=UNHOOKED)
+    assert not [e for e in events if e.f in (h.EFFECT, h.COMMAND)]  # the harness saw nothing
+    (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
+    assert start.value["evidence"] == h.REPORTED
+    dropped = _dropped(events)
+    assert {(e.value["client"], e.value["node"]) for e in dropped} == {("c1", "n0")}, dropped
+    way = "replies" if fault == "reply-lost" else "requests"
+    assert sum(e.value[way] for e in dropped) > 0, dropped
+    _effective_and_ok(path, fault)
+
+
+def test_a_latency_on_a_lock_with_a_client_of_its_own_says_what_could_not_be_seen(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """A latency drops nothing and Toxiproxy counts a connection's bytes only once it closes:
+    nobody can see it meet such a lock, and the reason says so rather than blaming the
+    run's length."""
+    path = tmp_path / "history.jsonl"
+    assert not _dropped(_run(single, path, _fired("latency"), lock=UNHOOKED))
+    verdict = check_file(path)
+    assert verdict.coverage["latency"].effective == 0, verdict.coverage
+    (reason,) = verdict.inconclusive_reasons
+    assert "the harness saw no command of this lock's clients" in reason, reason
+    assert "never a latency" in reason, reason
+
+
+# tests/redis/test_exec_drivers.py's driver (it announces nothing: no pause-points), with a
+# thread that pings its node all the time on a connection of its own, as a library's
+# keep-alive does, whatever the lock is doing.
+PINGING_DRIVER = EXEC_DRIVER.replace("import json, secrets, sys\n", """import json, secrets, sys
+import threading, time
+
+def keep_alive(node):
+    pinger = redis.Redis(node["host"], node["port"], socket_timeout=0.2)
+    while True:
+        try:
+            pinger.ping()
+        except redis.RedisError:
+            pass
+        time.sleep(0.02)
+""").replace("""        reply(type="hello", ok=True,""", """\
+        threading.Thread(target=keep_alive, args=(node,), daemon=True).start()
+        reply(type="hello", ok=True,""")
+
+
+def _driver(tmp_path: Path, source: str) -> str:
+    script = tmp_path / "driver.py"
+    script.write_text(source)
+    return f"exec:{sys.executable} {script}"
+
+
+def test_a_partition_on_a_driver_that_announces_nothing_is_seen_by_the_proxy(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """A driver without pause-points names none of its commands: its partitions were judged
+    by activity (on while it held the lock or acquired it), whatever it sent. The proxy
+    counts the requests the cut dropped while it acquired and released: reported."""
+    path = tmp_path / "history.jsonl"
+    events = _run(single, path, _fired("partition"), lock=_driver(tmp_path, EXEC_DRIVER),
+                  duration_s=4)
+    (start,) = [e for e in events if e.f == h.START and e.process == h.NEMESIS]
+    assert start.value["evidence"] == h.REPORTED
+    assert sum(e.value["requests"] for e in _dropped(events)) > 0
+    _effective_and_ok(path, "partition")
+
+
+def test_a_partition_that_cuts_only_an_idle_clients_pings_does_nothing_to_the_lock(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """c1 holds the lock all the time the partition is on (activity evidence counted that),
+    working, no operation in flight; its library's keep-alive pings cross the cut link and
+    Toxiproxy counts them dropped. Bytes are not the lock's traffic: no effect, and the run
+    is inconclusive for the partition."""
+    assert PINGING_DRIVER.count("keep_alive") == 2
+    path = tmp_path / "history.jsonl"
+    events = _run(single, path, _fired("partition"), lock=_driver(tmp_path, PINGING_DRIVER),
+                  ttl_ms=3000, work_ms=1200, duration_s=4)
+    assert sum(e.value["requests"] for e in _dropped(events)) > 0  # the pings were cut
+    verdict = check_file(path)
+    assert verdict.coverage["partition"].fired == 1
+    assert verdict.coverage["partition"].effective == 0, verdict.coverage
+    (reason,) = verdict.inconclusive_reasons
+    assert reason.startswith("partition fired once and did nothing to the lock"), reason
