@@ -92,6 +92,7 @@ BUNDLED: dict[str, str] = {
     "jedis-lua": "chaos.drivers.catalog:jedis_lua",
     "redisson": "chaos.drivers.catalog:redisson",
     "redisson-lease": "chaos.drivers.catalog:redisson_lease",
+    "redisson-fenced": "chaos.drivers.catalog:redisson_fenced",
     "redsync": "chaos.drivers.catalog:redsync",
     "node-redlock": "chaos.drivers.catalog:node_redlock",
     "redisson-semaphore": "chaos.drivers.catalog:redisson_semaphore",

@@ -308,6 +308,17 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             _java("lockchaos.RedissonDriver", "lease"),
             "classes/lockchaos/RedissonDriver.class",
         ),
+        _redisson("fenced", _info(
+            "redisson-fenced",
+            f"java ({REDISSON}): RFencedLock.tryLockAndGetToken(0, ms) with the watchdog; each "
+            "grant's fencing token is its fence",
+            f"{_ISSUE_19} RFencedLock (since 3.19.0): 003's watchdog lock, fenced as "
+            "Kleppmann 2016 asks",
+            "a holder paused past its lease still acts (soft), but a resource that checks "
+            "fences refuses its writes; a failover loses the lock (hard), and its token "
+            "counter, an ordinary key on the master, can go back: a stale write accepted.",
+            renews=True, fencing=True,
+        )),
         _redisson("semaphore", _info(
             "redisson-semaphore",
             f"java ({REDISSON}): RSemaphore: trySetPermits(capacity), tryAcquire(k), release(k)",
@@ -445,6 +456,7 @@ jedis_get_then_del = bundled("jedis-get-then-del")
 jedis_lua = bundled("jedis-lua")
 redisson = bundled("redisson")
 redisson_lease = bundled("redisson-lease")
+redisson_fenced = bundled("redisson-fenced")
 redsync = bundled("redsync")
 node_redlock = bundled("node-redlock")
 redisson_semaphore = bundled("redisson-semaphore")

@@ -399,6 +399,10 @@ DRIVER_CELLS: tuple[Cell, ...] = (
     Cell("jedis-lua", "latency,partition", "no hard", _no_hard, "003/004"),
     Cell("redisson", "client-pause", "soft, no hard", _soft_only, "003 (watchdog)"),
     Cell("redisson", "failover", "hard", _hard, "003 (failover)", "hard", "failover"),
+    # RFencedLock is the same watchdog lock plus a token INCRed in its granting script: the
+    # paused holder still outlives its lease (soft), but its writes are refused, none lost.
+    Cell("redisson-fenced", "client-pause", "soft, 0 lost, stale rejected", _fenced,
+         "Redisson RFencedLock (Kleppmann 2016)"),
     # With a lease time Redisson runs no watchdog: a critical section longer than the lease
     # outlives it (soft), as 003 warns of leaseTime locks.
     Cell("redisson-lease", "slow-work", "soft only", _soft_only, "003 (lease time, no watchdog)"),

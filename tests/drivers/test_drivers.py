@@ -144,6 +144,33 @@ def test_redisson_reports_the_renewal_after_which_it_gave_the_lock_up(tmp_path: 
     assert outcome.verdict.hard_violations == 0
 
 
+def test_redisson_fenced_grants_carry_fences_that_grow(tmp_path: Path) -> None:
+    """RFencedLock INCRs its token in the script that grants the lock: every grant carries
+    one, and a grant asked for after another was answered carries a higher one — which is what
+    lets the resource refuse the earlier holder's late writes (``redisson-fenced ×
+    client-pause``, a cell). Every access of the resource went with its holder's fence."""
+    need(driver_gap("redisson-fenced"))
+    campaign = Campaign.from_options("redisson-fenced", "", duration_s=4.0, clients=3, seed=1)
+    outcome = run_campaign(campaign, tmp_path)
+    events = h.read_history(outcome.run_dir / HISTORY)
+    asked: dict[str, int] = {}  # client → when its pending acquire was invoked
+    grants: list[tuple[int, int, int]] = []  # (invoked, answered, fence) of each grant
+    for e in events:
+        if e.f == h.ACQUIRE and e.type == h.INVOKE:
+            asked[e.process] = e.t
+        elif e.f == h.ACQUIRE and e.type == h.OK:
+            assert isinstance(e.fence, int), e
+            grants.append((asked[e.process], e.t, e.fence))
+    assert len(grants) >= 5, grants
+    assert len({fence for _, _, fence in grants}) == len(grants), grants
+    for _, answered, fence in grants:
+        later = [f for invoked, _, f in grants if invoked > answered]
+        assert all(f > fence for f in later), (fence, later)
+    accesses = [e for e in events if e.f in (h.READ, h.WRITE) and e.type == h.INVOKE]
+    assert accesses and all(e.fence is not None for e in accesses)
+    assert outcome.verdict.hard_violations == 0
+
+
 # -- the done-when commands -----------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ import io.lockchaos.kit.NotSent;
 import io.lockchaos.kit.Outcome;
 import io.lockchaos.kit.Request;
 import io.lockchaos.kit.redisson.Redissons;
+import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
@@ -24,6 +25,8 @@ import org.redisson.api.RedissonClient;
  *   java lockchaos.RedissonDriver watchdog   RLock.tryLock(): no lease time, so the watchdog renews
  *                                            the lock every lockWatchdogTimeout/3 (= TTL/3)
  *   java lockchaos.RedissonDriver lease      RLock.tryLock(0, TTL, ms): expires after the TTL
+ *   java lockchaos.RedissonDriver fenced     RFencedLock.tryLockAndGetToken(0, ms): RLock's watchdog,
+ *                                            and each grant's fencing token as its fence
  *   java lockchaos.RedissonDriver semaphore  RSemaphore: tryAcquire(k), release(k): no lease
  *   java lockchaos.RedissonDriver permit-expirable-semaphore
  *                                            RPermitExpirableSemaphore: tryAcquire(0, TTL, ms)
@@ -41,7 +44,7 @@ public final class RedissonDriver {
         String variant = args.length > 0 ? args[0] : "";
         Description description = description(variant);
         if (description == null) {
-            System.err.println("usage: RedissonDriver watchdog|lease|semaphore|permit-expirable-semaphore|rwlock|fair");
+            System.err.println("usage: RedissonDriver watchdog|lease|fenced|semaphore|permit-expirable-semaphore|rwlock|fair");
             System.exit(2);
         }
         Driver.serve(description, hello -> {
@@ -51,6 +54,7 @@ public final class RedissonDriver {
                 case "permit-expirable-semaphore": return RedissonSemaphores.permitExpirable(redisson, hello);
                 case "rwlock": return readWrite(redisson, hello);
                 case "fair": return fair(redisson, hello);
+                case "fenced": return fenced(redisson.getFencedLock(hello.lockName()), hello);
                 default: return rlock(redisson.getLock(hello.lockName()), hello, variant.equals("watchdog"));
             }
         });
@@ -62,6 +66,7 @@ public final class RedissonDriver {
         switch (variant) {
             case "watchdog": return d.renews();
             case "lease": return d;
+            case "fenced": return d.renews();
             case "semaphore": return d.grants(3, "shared");
             case "permit-expirable-semaphore": return d.grants(3, "shared").maxPermits(1);
             case "rwlock": return d.grants(null, "exclusive", "shared").maxPermits(1);
@@ -87,6 +92,33 @@ public final class RedissonDriver {
             public Outcome acquire(Request request) throws Exception {
                 boolean got = watchdog ? lock.tryLock() : lock.tryLock(0, ttl, MILLISECONDS);
                 return got ? Outcome.granted(ttl).withLease(lock) : Outcome.refused();
+            }
+
+            public Outcome release(Request request, RLock held) {
+                return unlock(held);
+            }
+        };
+    }
+
+    /**
+     * RFencedLock (Redisson ≥ 3.19.0): RLock's hash lock whose granting script also INCRs a
+     * counter key ({@code redisson_lock_token:{name}}, no TTL) and returns it, the grant's fence.
+     * tryLockAndGetToken(0, ms): one attempt and no lease time, so the watchdog renews it as it
+     * renews RLock (the form Redisson documents first, lockAndGetToken()); the fence is what
+     * answers the watchdog's limit, a holder paused past its lease. Neither tryLockAndGetToken()
+     * — it waits until the lock is free (its wait time -1 becomes Long.MAX_VALUE,
+     * RedissonFencedLock.java:126-128, 151-156) — nor lockAndGetToken(lease, unit), which drops
+     * the lease and runs the watchdog instead (RedissonFencedLock.java:77-79). The lease runs
+     * from its script, the request's last command: a client's first request connects first
+     * (lazily), which on a loaded machine takes longer than a short TTL.
+     */
+    static Lock<RLock> fenced(RFencedLock lock, Hello hello) {
+        int ttl = hello.ttlMs();
+        return new Lock<>() {
+            public Outcome acquire(Request request) {
+                Long fence = lock.tryLockAndGetToken(0, MILLISECONDS);
+                if (fence == null) return Outcome.refused();
+                return Outcome.granted(request.validityFromLastCommand(ttl)).withFence(fence).withLease(lock);
             }
 
             public Outcome release(Request request, RLock held) {
