@@ -103,6 +103,9 @@ BUNDLED: dict[str, str] = {
     "redisson-fair": "chaos.drivers.catalog:redisson_fair",
     "node-semaphore": "chaos.drivers.catalog:node_semaphore",
     "rust-redlock": "chaos.drivers.catalog:rust_redlock",
+    "bsm-redislock": "chaos.drivers.catalog:bsm_redislock",
+    "node-redis-lock": "chaos.drivers.catalog:node_redis_lock",
+    "sesame-redlock": "chaos.drivers.catalog:sesame_redlock",
 }
 
 # Where a lock comes from: bundled (a short name of ``BUNDLED``), a user's driver

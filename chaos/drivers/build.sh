@@ -15,8 +15,11 @@
 #   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
 #   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy) + the Go kit, `go build`
+#   bsm-redislock/ github.com/bsm/redislock v0.9.4 + go-redis v9 (Go module proxy) + the Go kit
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm) + the Node kit, `npm ci`
+#   node-redis-lock/ redis-lock 1.0.0 + redis 4.7.1 (node-redis v4, npm) + the Node kit
+#   sesame-redlock/ @sesamecare-oss/redlock 1.4.0 + ioredis 5.9.3 (npm) + the Node kit
 #   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit,
 #                 `cargo build --release`
 #
@@ -248,13 +251,13 @@ build_go() {  # name: sources/NAME/{go.mod,go.sum,*.go} on the Go kit, one binar
     fi
 }
 
-# The Go build compiles while npm installs the Node drivers (CPU beside downloads): waited
-# for below.
+# The Go builds compile (one after the other: they share the module cache) while npm installs
+# the Node drivers (CPU beside downloads): waited for below.
 go_build=""
 if have go; then
-    build_go redsync & go_build=$!
+    ( rc=0; build_go redsync || rc=1; build_go bsm-redislock || rc=1; exit "$rc" ) & go_build=$!
 else
-    missing "go not found: no redsync driver (install Go)"
+    missing "go not found: no redsync and bsm-redislock drivers (install Go)"
 fi
 
 build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} on the Node kit
@@ -274,10 +277,11 @@ build_node() {  # name: sources/NAME/{package.json,package-lock.json,driver.js} 
 }
 
 if have node && have npm; then
-    build_node node-redlock || status=1
-    build_node node-semaphore || status=1
+    for name in node-redlock node-semaphore node-redis-lock sesame-redlock; do
+        build_node "$name" || status=1
+    done
 else
-    missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
+    missing "node or npm not found: no node-redlock, node-semaphore, node-redis-lock and sesame-redlock drivers (install Node.js 18+ and npm)"
 fi
 if [ -n "$go_build" ]; then wait "$go_build" || status=1; fi
 

@@ -1,6 +1,7 @@
 """Which drivers there are: the bundled ones by name, a user's by ``exec:'CMD ARGS'``.
 
-The bundled drivers (Jedis, Redisson, go-redsync, node-redlock, node-semaphore) have their
+The bundled drivers (Jedis, Redisson, go-redsync, node-redlock, node-semaphore, the redlock
+crate, and the corpus's bsm/redislock, redis-lock and @sesamecare-oss/redlock) have their
 sources in the package (``sources/``, package data: a wheel carries them) and are built by
 ``build.sh`` next to this module — which ``lockchaos setup --drivers`` runs into ``drivers/``
 of lockchaos's cache, and a checkout's ``make setup`` (``scripts/drivers-setup.sh``) into its
@@ -223,6 +224,9 @@ REDSYNC = Library("go-redsync", "v4.13.0", "go-redis v9")
 NODE_REDLOCK = Library("redlock", "5.0.0-beta.2", "ioredis 5")
 NODE_SEMAPHORE = Library("redis-semaphore", "5.8.0", "ioredis 5")
 RUST_REDLOCK = Library("redlock", "2.0.0", "redis-rs 0.23.5")
+BSM_REDISLOCK = Library("bsm/redislock", "v0.9.4", "go-redis v9")
+NODE_REDIS_LOCK = Library("redis-lock", "1.0.0", "node-redis 4")
+SESAME_REDLOCK = Library("@sesamecare-oss/redlock", "1.4.0", "ioredis 5")
 _SEED_004 = "004_8e2bee48344fb8f7.txt"
 
 
@@ -421,6 +425,60 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             _binary("rust-redlock-driver"),
             "rust-redlock-driver",
         ),
+        # The corpus (issue 35): third-party lock libraries at the versions their verdicts
+        # were read at (docs/libraries.md).
+        Bundled(
+            _info(
+                "bsm-redislock",
+                f"go ({BSM_REDISLOCK}): Client.Obtain (one attempt, the token as its value), "
+                "Lock.Refresh as extend, Lock.Release",
+                "beyond the seeds: Go's github.com/bsm/redislock, the SET NX PX and Lua "
+                "compare-and-delete of 004_8e2bee48344fb8f7.txt (正确姿势)",
+                "no fencing: a holder paused past its TTL keeps acting as the holder after "
+                "another client has acquired the lock.",
+                extend=True,
+            ),
+            "bsm-redislock",
+            "go",
+            BSM_REDISLOCK,
+            _binary("bsm-redislock-driver"),
+            "bsm-redislock-driver",
+            capabilities=frozenset({PAUSE_POINTS}),  # pure Go, as redsync: no faked clock
+        ),
+        Bundled(
+            _info(
+                "node-redis-lock",
+                f"node ({NODE_REDIS_LOCK}): SET lock.<name> <its clock + TTL> PX NX (one "
+                "attempt); release = a check of its clock, then a plain DEL",
+                "beyond the seeds: npm redis-lock, whose release is 004_8e2bee48344fb8f7.txt's "
+                "解锁 错误示例1 wrongReleaseLock1 (a plain DEL) behind a clock check",
+                "a holder stopped or slowed between its clock check and its DEL deletes the "
+                "lock the next client now holds (errorception/redis-lock#29).",
+            ),
+            "node-redis-lock",
+            "node",
+            NODE_REDIS_LOCK,
+            _node,
+            "node_modules/redis-lock/package.json",
+        ),
+        Bundled(
+            _info(
+                "sesame-redlock",
+                f"node ({SESAME_REDLOCK}): Redlock acquire, extend and release on N "
+                "standalone masters, one attempt each",
+                "003_ad4e3d3f63ce056d.txt (Redlock), as @sesamecare-oss/redlock implements it",
+                "safety rests on timing: an empty restart of nodes the holder counted on "
+                "lets a second client win a quorum (Kleppmann 2016).",
+                topology="standalone",
+                min_nodes=3,
+                extend=True,
+            ),
+            "sesame-redlock",
+            "node",
+            SESAME_REDLOCK,
+            _node,
+            "node_modules/@sesamecare-oss/redlock/package.json",
+        ),
     )
 }
 
@@ -465,6 +523,9 @@ redisson_rwlock = bundled("redisson-rwlock")
 redisson_fair = bundled("redisson-fair")
 node_semaphore = bundled("node-semaphore")
 rust_redlock = bundled("rust-redlock")
+bsm_redislock = bundled("bsm-redislock")
+node_redis_lock = bundled("node-redis-lock")
+sesame_redlock = bundled("sesame-redlock")
 
 __all__ = [
     "BUILD_SCRIPT",

@@ -163,7 +163,7 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
     assert cited == SEEDS, f"every seed must be the origin of some lock; missing {SEEDS - cited}"
     assert [i.name for i in infos if i.fencing] == ["fenced"]
     assert [i.name for i in infos if i.topology != "any"] == [
-        "redlock", "pottery-redlock", "redsync", "node-redlock", "rust-redlock"]
+        "redlock", "pottery-redlock", "redsync", "node-redlock", "rust-redlock", "sesame-redlock"]
 
 
 def test_check_topology_refuses_redlock_where_it_cannot_run() -> None:
