@@ -22,6 +22,7 @@ from chaos.checker.holds import NEVER, REACQUIRE, UNTIL_DEADLINE, Hold, Level
 from chaos.checker.reader import AnyEvent, has_value, value_of
 from chaos.checker.timeline import (
     FaultSpan,
+    FinalKey,
     LockBugs,
     PauseReached,
     Raised,
@@ -38,6 +39,7 @@ from chaos.history import (
     EXCLUSIVE,
     EXTEND,
     FAIL,
+    FINAL_KEY,
     FINAL_READ,
     GAVE_UP,
     HARNESS,
@@ -211,6 +213,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 final = value_of(ev.value)
                 if isinstance(final, list):
                     timeline.final_read = (t, [str(op) for op in final])
+            elif f == FINAL_KEY:
+                _final_key(timeline, value_of(ev.value))
         elif typ == FAIL:
             try:
                 fails[f] += 1
@@ -335,6 +339,15 @@ def _info(
 
 
 _LOCK_OPS = (ACQUIRE, RELEASE, EXTEND)
+
+
+def _final_key(timeline: Timeline, said: Any) -> None:
+    """The lock's key at the end of the run (``final-key``): its name, and its PTTL on each
+    node that had it."""
+    if not isinstance(said, dict) or not isinstance(pttl := said.get("pttl"), dict):
+        return
+    timeline.final_key = FinalKey(str(said.get("key")), {
+        str(node): left for node, left in pttl.items() if isinstance(left, int)})
 
 
 def _kept(ev: AnyEvent) -> int | None:

@@ -108,6 +108,19 @@ class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
     crashed: int | None = None
 
 
+class FinalKey(msgspec.Struct, frozen=True, gc=False):
+    """The lock's key once the run was over (``final-key``): its name, and per node that had
+    it, its PTTL in ms (-1: it never expires). No node: nobody had that key."""
+
+    key: str
+    pttl: dict[str, int]
+
+    @property
+    def without_expiry(self) -> list[str]:
+        """The nodes on which the key never expires."""
+        return [node for node, left in self.pttl.items() if left == -1]
+
+
 class Raised(msgspec.Struct, gc=False):
     """An operation that raised (an ``info`` with an ``error``), or a client that could not
     start its lock: who, when, what; ``traceback`` where the history carries one."""
@@ -173,6 +186,7 @@ class Timeline:
     acked_at: array[int] = field(default_factory=lambda: array("q"))
     acked_by: list[str] = field(default_factory=list)
     final_read: tuple[int, list[str]] | None = None
+    final_key: FinalKey | None = None  # the lock's key at the end (older histories: none)
     stale_rejected: int = 0
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)  # type → f → events
     events: int = 0
