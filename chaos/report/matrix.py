@@ -51,6 +51,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
     report: str  # the run's report.html, relative to the comparison's directory
     wall_s: float
     truth_problem: str | None = None  # how the verdict departs from the truth table's claim
+    wedged: bool = False  # the lock wedged for good (``Verdict.wedged``): fails every gate
 
     @classmethod
     def of(cls, verdict: Verdict, *, seed: int, run_dir: str, wall_s: float,
@@ -65,7 +66,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
             first_hard_violation_s=verdict.first_hard_violation_s,
             explanations=verdict.explanations[:EXPLANATIONS_KEPT], counts=verdict.counts,
             notes=verdict.notes, run_dir=run_dir, report=f"{run_dir}/report.html",
-            wall_s=round(wall_s, 3), truth_problem=truth_problem,
+            wall_s=round(wall_s, 3), truth_problem=truth_problem, wedged=verdict.wedged,
         )  # fmt: skip
 
 
@@ -168,7 +169,8 @@ def _case(cell: CellEntry) -> Case:
     time_s = sum(run.duration_s for run in cell.runs)
     if cell.status != "done":
         return Case(cell.name, classname, skipped=cell.reason or "not run")
-    failed = [run for run in cell.runs if reaches(run.verdict, cell.stop_on or "hard")]
+    failed = [run for run in cell.runs
+              if reaches(run.verdict, cell.stop_on or "hard", wedged=run.wedged)]
     output = "\n".join(
         f"seed {run.seed}: {run.verdict} (hard {run.hard_violations}, soft "
         f"{run.soft_violations}, lost writes {run.lost_writes}) in {run.run_dir}"
