@@ -23,6 +23,11 @@ direct evidence to the least:
    masters granting;
 8. none of the above: the lock granted a key that should still have existed.
 
+What made an overlap hard comes before that cause when it was one holder's own operation: the
+two leases became valid together only at a lease that holder's extend, renewal or nested
+grant began, after its previous lease had run out and the other client had acquired (an
+extend that does not check whose key it extends: ``_revived``).
+
 Which faults lose keys, split the master or stall a client is what each fault's start event
 declares (its ``effects``, ``chaos.history.EFFECTS``): this module knows no fault by name.
 

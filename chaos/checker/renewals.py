@@ -37,17 +37,18 @@ TTL, that was hard. It counts only when:
   (stalled, killed, its links delayed or cut, its clock moved), no fault aimed at the servers
   rather than at clients, and no pause point the client reached.
 
-A lapse that a fault excused is not the end of it. A renewal the fault cut is expected, and
-a live watchdog renews again once the links are back — or finds the lease gone and says so (a
-renewal with validity 0: the history's ``renew`` ``fail``; or an extend that revoked the
-lease). One that never renews again while its holder runs on with its links up is a **dead
-watchdog** (``DeadWatchdog``): a renewal thread killed by the fault's error (Redisson #3194,
+A lapse that a fault excused is not the end of it. A renewal the fault cut is expected (it
+raised: a ``renew`` ``fail`` with an ``error``, or nothing at all), and a live watchdog renews
+again once the links are back — or finds the lease gone and says so (a renewal with validity
+0 and no error: the history's ``renew`` ``fail``; or an extend that revoked the lease). One
+that never renews again while its holder runs on with its links up is a **dead watchdog**
+(``DeadWatchdog``): a renewal thread killed by the fault's error (Redisson #3194,
 python-redis-lock 4.0.1's ``_lock_renewer``), as hard as an unexcused lapse. It counts when,
 after the last fault aimed at the holder or the servers healed (or the holder's last pause
-point), the holder ran — its stalls left out — for longer than ``dead_after``: a watchdog
-renews at least once a TTL, a renewal in flight when the fault healed may take the client's
-socket timeout to fail before the next one goes out, and the tolerance above covers a thread
-an overloaded machine ran late.
+point, or its last renewal that raised, if later), the holder ran — its stalls left out — for
+longer than ``dead_after``: a watchdog renews at least once a TTL, a renewal in flight when
+the fault healed may take the client's socket timeout to fail before the next one goes out,
+and the tolerance above covers a thread an overloaded machine ran late.
 
 Which locks renew is what the harness start event declares (``renews: true``: from the lock's
 catalog entry or driver's ``describe``, from ``--renews``, or from the audit's warm-up, which
@@ -117,8 +118,8 @@ class DeadWatchdog:
 
 def find_lapses(timeline: Timeline) -> list[Lapse]:
     """Every unexcused lapse, in order of its deadline; none for a lock that does not renew."""
-    lapses = [lapse for lapse, due in _lapsed(timeline)
-              if not timeline.renewal_sent(lapse.process, lapse.since, due)
+    lapses = [lapse for lapse, due in _lapsed(timeline)  # a renewal sent by ``due``: its
+              if not timeline.renewal_sent(lapse.process, lapse.since, due)  # answer was late
               and not excused(lapse.process, lapse.since, lapse.deadline, timeline)]
     lapses.sort(key=lambda lapse: lapse.deadline)
     return lapses
@@ -136,14 +137,17 @@ def find_dead_watchdogs(timeline: Timeline) -> list[DeadWatchdog]:
             continue  # an extend said the lease was gone: its end, not a dead watchdog
         if not excused(p, lapse.since, lapse.deadline, timeline):
             continue  # a lapse (``find_lapses``), if no renewal went out in time
-        if timeline.renewal_sent(p, lapse.since, lapse.until):
-            continue  # it renewed again, or gave the lease up and said so (validity 0)
+        if timeline.renewal_sent(p, lapse.since, lapse.until, answered=True):
+            continue  # it renewed again, or found the lease gone and said so (validity 0)
         healed = _last_excuse(p, lapse.since, lapse.until, timeline)
         if healed is None or healed[0] >= lapse.until:
             continue  # excused to the end
-        ran = lapse.until - healed[0] - sum(
-            min(until, lapse.until) - max(since, healed[0])
-            for since, until in timeline.stalls_of(p, healed[0], lapse.until))
+        # A renewal that raised after the heal shows the watchdog alive then: from it on.
+        tried = timeline.last_renewal_sent(p, healed[0], lapse.until)
+        alive = healed[0] if tried is None else tried
+        ran = lapse.until - alive - sum(
+            min(until, lapse.until) - max(since, alive)
+            for since, until in timeline.stalls_of(p, alive, lapse.until))
         if ran > dead_after(timeline, lapse):
             found.append(DeadWatchdog(lapse, healed[0], healed[1], ran))
     found.sort(key=lambda dead: dead.lapse.deadline)

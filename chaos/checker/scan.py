@@ -448,11 +448,14 @@ def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:
 
 def _renewal_sent(timeline: Timeline, p: str, t: int, ev: AnyEvent) -> None:
     """When a background renewal was sent: its ``value.invoked``, else (older histories) its
-    event's time, which is no earlier."""
+    event's time, which is no earlier; and, unless it raised (a ``fail`` with an ``error``: no
+    answer), that it was answered."""
     value = value_of(ev.value)
     invoked = value.get("invoked") if isinstance(value, dict) else None
     sent = invoked if isinstance(invoked, int) and invoked <= t else t
     timeline.renewals_sent.setdefault(p, []).append(sent)
+    if ev.type == OK or ev.error is None:
+        timeline.renewals_answered.setdefault(p, []).append(sent)
 
 
 def _add_lease(

@@ -177,8 +177,10 @@ class Timeline:
     # The lock's surface: per operation, the commands its clients sent, in first-seen order.
     surface: dict[str, list[str]] = field(default_factory=dict)
     can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)
-    # When each process's background renewals (``renew`` ok or fail) were sent, in order.
+    # When each process's background renewals (``renew`` ok or fail) were sent, in order; and
+    # those answered (all but a ``fail`` with an ``error``: a renewal that raised).
     renewals_sent: dict[str, list[int]] = field(default_factory=dict)
+    renewals_answered: dict[str, list[int]] = field(default_factory=dict)
     # (process, when) of each extend that gave its hold a new lease: where a lease began.
     extended: set[tuple[str, int]] = field(default_factory=set)
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
@@ -238,7 +240,7 @@ class Timeline:
         self.unsure_acquires.sort(key=attrgetter("invoked"))
         self._unsure_invoked = [attempt.invoked for attempt in self.unsure_acquires]
         self.faults.sort(key=attrgetter("start"))
-        for sent in self.renewals_sent.values():
+        for sent in (*self.renewals_sent.values(), *self.renewals_answered.values()):
             sent.sort()
         self._fault_starts = [fault.start for fault in self.faults]
         self._key_losses = sorted(
@@ -318,11 +320,18 @@ class Timeline:
         first = bisect_left(self._unsure_invoked, lo)
         return self.unsure_acquires[first:bisect_right(self._unsure_invoked, hi)]
 
-    def renewal_sent(self, process: str, lo: int, hi: int) -> bool:
-        """Whether ``process`` sent a background renewal in (lo, hi]."""
-        sent = self.renewals_sent.get(process, [])
+    def renewal_sent(self, process: str, lo: int, hi: int, *, answered: bool = False) -> bool:
+        """Whether ``process`` sent a background renewal in (lo, hi] (``answered``: one that
+        did not raise)."""
+        sent = (self.renewals_answered if answered else self.renewals_sent).get(process, [])
         index = bisect_right(sent, lo)
         return index < len(sent) and sent[index] <= hi
+
+    def last_renewal_sent(self, process: str, lo: int, hi: int) -> int | None:
+        """When ``process`` last sent a background renewal in (lo, hi] (None: it sent none)."""
+        sent = self.renewals_sent.get(process, [])
+        index = bisect_right(sent, hi) - 1
+        return sent[index] if index >= 0 and sent[index] > lo else None
 
     def stalls_of(self, process: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """The stretches ``process`` did not run that overlap [lo, hi]."""

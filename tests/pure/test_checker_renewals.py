@@ -270,6 +270,20 @@ def test_a_watchdog_that_said_the_lease_was_gone_is_the_leases_end():
         assert dead_watchdogs(h.release("c1", 2000)) == [], sent
 
 
+def test_a_renewal_the_fault_cut_is_no_answer():
+    """A renewal that raised (a ``renew`` ``fail`` with an ``error``: python-redis-lock's
+    renewer, reported by its adapter, then dead) shows the watchdog alive at that instant,
+    not the lease's end: the holder's 950 ms count from the heal, or from such a renewal sent
+    after it."""
+    def raised(h: History, sent: float) -> History:
+        return h.add(sent + 5, "fail", "c1", "renew", token=h.tokens["c1"],
+                     value={"invoked": at(sent)}, error="ConnectionError: reset by peer")
+    for sent, release, flagged in ((150, 2000, True), (1200, 2000, False), (1000, 2000, True)):
+        h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+        found = dead_watchdogs(raised(h, sent).release("c1", release))
+        assert bool(found) == flagged, (sent, found)
+
+
 def test_a_lease_an_extend_revoked_is_not_a_dead_watchdog():
     h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
     h.add(1900, "invoke", "c1", "extend", token=h.tokens["c1"])
