@@ -66,6 +66,9 @@ DROPPED = "dropped"  # nemesis: bytes a fault dropped on one client's link to a 
 STALL = "stall"  # a client process did not run from value {"since": t} to the event's time
 # (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
+# harness: the lock's key at the end, per node where it exists, its PTTL in ms (-1: no expiry):
+# value {"key": name, "pttl": {"n0": -1}} (type ok); a key the lock names otherwise is not seen
+FINAL_KEY = "final-key"
 END = "end"  # harness: the run is over
 
 # The modes of a hold (an acquire invoke's ``value.mode``; absent: exclusive, a mutex's): an

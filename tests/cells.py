@@ -15,6 +15,7 @@ import pytest
 
 from chaos.campaign import Campaign
 from chaos.checker import Verdict
+from chaos.checker.verdict import reaches
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.experiments.truth_table import CELLS, Cell, Unproven
 
@@ -97,10 +98,12 @@ def _too_few_cycles(cell: Cell, campaign: Campaign, outcome: Outcome) -> str | N
 
 
 def _cause(cell: Cell, verdict: Verdict) -> str | None:
-    """The word the cell's first violation must explain itself with (``Cell.cause``)."""
-    if not cell.cause:
+    """The word the first violation that settled the cell (one that fails its ``stop_on``
+    gate: a hard one, or a lock wedged for good) must explain itself with (``Cell.cause``)."""
+    if not cell.cause or cell.stop_on is None:
         return None
-    first = next(v for v in verdict.violations if v.kind == cell.stop_on)
+    first = next(v for v in verdict.violations
+                 if reaches(v.kind, cell.stop_on, wedged=v.wedged))
     if cell.cause in first.explanation.lower():
         return None
     return f"the first {cell.stop_on} violation is not of cause {cell.cause!r}: {first.explanation}"

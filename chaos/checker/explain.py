@@ -23,6 +23,11 @@ direct evidence to the least:
    masters granting;
 8. none of the above: the lock granted a key that should still have existed.
 
+What made an overlap hard comes before that cause when it was one holder's own operation: the
+two leases became valid together only at a lease that holder's extend, renewal or nested
+grant began, after its previous lease had run out and the other client had acquired (an
+extend that does not check whose key it extends: ``_revived``).
+
 Which faults lose keys, split the master or stall a client is what each fault's start event
 declares (its ``effects``, ``chaos.history.EFFECTS``): this module knows no fault by name.
 
@@ -38,10 +43,10 @@ from chaos.checker.data import LostWrite
 from chaos.checker.fairness import Overtaken
 from chaos.checker.holds import NEVER, REACQUIRE, Hold, Level
 from chaos.checker.leaks import Leak
-from chaos.checker.liveness import GaveUp, Outage
+from chaos.checker.liveness import GaveUp, Outage, Wedged
 from chaos.checker.overlaps import Overlap
 from chaos.checker.permits import Excess
-from chaos.checker.renewals import Lapse
+from chaos.checker.renewals import DeadWatchdog, Lapse
 from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
 from chaos.history import ACQUIRE, EXCLUSIVE, MOVES_CLOCK
 
@@ -92,7 +97,42 @@ def overlap(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str]:
         f"(lease until {clock.deadline(b.deadline_at(ov.start))})."
     )
     cause, why = _cause(a, b, timeline, clock)
+    revived = _revived(ov, timeline, clock)
+    if revived is not None:  # what made it hard comes first; how the key went, after it
+        cause, why = revived[0], f"{revived[1]}. Before it, {why}"
     return cause, " ".join([head, leases, f"{why}.", *_faults(timeline, a.start, ov.end, clock)])
+
+
+def _revived(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
+    """The operation that broke exclusion, when the overlap became hard at the lease it gave:
+    a holder's extend, renewal or nested grant, after its previous lease had run out and the
+    other client had acquired meanwhile — "c1's extend at 3.481 s succeeded although c3 had
+    held the lock since 3.290 s: the extend does not check whose key it extends" (a
+    ``SET key token XX``, a plain ``PEXPIRE``, redisson/redisson#597). Not while a fault
+    that splits the master was on, nor across one that loses keys: then the other master,
+    or a key that came back, may be what it extended."""
+    if ov.both_valid is None:
+        return None
+    t = ov.both_valid[0]
+    for holder, other in ((ov.first, ov.second), (ov.second, ov.first)):
+        starts = [lease[0] for lease in holder.leases]
+        if t not in starts[1:]:
+            continue
+        lapsed = holder.leases[starts.index(t, 1) - 1][1]  # the deadline it had before
+        if not lapsed <= other.start < t or timeline.split_at(t) is not None or (
+                timeline.key_loss(lapsed, t) is not None):
+            continue
+        p, at = holder.process, clock.at
+        if (p, t) in timeline.extended:
+            cause, op, verb = "foreign-extend", "extend", "extends"
+        elif any(level.start == t for level in holder.levels or ()):
+            cause, op, verb = "foreign-reentry", "nested acquire", "re-enters"
+        else:
+            cause, op, verb = "foreign-renewal", "renewal", "renews"
+        return cause, (f"{p}'s {op} at {at(t)} succeeded although {other.process} had held "
+                       f"the lock since {at(other.start)}: the {op} does not check whose key "
+                       f"it {verb}")
+    return None
 
 
 def _did(hold: Hold) -> str:
@@ -333,6 +373,39 @@ def _stalled(hold: Hold, until: int, timeline: Timeline, clock: Clock) -> str:
 def lapses(found: list[Lapse], clock: Clock) -> str:
     """Why a renewing lock's lapses are hard: the first of one client's, and how many."""
     lapse = found[0]
+    p = lapse.process
+    more = f" ({len(found)} of {p}'s leases lapsed like this in all)" if len(found) > 1 else ""
+    return (
+        f"hard: {p}'s watchdog did not renew for {(lapse.until - lapse.since) / 1e6:.0f} ms "
+        f"while {p} ran and its links were up: {_lapse(lapse, clock)}. No fault touched "
+        f"{p}, its links or the servers, and {p} reached no pause point: a lock that renews "
+        f"its leases must renew them for as long as its holder runs{more}."
+    )
+
+
+def dead_watchdogs(found: list[DeadWatchdog], clock: Clock) -> str:
+    """Why a watchdog that stopped renewing once a fault healed is hard: the first of one
+    client's, and how many."""
+    dead = found[0]
+    p, at = dead.process, clock.at
+    if isinstance(dead.by, FaultSpan):
+        after = f"{dead.by.name} {dead.by.id} healed at {at(dead.healed)}"
+    else:
+        after = f"{p} reached pause-point {dead.by.command} ({dead.by.action}) at {at(dead.healed)}"
+    more = (f" ({len(found)} of {p}'s leases were left to lapse like this in all)"
+            if len(found) > 1 else "")
+    return (
+        f"hard: {p}'s watchdog never renewed after {after}, though {p} ran for "
+        f"{dead.ran / 1e9:.3f} s with its links up: {_lapse(dead.lapse, clock)}. A renewal "
+        f"a fault cut must be followed by renewals once the links are back, or by the "
+        f"watchdog saying the lease is gone: a lock that renews its leases must renew them "
+        f"for as long as its holder runs{more}."
+    )
+
+
+def _lapse(lapse: Lapse, clock: Clock) -> str:
+    """"its lease from its renewal at 1.234 s ran out at 1.434 s, and c2 went on holding the
+    lock until it released it at 1.874 s": which lease lapsed, and what ended the lapse."""
     p, at = lapse.process, clock.at
     levels = lapse.hold.levels or []
     began = ("from its acquire" if lapse.since == lapse.hold.start
@@ -349,14 +422,8 @@ def lapses(found: list[Lapse], clock: Clock) -> str:
         until = f"until {again} at {at(lapse.until)}"
     else:
         until = f"until it released it at {at(lapse.until)}"
-    more = f" ({len(found)} of {p}'s leases lapsed like this in all)" if len(found) > 1 else ""
-    return (
-        f"hard: {p}'s watchdog did not renew for {(lapse.until - lapse.since) / 1e6:.0f} ms "
-        f"while {p} ran and its links were up: its lease {began} at {at(lapse.since)} ran out "
-        f"at {at(lapse.deadline)}, and {p} went on holding the lock {until}. No fault touched "
-        f"{p}, its links or the servers, and {p} reached no pause point: a lock that renews "
-        f"its leases must renew them for as long as its holder runs{more}."
-    )
+    return (f"its lease {began} at {at(lapse.since)} ran out at {at(lapse.deadline)}, and {p} "
+            f"went on holding the lock {until}")
 
 
 def _stretch(start: int, end: int, clock: Clock, ttl_ns: int) -> str:
@@ -366,14 +433,17 @@ def _stretch(start: int, end: int, clock: Clock, ttl_ns: int) -> str:
             f"{length / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL)")
 
 
-def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
-    """Why nobody could acquire for so long."""
+def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int,
+           wedged: Wedged | None = None) -> str:
+    """Why nobody could acquire for so long; a lock wedged for good says so first."""
     at = clock.at
-    parts = [
-        f"liveness: no client held the lock {_stretch(out.start, out.end, clock, ttl_ns)} "
-        f"while {out.failures} acquire attempts failed; "
-        f"{_previous(out.previous, timeline, clock)}."
-    ]
+    unheld = (f"no client held the lock {_stretch(out.start, out.end, clock, ttl_ns)} "
+              f"while {out.failures} acquire attempts failed; "
+              f"{_previous(out.previous, timeline, clock)}.")
+    if wedged is None:
+        parts = [f"liveness: {unheld}"]
+    else:
+        parts = [_wedged(wedged, timeline, clock, ttl_ns), unheld[0].upper() + unheld[1:]]
     since = out.previous.start if out.previous else timeline.start
     for attempt in timeline.unsure_between(since, out.end)[-MAX_LISTED:]:
         if attempt.crashed is not None:
@@ -388,6 +458,38 @@ def outage(out: Outage, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
                 f"indeterminate ({attempt.error}): it may hold a key nobody will release."
             )
     return " ".join(parts + _faults(timeline, out.gap[0], out.end, clock))
+
+
+def _wedged(wedged: Wedged, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:
+    """"nobody acquired for the last 9.8 s of the run after c2 crashed holding the lock: its
+    key lockchaos:lock has no expiry" — what left the lock taken, and what the key was at the
+    end (``final-key``; a key the lock names otherwise was not read: then nothing is said)."""
+    at = clock.at
+    out, culprit = wedged.outage, wedged.culprit
+    previous = out.previous
+    if previous is not None and previous.ended_by == "crash":
+        after = (f"after {previous.process} crashed holding the lock at {at(previous.end)}"
+                 f"{_last_pause(previous.process, previous.start, previous.end, timeline)}")
+    elif culprit is not None and culprit.crashed is not None:
+        after = (f"after {culprit.process} crashed in its acquire at {at(culprit.crashed)}"
+                 f"{_last_pause(culprit.process, culprit.invoked, culprit.crashed, timeline)}")
+    elif culprit is not None:
+        after = (f"after {culprit.process}'s acquire invoked at {at(culprit.invoked)} was "
+                 f"indeterminate ({culprit.error})")
+    elif previous is not None:
+        after = f"since {previous.process} released it at {at(previous.end)}"
+    else:
+        after = "since the run began"
+    left = (clock.end - wedged.since) / 1e9
+    key = timeline.final_key
+    held = ""
+    if key is not None and key.without_expiry:
+        held = f": its key {key.key} has no expiry"
+    elif key is not None and key.pttl:
+        held = (f": its key {key.key} was still there when the run ended, "
+                f"{max(key.pttl.values())} ms from expiring")
+    return (f"liveness, wedged for good: nobody acquired for the last {left:.1f} s of the run "
+            f"({left * 1e9 / ttl_ns:.0f}× the {ttl_ns / 1e6:g} ms TTL) {after}{held}.")
 
 
 def leak(found: Leak, timeline: Timeline, clock: Clock, ttl_ns: int) -> str:

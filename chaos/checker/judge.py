@@ -10,7 +10,15 @@ import msgspec
 from chaos.checker import exercised
 from chaos.checker.coverage import coverage
 from chaos.checker.holds import REACQUIRE
-from chaos.checker.rules import LOST_WRITES, NOT_RENEWED, RULES, Case, NotJudged, Rule
+from chaos.checker.rules import (
+    DEAD_WATCHDOG,
+    LOST_WRITES,
+    NOT_RENEWED,
+    RULES,
+    Case,
+    NotJudged,
+    Rule,
+)
 from chaos.checker.timeline import Timeline
 from chaos.checker.verdict import (
     INCONCLUSIVE,
@@ -77,12 +85,13 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str],
         notes.append("the history has no end event (a run cut short?): whether it exercised "
                      "the lock was not judged")
     unusable = exercised.unusable(timeline) if reasons and not violations else None
-    reasons = [_not_looked_for(error) for error in errors] + reasons
+    reasons = [error.reason for error in errors] + reasons
 
     violations.sort(key=lambda v: (-RANK[v.kind], v.start_s))
     by_kind = {kind: sum(v.kind == kind for v in violations) for kind in VIOLATION_KINDS}
     hard_from = [v.both_valid_from_s for v in violations if v.both_valid_from_s is not None]
-    hard_from += [v.start_s for v in violations if v.cause == NOT_RENEWED]  # the lapse
+    hard_from += [v.start_s for v in violations  # the lapse
+                  if v.cause in (NOT_RENEWED, DEAD_WATCHDOG)]
     lost = case.lost if LOST_WRITES.name in judged else None
     lock = timeline.params.get("lock")
     ttl_ms = timeline.params.get("ttl_ms")
@@ -108,12 +117,6 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str],
         lock_unusable=unusable,
         rule_errors=errors or msgspec.UNSET,
     )
-
-
-def _not_looked_for(error: RuleError) -> str:
-    """The inconclusive reason a rule's error gives."""
-    return (f"the checker's rule {error.rule} failed ({error.error}): "
-            f"{' and '.join(error.kinds)} violations were not looked for")
 
 
 def _counts(timeline: Timeline) -> dict[str, int]:

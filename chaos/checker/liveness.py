@@ -7,6 +7,12 @@ attempt to the last, the lock was observably unavailable; if that lasts longer t
 ``liveness_factor`` × TTL, something keeps a key alive that no live client owns: typically
 a client that crashed between SETNX and EXPIRE and left a key that never expires.
 
+An outage that lasts to the end of the run, far past the TTL, is a lock **wedged for good**
+(``Wedged``): nobody acquired again, and nothing suggests anybody ever would. It stays a
+liveness violation, but fails every gate (``chaos.checker.verdict.WEDGED``): the seed posts
+call exactly this deadlock — a client that crashed between SETNX and EXPIRE — a bug, and a gate
+that passed it would pass a lock that stops working in production.
+
 Only definite failures count: an indeterminate (``info``) acquire may have taken the lock.
 Clients are expected to retry continuously while they cannot acquire (the workload does).
 Nor do failures while a key the lock kept on purpose still stood (a release that ``kept`` it
@@ -20,7 +26,19 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from chaos.checker.holds import NEVER, Hold, Span
-from chaos.checker.timeline import Timeline
+from chaos.checker.timeline import Timeline, UnsureAcquire
+
+# Wedged for good: an outage to the end of the run lasting, in time no fault was on, more than
+# WEDGED_TTLS × TTL and WEDGED_FLOOR_NS. A key that honours its TTL frees the lock within one
+# TTL of its holder's end (plus a client's back-off): bounded unavailability ends there, and
+# the outage rule already names 5 TTLs of it. Twice that, lasting to the end, is no late
+# expiry. Counting only time no fault was on leaves out what a fault does while it lasts (a
+# partition, a paused server: every client refused or cut off). The floor is for short TTLs,
+# where a machine's own delays do not shrink with the TTL: a loaded CI machine stopped a
+# client process for 524 ms and a sound client's threads for 164 ms at a 50 ms TTL
+# (chaos.checker.renewals), and a crashed JVM driver takes seconds to come back.
+WEDGED_TTLS = 10
+WEDGED_FLOOR_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +75,46 @@ def find_outages(timeline: Timeline, threshold_ns: float) -> list[Outage]:
         if failures[i] and last_failed[i] - start > threshold_ns:
             outages.append(Outage(start, last_failed[i], failures[i], gap, previous))
     return outages
+
+
+@dataclass(frozen=True, slots=True)
+class Wedged:
+    """An outage that lasted to the end of the run, far past the TTL (the module docstring):
+    the lock wedged for good."""
+
+    outage: Outage
+    # The acquire that may have left a key nobody owns: the first in the gap whose process
+    # crashed before it completed, or whose outcome was indeterminate (None: none).
+    culprit: UnsureAcquire | None
+
+    @property
+    def since(self) -> int:
+        """Nobody held the lock from then to the end of the run: the gap's start."""
+        return self.outage.gap[0]
+
+
+def wedged(out: Outage, timeline: Timeline, ttl_ns: int) -> Wedged | None:
+    """``out`` as a lock wedged for good, if it is one: nobody acquired from its gap's start
+    to the end of the run, and its failed attempts spanned more than ``WEDGED_TTLS`` × TTL
+    and ``WEDGED_FLOOR_NS`` of time no fault was on."""
+    if out.gap[1] < NEVER:
+        return None  # somebody acquired again
+    if _fault_free(timeline, out.start, out.end) <= max(WEDGED_TTLS * ttl_ns, WEDGED_FLOOR_NS):
+        return None
+    unsure = timeline.unsure_between(out.gap[0], out.end)
+    return Wedged(out, unsure[0] if unsure else None)
+
+
+def _fault_free(timeline: Timeline, lo: int, hi: int) -> int:
+    """How much of [lo, hi] no fault was on for."""
+    free, at = 0, lo
+    for fault in timeline.faults_during(lo, hi):  # in order of their start
+        if fault.start > at:
+            free += min(fault.start, hi) - at
+        at = max(at, fault.stop)
+        if at >= hi:
+            return free
+    return free + max(0, hi - at)
 
 
 def _kept_until(timeline: Timeline, starts: list[int]) -> list[int]:

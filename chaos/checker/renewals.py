@@ -37,6 +37,19 @@ TTL, that was hard. It counts only when:
   (stalled, killed, its links delayed or cut, its clock moved), no fault aimed at the servers
   rather than at clients, and no pause point the client reached.
 
+A lapse that a fault excused is not the end of it. A renewal the fault cut is expected (it
+raised: a ``renew`` ``fail`` with an ``error``, or nothing at all), and a live watchdog renews
+again once the links are back — or finds the lease gone and says so (a renewal with validity
+0 and no error: the history's ``renew`` ``fail``; or an extend that revoked the lease). One
+that never renews again while its holder runs on with its links up is a **dead watchdog**
+(``DeadWatchdog``): a renewal thread killed by the fault's error (Redisson #3194,
+python-redis-lock 4.0.1's ``_lock_renewer``), as hard as an unexcused lapse. It counts when,
+after the last fault aimed at the holder or the servers healed (or the holder's last pause
+point, or its last renewal that raised, if later), the holder ran — its stalls left out — for
+longer than ``dead_after``: a watchdog renews at least once a TTL, a renewal in flight when
+the fault healed may take the client's socket timeout to fail before the next one goes out,
+and the tolerance above covers a thread an overloaded machine ran late.
+
 Which locks renew is what the harness start event declares (``renews: true``: from the lock's
 catalog entry or driver's ``describe``, from ``--renews``, or from the audit's warm-up, which
 saw the lock renew). A history without it — older ones, hand-built ones, locks that declare
@@ -45,10 +58,11 @@ nothing — is never judged here: its ``renew`` events only move deadlines, as t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from chaos.checker.holds import NEVER, REACQUIRE, Hold
-from chaos.checker.timeline import FaultSpan, Timeline
+from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
 from chaos.history import INVALIDATED, RELEASE, REVOKED
 
 # A renewing lock may let a lease run out by up to one TTL, and never less than 250 ms (a
@@ -59,6 +73,9 @@ MIN_TOLERANCE_NS = 250_000_000  # above the longest stall measured on an overloa
 # Hold ends that show the client was running: it released, was granted again, or was told
 # by an extend that its lease is gone (revoked) or out of its reach (invalidated).
 ENDED_BY_CLIENT = (RELEASE, REACQUIRE, REVOKED, INVALIDATED)
+# The client's socket timeout (``WorkloadConfig.socket_timeout_s``, in the start event) when a
+# history does not say it: a renewal in flight when a fault healed fails by then at the latest.
+DEFAULT_SOCKET_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,17 +101,98 @@ def renews(timeline: Timeline) -> bool:
     return timeline.params.get("renews") is True
 
 
+@dataclass(frozen=True, slots=True)
+class DeadWatchdog:
+    """A lapse a fault excused, after which the watchdog never renewed again although its
+    holder ran on with its links up (the module docstring)."""
+
+    lapse: Lapse
+    healed: int  # the last thing that excused it ended: a fault healed, a pause point reached
+    by: FaultSpan | PauseReached  # what that was
+    ran: int  # how long the holder ran from then to the lapse's end, its stalls left out
+
+    @property
+    def process(self) -> str:
+        return self.lapse.process
+
+
 def find_lapses(timeline: Timeline) -> list[Lapse]:
     """Every unexcused lapse, in order of its deadline; none for a lock that does not renew."""
-    if not renews(timeline):
-        return []
-    lapses = [lapse for hold in timeline.holds for lapse in _lapses(hold, timeline)]
+    lapses = [lapse for lapse, due in _lapsed(timeline)  # a renewal sent by ``due``: its
+              if not timeline.renewal_sent(lapse.process, lapse.since, due)  # answer was late
+              and not excused(lapse.process, lapse.since, lapse.deadline, timeline)]
     lapses.sort(key=lambda lapse: lapse.deadline)
     return lapses
 
 
-def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
+def find_dead_watchdogs(timeline: Timeline) -> list[DeadWatchdog]:
+    """Every lapse a fault excused after which the watchdog never renewed again, though its
+    holder ran for longer than ``dead_after`` once the fault healed; in order of the lapse's
+    deadline. None for a lock that does not renew."""
     found = []
+    for lapse, _ in _lapsed(timeline):
+        p, hold = lapse.process, lapse.hold
+        if hold.ended_by in (REVOKED, INVALIDATED) and lapse.until in (
+                hold.end, hold.leases[-1][0]):  # a revoked hold's last lease is the revoke's
+            continue  # an extend said the lease was gone: its end, not a dead watchdog
+        if not excused(p, lapse.since, lapse.deadline, timeline):
+            continue  # a lapse (``find_lapses``), if no renewal went out in time
+        if timeline.renewal_sent(p, lapse.since, lapse.until, answered=True):
+            continue  # it renewed again, or found the lease gone and said so (validity 0)
+        healed = _last_excuse(p, lapse.since, lapse.until, timeline)
+        if healed is None or healed[0] >= lapse.until:
+            continue  # excused to the end
+        # A renewal that raised after the heal shows the watchdog alive then: from it on.
+        tried = timeline.last_renewal_sent(p, healed[0], lapse.until)
+        alive = healed[0] if tried is None else tried
+        ran = lapse.until - alive - sum(
+            min(until, lapse.until) - max(since, alive)
+            for since, until in timeline.stalls_of(p, alive, lapse.until))
+        if ran > dead_after(timeline, lapse):
+            found.append(DeadWatchdog(lapse, healed[0], healed[1], ran))
+    found.sort(key=lambda dead: dead.lapse.deadline)
+    return found
+
+
+def dead_after(timeline: Timeline, lapse: Lapse) -> int:
+    """How long a holder may run with its links up after a fault healed before a watchdog
+    that never renewed again is dead: a renewal period (at most one TTL: a watchdog renews
+    before its lease runs out), the client's socket timeout (a renewal in flight when the
+    fault healed may take that long to fail, before the next goes out) and the tolerance of
+    a late thread (``MIN_TOLERANCE_NS``)."""
+    socket_timeout_s = timeline.params.get("socket_timeout_s", DEFAULT_SOCKET_TIMEOUT_S)
+    if not isinstance(socket_timeout_s, int | float):
+        socket_timeout_s = DEFAULT_SOCKET_TIMEOUT_S
+    ttl = timeline.ttl_ns or lapse.deadline - lapse.since
+    return ttl + int(socket_timeout_s * 1e9) + MIN_TOLERANCE_NS
+
+
+def _last_excuse(process: str, lo: int, hi: int, timeline: Timeline
+                 ) -> tuple[int, FaultSpan | PauseReached] | None:
+    """When the last thing that excused ``process``'s lapses in [lo, hi] ended, and what it
+    was: a fault aimed at it or at the servers (its stop), or a pause point it reached."""
+    last: tuple[int, FaultSpan | PauseReached] | None = None
+    for fault in timeline.faults_during(lo, hi):
+        if _touches(fault, process) and (last is None or fault.stop > last[0]):
+            last = (fault.stop, fault)
+    for point in timeline.pauses_of(process, lo, hi):
+        if last is None or point.t > last[0]:
+            last = (point.t, point)
+    return last
+
+
+def _lapsed(timeline: Timeline) -> Iterator[tuple[Lapse, int]]:
+    """Every lease of a renewing lock that ran out more than the tolerance before its
+    holder's next renewal or release (and could have been kept), with the end of that
+    tolerance (counted in the time the holder ran); none for a lock that does not renew.
+    Whether a renewal went out in time and whether something excused it is the callers'."""
+    if not renews(timeline):
+        return
+    for hold in timeline.holds:
+        yield from _hold_lapsed(hold, timeline)
+
+
+def _hold_lapsed(hold: Hold, timeline: Timeline) -> Iterator[tuple[Lapse, int]]:
     ends = [lease[0] for lease in hold.leases[1:]] + [hold.end]
     for index, ((since, deadline), until) in enumerate(zip(hold.leases, ends, strict=True)):
         renewed_again = index + 1 < len(hold.leases)
@@ -109,14 +207,9 @@ def _lapses(hold: Hold, timeline: Timeline) -> list[Lapse]:
                              timeline)
         if until <= due:
             continue
-        if timeline.renewal_sent(hold.process, since, due):
-            continue  # it was sent in time; its answer came back late, or refused
-        if excused(hold.process, since, deadline, timeline):
-            continue
         extended = tuple((hold.process, t) in timeline.extended for t in (since, until))
-        found.append(Lapse(hold, since, deadline, until, renewed_again,
-                           (extended[0], extended[1] and renewed_again)))
-    return found
+        yield Lapse(hold, since, deadline, until, renewed_again,
+                    (extended[0], extended[1] and renewed_again)), due
 
 
 def _while_running(process: str, since: int, due: int, timeline: Timeline) -> int:

@@ -26,12 +26,12 @@ from chaos.checker.explain import Clock
 from chaos.checker.fairness import find_overtaken
 from chaos.checker.holds import NEVER
 from chaos.checker.leaks import Leak, find_leaks
-from chaos.checker.liveness import Outage, find_outages, gave_up_unheld
+from chaos.checker.liveness import Outage, find_outages, gave_up_unheld, wedged
 from chaos.checker.overlaps import Overlap, find_overlaps
 from chaos.checker.permits import Excess, find_excesses
-from chaos.checker.renewals import Lapse, find_lapses
+from chaos.checker.renewals import DeadWatchdog, Lapse, find_dead_watchdogs, find_lapses
 from chaos.checker.timeline import Timeline
-from chaos.checker.verdict import Violation
+from chaos.checker.verdict import WEDGED, Violation
 
 
 class NotJudged(Exception):
@@ -175,6 +175,34 @@ def _lapsed(case: Case) -> list[Violation]:
     ]
 
 
+DEAD_WATCHDOG = "dead-watchdog"  # the cause of a watchdog that stopped for good after a fault
+
+
+def _dead_watchdogs(case: Case) -> list[Violation]:
+    """One hard violation per client whose renewing lock stopped renewing for good once a
+    fault (or a pause point) that excused its lapse was over, while it ran on with its links
+    up (chaos.checker.renewals)."""
+    by_process: dict[str, list[DeadWatchdog]] = {}
+    for dead in find_dead_watchdogs(case.timeline):
+        by_process.setdefault(dead.process, []).append(dead)
+    clock = case.clock
+    violations = []
+    for process, found in by_process.items():
+        lapse = found[0].lapse
+        start = max(lapse.deadline, found[0].healed)  # from then on nothing excused it
+        violations.append(Violation(
+            kind="hard",
+            processes=[process],
+            start_s=clock.seconds(start),
+            end_s=clock.seconds(lapse.until),
+            explanation=explain.dead_watchdogs(found, clock),
+            cause=DEAD_WATCHDOG,
+            expires_s={process: clock.seconds(lapse.deadline)},
+            faults=_faults(case, lapse.since, lapse.until),
+        ))
+    return violations
+
+
 # -- liveness -----------------------------------------------------------------------------
 
 
@@ -183,13 +211,17 @@ def _outages(case: Case) -> list[Violation]:
 
 
 def _outage(out: Outage, case: Case) -> Violation:
+    """An outage; one that lasted to the end of the run, far past the TTL, is a lock wedged
+    for good (``cause: wedged``), which fails every gate."""
     clock = case.clock
+    found = wedged(out, case.timeline, case.ttl_ns)
     return Violation(
         kind="liveness",
         processes=[out.previous.process] if out.previous else [],
         start_s=clock.seconds(out.start),
         end_s=clock.seconds(out.end),
-        explanation=explain.outage(out, case.timeline, clock, case.ttl_ns),
+        explanation=explain.outage(out, case.timeline, clock, case.ttl_ns, found),
+        cause=WEDGED if found else None,
         faults=_faults(case, out.gap[0], out.end),
         failed_acquires=out.failures,
     )
@@ -320,7 +352,7 @@ RULES: tuple[Rule, ...] = (
          _lapsed),
     Rule("outage", ("liveness",),
          "nobody could take the lock for longer than the liveness factor × TTL although "
-         "nobody alive held it",
+         "nobody alive held it (to the run's end: wedged, failing every gate)",
          _outages),
     Rule(LEAKED, ("liveness",),
          "a semaphore stayed short of its permits for longer than the liveness factor × TTL",
@@ -335,4 +367,8 @@ RULES: tuple[Rule, ...] = (
          "a waiter gave up while nobody alive held the lock",
          _gave_up),
     LOST_WRITES,
+    Rule(DEAD_WATCHDOG, ("hard",),
+         "a lock that renews its leases never renewed again once a fault healed, while its "
+         "holder ran on with its links up",
+         _dead_watchdogs),
 )

@@ -24,6 +24,7 @@ from chaos.checker.reader import AnyEvent, has_value, value_of
 from chaos.checker.timeline import (
     Dropped,
     FaultSpan,
+    FinalKey,
     LockBugs,
     PauseReached,
     Raised,
@@ -41,6 +42,7 @@ from chaos.history import (
     EXCLUSIVE,
     EXTEND,
     FAIL,
+    FINAL_KEY,
     FINAL_READ,
     GAVE_UP,
     HARNESS,
@@ -224,6 +226,8 @@ def scan(events: Iterable[AnyEvent]) -> Timeline:
                 final = value_of(ev.value)
                 if isinstance(final, list):
                     timeline.final_read = (t, [str(op) for op in final])
+            elif f == FINAL_KEY:
+                _final_key(timeline, value_of(ev.value))
         elif typ == FAIL:
             try:
                 fails[f] += 1
@@ -355,6 +359,15 @@ def _info(
 _LOCK_OPS = (ACQUIRE, RELEASE, EXTEND)
 
 
+def _final_key(timeline: Timeline, said: Any) -> None:
+    """The lock's key at the end of the run (``final-key``): its name, and its PTTL on each
+    node that had it."""
+    if not isinstance(said, dict) or not isinstance(pttl := said.get("pttl"), dict):
+        return
+    timeline.final_key = FinalKey(str(said.get("key")), {
+        str(node): left for node, left in pttl.items() if isinstance(left, int)})
+
+
 def _kept(ev: AnyEvent) -> int | None:
     """Until when a release ``ok`` kept its key on purpose (``value.lease`` ``kept``): its
     ``valid_until``, else ``UNTIL_DEADLINE``; None for a release that removed its key."""
@@ -453,11 +466,14 @@ def _raised(timeline: Timeline, p: str, t: int, f: str, ev: AnyEvent) -> None:
 
 def _renewal_sent(timeline: Timeline, p: str, t: int, ev: AnyEvent) -> None:
     """When a background renewal was sent: its ``value.invoked``, else (older histories) its
-    event's time, which is no earlier."""
+    event's time, which is no earlier; and, unless it raised (a ``fail`` with an ``error``: no
+    answer), that it was answered."""
     value = value_of(ev.value)
     invoked = value.get("invoked") if isinstance(value, dict) else None
     sent = invoked if isinstance(invoked, int) and invoked <= t else t
     timeline.renewals_sent.setdefault(p, []).append(sent)
+    if ev.type == OK or ev.error is None:
+        timeline.renewals_answered.setdefault(p, []).append(sent)
 
 
 def _add_lease(

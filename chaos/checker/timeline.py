@@ -108,6 +108,19 @@ class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
     crashed: int | None = None
 
 
+class FinalKey(msgspec.Struct, frozen=True, gc=False):
+    """The lock's key once the run was over (``final-key``): its name, and per node that had
+    it, its PTTL in ms (-1: it never expires). No node: nobody had that key."""
+
+    key: str
+    pttl: dict[str, int]
+
+    @property
+    def without_expiry(self) -> list[str]:
+        """The nodes on which the key never expires."""
+        return [node for node, left in self.pttl.items() if left == -1]
+
+
 class Raised(msgspec.Struct, gc=False):
     """An operation that raised (an ``info`` with an ``error``), or a client that could not
     start its lock: who, when, what; ``traceback`` where the history carries one."""
@@ -183,8 +196,10 @@ class Timeline:
     # The lock's surface: per operation, the commands its clients sent, in first-seen order.
     surface: dict[str, list[str]] = field(default_factory=dict)
     can_extend: bool = False  # some client's lock started with an extend (``lock-ready``)
-    # When each process's background renewals (``renew`` ok or fail) were sent, in order.
+    # When each process's background renewals (``renew`` ok or fail) were sent, in order; and
+    # those answered (all but a ``fail`` with an ``error``: a renewal that raised).
     renewals_sent: dict[str, list[int]] = field(default_factory=dict)
+    renewals_answered: dict[str, list[int]] = field(default_factory=dict)
     # (process, when) of each extend that gave its hold a new lease: where a lease began.
     extended: set[tuple[str, int]] = field(default_factory=set)
     # Acknowledged writes, in file order: op id, when, by whom (parallel, no tuple per write).
@@ -192,6 +207,7 @@ class Timeline:
     acked_at: array[int] = field(default_factory=lambda: array("q"))
     acked_by: list[str] = field(default_factory=list)
     final_read: tuple[int, list[str]] | None = None
+    final_key: FinalKey | None = None  # the lock's key at the end (older histories: none)
     stale_rejected: int = 0
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)  # type → f → events
     events: int = 0
@@ -243,7 +259,7 @@ class Timeline:
         self.unsure_acquires.sort(key=attrgetter("invoked"))
         self._unsure_invoked = [attempt.invoked for attempt in self.unsure_acquires]
         self.faults.sort(key=attrgetter("start"))
-        for sent in self.renewals_sent.values():
+        for sent in (*self.renewals_sent.values(), *self.renewals_answered.values()):
             sent.sort()
         self._fault_starts = [fault.start for fault in self.faults]
         self._key_losses = sorted(
@@ -323,9 +339,10 @@ class Timeline:
         first = bisect_left(self._unsure_invoked, lo)
         return self.unsure_acquires[first:bisect_right(self._unsure_invoked, hi)]
 
-    def renewal_sent(self, process: str, lo: int, hi: int) -> bool:
-        """Whether ``process`` sent a background renewal in (lo, hi]."""
-        sent = self.renewals_sent.get(process, [])
+    def renewal_sent(self, process: str, lo: int, hi: int, *, answered: bool = False) -> bool:
+        """Whether ``process`` sent a background renewal in (lo, hi] (``answered``: one that
+        did not raise)."""
+        sent = (self.renewals_answered if answered else self.renewals_sent).get(process, [])
         index = bisect_right(sent, lo)
         return index < len(sent) and sent[index] <= hi
 
@@ -336,6 +353,12 @@ class Timeline:
         last = bisect_right(invoked, hi) if invoked is not None else 0
         return bool(last and self.ops_done[process][last - 1] >= lo) or self.renewal_sent(
             process, lo - 1, hi)
+
+    def last_renewal_sent(self, process: str, lo: int, hi: int) -> int | None:
+        """When ``process`` last sent a background renewal in (lo, hi] (None: it sent none)."""
+        sent = self.renewals_sent.get(process, [])
+        index = bisect_right(sent, hi) - 1
+        return sent[index] if index >= 0 and sent[index] > lo else None
 
     def stalls_of(self, process: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """The stretches ``process`` did not run that overlap [lo, hi]."""

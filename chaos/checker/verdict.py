@@ -14,6 +14,11 @@ Kinds of violation, from least to most severe:
   the lock claimed; or a lock that renews its leases let one lapse while its
   holder ran (``chaos.checker.renewals``).
 
+A liveness outage that lasted to the end of the run, far past the TTL, is a lock wedged for
+good (``cause: wedged``, ``chaos.checker.liveness``): still a liveness violation, but one that
+fails every gate, whatever ``--fail-on`` says (``reaches``). Bounded unavailability passes the
+default gate; a lock nobody can take again must not.
+
 ``verdict`` is the most severe kind found; if there is none, ``inconclusive`` when the run
 did not exercise the lock (``inconclusive_reasons`` says why: ``chaos.checker.exercised``)
 or a checker rule raised instead of judging (``rule_errors``), else ``ok``. A violation is
@@ -44,6 +49,10 @@ EXIT_VIOLATION = 1  # a violation at or above --fail-on
 EXIT_USAGE = 2  # bad input (chaos.cli)
 EXIT_INCONCLUSIVE = 3  # the run did not exercise the lock (unless --allow-inconclusive)
 
+# The cause of a liveness outage that lasted to the end of the run, far past the TTL: the lock
+# wedged for good, which fails every gate (``reaches``).
+WEDGED = "wedged"
+
 
 class Violation(msgspec.Struct, kw_only=True):
     """One violation; times in seconds since the run started.
@@ -51,10 +60,12 @@ class Violation(msgspec.Struct, kw_only=True):
     ``cause`` (overlaps) is ``foreign-release``, ``in-flight-release``, ``lease-expired``,
     ``overwrote``, ``unexplained`` or the name of the fault blamed (one that loses keys, moves
     a client's clock or splits the master); (hard, one client) ``not-renewed`` for a renewing
-    lock's lease that lapsed while its holder ran; (liveness) ``self-deadlock``, ``gave-up`` or
-    ``leaked-permits`` for the findings of docs/history-format.md's "Liveness" and "Leaked
-    permits", else none; (fairness) ``overtaken``. A semaphore's excess of permits takes the
-    overlaps' causes. ``expires_s`` is each
+    lock's lease that lapsed while its holder ran, ``dead-watchdog`` for one whose watchdog
+    never renewed again once a fault healed; (liveness) ``wedged`` for an outage that lasted
+    to the end of the run, far past the TTL (it fails every gate), ``self-deadlock``,
+    ``gave-up`` or ``leaked-permits`` for the findings of docs/history-format.md's "Liveness"
+    and "Leaked permits", else none; (fairness) ``overtaken``. A semaphore's excess of permits
+    takes the overlaps' causes. ``expires_s`` is each
     holder's lease deadline in effect when the overlap began (None: no deadline).
     ``both_valid_*`` bound the first stretch in which both leases were valid (hard violations
     only).
@@ -72,6 +83,11 @@ class Violation(msgspec.Struct, kw_only=True):
     faults: list[str] = []  # ids of the faults active during it
     failed_acquires: int | None = None  # liveness
     op_ids: list[str] = []  # data: the lost writes
+
+    @property
+    def wedged(self) -> bool:
+        """A lock wedged for good: it fails every gate (``reaches``)."""
+        return self.cause == WEDGED
 
 
 class LockErrors(msgspec.Struct, kw_only=True):
@@ -96,6 +112,12 @@ class RuleError(msgspec.Struct, kw_only=True):
     kinds: list[str]  # what it would have found
     error: str  # "Type: message"
     traceback: str
+
+    @property
+    def reason(self) -> str:
+        """The inconclusive reason it gives: what was not looked for, and why."""
+        return (f"the checker's rule {self.rule} failed ({self.error}): "
+                f"{' and '.join(self.kinds)} violations were not looked for")
 
 
 class Verdict(msgspec.Struct, kw_only=True):
@@ -138,6 +160,12 @@ class Verdict(msgspec.Struct, kw_only=True):
     def inconclusive(self) -> bool:
         return self.verdict == INCONCLUSIVE
 
+    @property
+    def wedged(self) -> bool:
+        """Whether the lock wedged for good (a violation of cause ``wedged``): the verdict
+        fails every gate."""
+        return any(v.wedged for v in self.violations)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready builtins (what ``verdict.json`` holds)."""
         result: dict[str, Any] = msgspec.to_builtins(self)
@@ -145,14 +173,15 @@ class Verdict(msgspec.Struct, kw_only=True):
 
 
 def fails(verdict: Verdict, fail_on: str) -> bool:
-    """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``.
+    """Whether ``verdict`` has a violation at least as severe as the kind ``fail_on``, or a
+    lock wedged for good (which fails every gate).
 
     An inconclusive verdict has no violation: whether it fails a gate is ``exit_status``'s
     question (the search, the explorer and stop-on-first look for violations only)."""
     if fail_on not in RANK or fail_on == INCONCLUSIVE:
         kinds = ", ".join(VIOLATION_KINDS)
         raise ValueError(f"unknown violation kind {fail_on!r}; expected one of {kinds}")
-    return reaches(verdict.verdict, fail_on)
+    return reaches(verdict.verdict, fail_on, wedged=verdict.wedged)
 
 
 def check_fail_on(fail_on: str, option: str = "--fail-on") -> str:
@@ -164,20 +193,21 @@ def check_fail_on(fail_on: str, option: str = "--fail-on") -> str:
     return fail_on
 
 
-def reaches(kind: str, fail_on: str) -> bool:
+def reaches(kind: str, fail_on: str, *, wedged: bool = False) -> bool:
     """Whether a violation (or verdict) of ``kind`` fails a run that fails on ``fail_on``
-    ("ok" and "inconclusive" never do, whatever ``fail_on`` says: see ``exit_status``)."""
-    return kind in VIOLATION_KINDS and RANK[kind] >= RANK[fail_on]
+    ("ok" and "inconclusive" never do, whatever ``fail_on`` says: see ``exit_status``); a
+    ``wedged`` one (a lock wedged for good, ``WEDGED``) fails every gate."""
+    return kind in VIOLATION_KINDS and (wedged or RANK[kind] >= RANK[fail_on])
 
 
 def exit_status(verdict: Verdict, fail_on: str, *, allow_inconclusive: bool = False) -> int:
     """The exit status of a command that judged a run: ``EXIT_VIOLATION`` for a violation at
-    or above ``fail_on``; ``EXIT_INCONCLUSIVE`` for a run that did not exercise the lock or
-    did not test all it asked for (violations below the gate and a fault that had no effect),
-    unless allowed — whatever ``fail_on`` says, a gate must not go green on what was not
-    tested; ``EXIT_INCONCLUSIVE`` too, allowed or not, when a checker rule raised (its
-    violations were not looked for: a broken rule never makes a run green); else
-    ``EXIT_OK``."""
+    or above ``fail_on``, or a lock wedged for good; ``EXIT_INCONCLUSIVE`` for a run that did
+    not exercise the lock or did not test all it asked for (violations below the gate and a
+    fault that had no effect), unless allowed — whatever ``fail_on`` says, a gate must not go
+    green on what was not tested; ``EXIT_INCONCLUSIVE`` too, allowed or not, when a checker
+    rule raised (its violations were not looked for: a broken rule never makes a run green);
+    else ``EXIT_OK``."""
     if fails(verdict, fail_on):
         return EXIT_VIOLATION
     if verdict.rule_errors or (verdict.inconclusive_reasons and not allow_inconclusive):

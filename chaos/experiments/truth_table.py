@@ -123,6 +123,14 @@ def _liveness(v: Verdict) -> str | None:
     return None if v.liveness_violations else _none_found("a liveness violation")
 
 
+def _wedged(v: Verdict) -> str | None:
+    """A deadlock for good: a liveness violation (its kind stays) that lasted to the end of
+    the run, far past the TTL, so that it fails the default gate too (``Verdict.wedged``)."""
+    if problem := _liveness(v):
+        return problem
+    return None if v.wedged else _none_found("a lock wedged for good")
+
+
 # Redis in Action's semaphores with one permit between two clients (why: at their cells).
 BOOK_ONE_PERMIT: tuple[tuple[str, Any], ...] = (("clients", 2), ("capacity", 1), ("ttl_ms", 1000))
 BOOK_PAUSE = "client-pause-at:command=ZADD:op=acquire:duration_ms=300"
@@ -135,7 +143,9 @@ class Cell:
     expected: str  # human words, as in the table
     judge: Callable[[Verdict], str | None]  # None when the verdict matches the claim
     source: str
-    stop_on: str | None = None  # the violation kind that settles the cell early
+    # The gate (a violation kind, as --fail-on) that settles the cell early: a cell whose lock
+    # wedges for good settles on the default gate ("hard"), which a wedged lock fails.
+    stop_on: str | None = None
     cause: str = ""  # a word the first hard violation's explanation must contain
     # Campaign options the claim is about (``clients``, ``ttl_ms``, ``work_ms``, …), as pairs
     # so the cell stays hashable; every runner (the test, the bench, the demo) passes them on.
@@ -208,13 +218,15 @@ CELLS: tuple[Cell, ...] = (
          "client-pause-at:command=GETSET:op=acquire:client=*",
          "hard", _hard, "004 wrong acquire 2, flaw 2", "hard", "overwrote",
          options=(("work_ms", 120),)),
+    # The key never expires: nobody acquires again, the lock wedged for good (liveness, and
+    # the default gate fails), once its clients had failed for 10 TTLs (2 s) after the crash.
     Cell(
         "setnx-expire",
         "client-crash:command=*:op=acquire:nth=2",
-        "liveness",
-        _liveness,
+        "liveness, wedged for good",
+        _wedged,
         "004 wrong acquire 1",
-        "liveness",
+        "hard",
         "crash",
     ),
     Cell("lua", "slow-work", "soft only, lost writes", _soft_only_with_lost_writes, "000/002/004"),
@@ -278,15 +290,15 @@ CELLS: tuple[Cell, ...] = (
     # server's outbound traffic is lost): a SETNX lands, its answer never comes back, the
     # client raises before its EXPIRE, and the key never expires (004's comment: a crash
     # there deadlocks; a lost reply is the same stop, with nobody crashed).
-    Cell("setnx-expire", "reply-lost:client=*", "liveness", _liveness,
-         "004 wrong acquire 1 (a lost reply)", "liveness", "indeterminate"),
+    Cell("setnx-expire", "reply-lost:client=*", "liveness, wedged for good", _wedged,
+         "004 wrong acquire 1 (a lost reply)", "hard", "indeterminate"),
     # Memory pressure on a Redis that evicts (maxmemory-policy allkeys-lru): the holder's key
     # goes before its TTL, and another client acquires.
     Cell("lua", "evict", "hard", _hard, "Redis docs (maxmemory-policy)", "hard", "evict"),
     # Scripts loaded once and sent by EVALSHA: after the flush every acquire gets NOSCRIPT,
-    # and the free lock stays out of everyone's reach.
-    Cell("lua-loaded-once", "script-flush", "liveness (nobody can acquire)", _liveness,
-         "redlock-rb #148, resque-scheduler #298 (scripts loaded once)", "liveness"),
+    # and the free lock stays out of everyone's reach until the clients restart: for good.
+    Cell("lua-loaded-once", "script-flush", "liveness (nobody can acquire), wedged for good",
+         _wedged, "redlock-rb #148, resque-scheduler #298 (scripts loaded once)", "hard"),
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
     # The same lost replies on SET NX PX: an unanswered grant expires on its own.
     Cell("lua", "reply-lost:client=*", "no hard", _no_hard, "000/002/004 (SET NX PX)"),
@@ -393,8 +405,8 @@ DRIVER_CELLS: tuple[Cell, ...] = (
         "hard",
     ),
     Cell(
-        "jedis-setnx-expire", "client-crash:command=*:op=acquire:nth=2", "liveness", _liveness,
-        "004 wrong acquire 1", "liveness", "crash",
+        "jedis-setnx-expire", "client-crash:command=*:op=acquire:nth=2",
+        "liveness, wedged for good", _wedged, "004 wrong acquire 1", "hard", "crash",
     ),
     Cell("jedis-lua", "latency,partition", "no hard", _no_hard, "003/004"),
     Cell("redisson", "client-pause", "soft, no hard", _soft_only, "003 (watchdog)"),

@@ -47,7 +47,7 @@ from chaos.nemesis.fault import FAULTS, Heal, Target
 from chaos.topology import Topology
 from chaos.topology.base import CLOCK, PAUSE, Endpoint, ServerNode
 from chaos.topology.node import restart_nodes, wait_until
-from chaos.workload.harness import WorkloadEnv, record_end, record_start
+from chaos.workload.harness import WorkloadEnv, record_end, record_lock_key, record_start
 from chaos.workload.stepper import StepperPool
 from chaos.workload.worker import WorkloadConfig
 
@@ -201,6 +201,7 @@ class Session:
         finally:
             pool.stop()
             try:
+                record_lock_key(env.history, self.topology, self.config.lock_name)
                 record_end(env.history, self._resource, pool.completed)
             finally:
                 env.history.close()

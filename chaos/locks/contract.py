@@ -36,7 +36,11 @@ undecidable outcomes that are not Redis errors raises ``Indeterminate`` (or a su
 A lock that keeps its lease alive by itself (a watchdog thread) reports every successful
 background renewal with ``ctx.report_renewal(lease, validity_ms, invoked_at_ns)``, where
 ``invoked_at_ns`` is ``chaos.history.now()`` taken just before the renewal command was sent;
-a renewal that failed, after which it stops renewing, is reported with ``validity_ms = 0``.
+a renewal that found the lease gone, after which it stops renewing, is reported with
+``validity_ms = 0`` (the lease's end, by the lock's own account); one that raised (no answer:
+a cut link, a timeout) with ``validity_ms = 0`` and ``error=`` the exception as
+``"Type: message"`` — the watchdog was alive then, and a watchdog that never renews again
+once the links are back is dead (``chaos.checker.renewals``).
 
 A lock whose Redis commands do not go through the context's connections (a driver process,
 ``chaos.drivers``) calls ``ctx.pause_points.before_command(name)`` right before each command it
@@ -155,11 +159,16 @@ def is_lock_bug(exc: BaseException) -> bool:
     return not isinstance(exc, INDETERMINATE_ERRORS)
 
 
-RenewalReporter = Callable[[Lease, float | None, int], None]
-"""``report_renewal(lease, validity_ms, invoked_at_ns)``: a background renewal succeeded."""
+class RenewalReporter(Protocol):
+    """``report_renewal(lease, validity_ms, invoked_at_ns, error=None)``: a background
+    renewal succeeded (``validity_ms`` 0: it found the lease gone), or raised (``error``)."""
+
+    def __call__(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int, *,
+                 error: str | None = None) -> None: ...
 
 
-def ignore_renewal(lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
+def ignore_renewal(lease: Lease, validity_ms: float | None, invoked_at_ns: int, *,
+                   error: str | None = None) -> None:
     """The default ``report_renewal``: renewals go unrecorded (outside the harness)."""
 
 

@@ -10,9 +10,11 @@ holds it.
 The renewal thread lives in the client's process, so a SIGSTOP stops renewals too — exactly
 like a GC pause. Each renewal is a Lua compare-and-PEXPIRE to the full TTL, sent from the thread
 and reported with ``ctx.report_renewal(lease, ttl_ms, invoked_at_ns)``. The thread stops on
-release, or at the first renewal that fails (the token is gone, or the command raised: like
-Redisson, it does not retry) — reported as a renewal with validity 0: it gave up — and it
-renews at most ``MAX_RENEWALS`` times.
+release, or at the first renewal that finds the token gone — reported as a renewal with
+validity 0: it gave the lease up — and it renews at most ``MAX_RENEWALS`` times. A renewal that
+raises (a cut link, a timeout) is reported with its error, and the next one goes out a period
+later, as Redisson's renewal task does since redisson/redisson#3195: the watchdog that stopped
+for good at the first error (#3194) let its holder's lease lapse once the links were back.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ MAX_RENEWALS = 1_000_000  # a bound, not a policy: a million TTL/3 periods
 
 
 class Watchdog:
-    """Renews one lease every ``ttl/3`` until stopped or a renewal fails."""
+    """Renews one lease every ``ttl/3`` until stopped or a renewal finds the lease gone."""
 
     def __init__(self, ctx: LockContext, client: redis.Redis, lease: Lease) -> None:
         self.ctx = ctx
@@ -58,9 +60,10 @@ class Watchdog:
                 invoked_at = now()
                 try:
                     renewed = self.renew()
-                except redis.RedisError as exc:
-                    self._give_up(f"{type(exc).__name__}: {exc}", invoked_at)
-                    return
+                except redis.RedisError as exc:  # no answer: the lease may still be there
+                    self.ctx.report_renewal(self.lease, 0.0, invoked_at,
+                                            error=f"{type(exc).__name__}: {exc}")
+                    continue
                 if not renewed:
                     self._give_up("the lock is no longer ours", invoked_at)
                     return
@@ -69,8 +72,8 @@ class Watchdog:
 
     def _give_up(self, failure: str, invoked_at: int) -> None:
         """Stop renewing, and say so: a renewal with validity 0 (the history's ``renew``
-        ``fail``) shows the watchdog tried at ``invoked_at`` — if the lease lapsed, it lapsed
-        on the way to Redis, not for want of a renewal."""
+        ``fail``) shows the watchdog tried at ``invoked_at`` and found the lease gone — if it
+        lapsed, it lapsed on the way to Redis, not for want of a renewal."""
         self.failure = failure
         self._stopped.set()
         self.ctx.report_renewal(self.lease, 0.0, invoked_at)

@@ -31,6 +31,7 @@ class AuditRun(msgspec.Struct, kw_only=True):
     explanation: str | None  # the first one
     duration_s: float
     report: str  # its report.html, relative to the audit's directory
+    wedged: bool = False  # the lock wedged for good (``Verdict.wedged``): fails every gate
 
 
 class Declared(msgspec.Struct, kw_only=True):
@@ -171,7 +172,7 @@ def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
     cases, classname = [], f"lockchaos.audit.{audit.lock}"
     for run in audit.runs:
         failure = None
-        if reaches(run.verdict, audit.fail_on):
+        if reaches(run.verdict, audit.fail_on, wedged=run.wedged):
             failure = (run.verdict, f"{run.explanation or run.verdict}\nreplay: {audit.replay}")
         cases.append(Case(
             name=f"{audit.lock} × {run.name}", classname=classname,

@@ -37,8 +37,10 @@ class Case:
 def run_case(run: RunRecord) -> Case:
     """The test case of one run: failed by every violation at or above its ``fail_on``."""
     verdict = run.verdict
-    failing = [v.explanation for v in verdict.violations if reaches(v.kind, run.fail_on)]
-    others = [v.explanation for v in verdict.violations if not reaches(v.kind, run.fail_on)]
+    failing = [v.explanation for v in verdict.violations
+               if reaches(v.kind, run.fail_on, wedged=v.wedged)]
+    others = [v.explanation for v in verdict.violations
+              if not reaches(v.kind, run.fail_on, wedged=v.wedged)]
     summary = (
         f"verdict {verdict.verdict}: hard {verdict.hard_violations}, soft "
         f"{verdict.soft_violations}, liveness {verdict.liveness_violations}, lost writes "
@@ -46,7 +48,8 @@ def run_case(run: RunRecord) -> Case:
     )
     failure = None
     if fails(verdict, run.fail_on):
-        failure = (verdict.verdict, "\n".join(failing))
+        failure = (f"{verdict.verdict} (wedged for good)" if verdict.wedged else verdict.verdict,
+                   "\n".join(failing))
     elif exit_status(verdict, run.fail_on, allow_inconclusive=run.allow_inconclusive
                      ) == EXIT_INCONCLUSIVE:
         failure = (verdict.verdict, "\n".join(verdict.inconclusive_reasons))

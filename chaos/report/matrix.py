@@ -60,6 +60,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
     truth_problem: str | None = None  # how the verdict departs from the truth table's claim
     # Why it tested nothing, or what it asked for and never exercised (``Verdict``'s).
     inconclusive_reasons: list[str] = []
+    wedged: bool = False  # the lock wedged for good (``Verdict.wedged``): fails every gate
 
     @classmethod
     def of(cls, verdict: Verdict, *, seed: int, run_dir: str, wall_s: float,
@@ -75,7 +76,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
             explanations=verdict.explanations[:EXPLANATIONS_KEPT], counts=verdict.counts,
             notes=verdict.notes, run_dir=run_dir, report=f"{run_dir}/report.html",
             wall_s=round(wall_s, 3), truth_problem=truth_problem,
-            inconclusive_reasons=verdict.inconclusive_reasons,
+            inconclusive_reasons=verdict.inconclusive_reasons, wedged=verdict.wedged,
         )  # fmt: skip
 
 
@@ -204,7 +205,8 @@ def _case(cell: CellEntry) -> Case:
     time_s = sum(run.duration_s for run in cell.runs)
     if cell.status != "done":
         return Case(cell.name, classname, skipped=cell.reason or "not run")
-    failed = [run for run in cell.runs if reaches(run.verdict, cell.stop_on or "hard")]
+    failed = [run for run in cell.runs
+              if reaches(run.verdict, cell.stop_on or "hard", wedged=run.wedged)]
     output = "\n".join(
         f"seed {run.seed}: {run.verdict} (hard {run.hard_violations}, soft "
         f"{run.soft_violations}, lost writes {run.lost_writes}) in {run.run_dir}"

@@ -48,6 +48,8 @@ def print_summary(verdict: Verdict, console: Console, run: RunFacts | None = Non
     ``SHOWN`` violations), and, for a run, its directory and what the nemesis could not do."""
     head = Text("verdict: ")
     head.append(verdict.verdict, style=LOOKS[verdict.verdict].terminal)
+    if verdict.wedged:
+        head.append(", wedged for good (fails every gate)", style=LOOKS[verdict.verdict].terminal)
     if run is not None:
         head.append(f" — run dir {run.run_dir}")
     console.print(head)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import redis
+
 from chaos import history as h
 from chaos.topology.base import Topology
 from chaos.workload.pool import WorkerPool
@@ -82,6 +84,7 @@ def run_workload(
             if nemesis is not None:
                 nemesis.stop()
             pool.stop()
+        record_lock_key(history, topology, config.lock_name)
         final = record_end(history, resource, pool.completed)
     return WorkloadResult(history_path, pool.completed, final)
 
@@ -120,6 +123,28 @@ def record_start(
     resource = Resource(topology.resource.client())
     resource.reset()
     return resource
+
+
+KEY_READ_TIMEOUT_S = 1.0  # a node that does not answer by then is left out of ``final-key``
+
+
+def record_lock_key(history: h.HistoryWriter, topology: Topology, key: str) -> None:
+    """Write the lock's key as every node holds it once the clients stopped and the faults
+    healed (``final-key``): per node that has it, its PTTL (-1: it never expires). What lets
+    the checker say why a lock stayed wedged to the end — "its key has no expiry" — from the
+    history alone. Only the key the run names (``WorkloadConfig.lock_name``): a lock that
+    prefixes it, or keeps other keys beside it (a fence counter, which never expires by
+    design), is not read, and the checker then says only that nobody acquired."""
+    pttl: dict[str, int] = {}
+    for node in topology.nodes:
+        try:
+            with node.client(socket_timeout=KEY_READ_TIMEOUT_S) as conn:
+                left = conn.pttl(key)
+        except (redis.RedisError, OSError):
+            continue  # down or unreachable: it says nothing of the key
+        if isinstance(left, int) and left != -2:  # -2: no such key
+            pttl[node.name] = left
+    history.log(h.OK, h.HARNESS, h.FINAL_KEY, value={"key": key, "pttl": pttl})
 
 
 def record_end(history: h.HistoryWriter, resource: Resource, completed_ops: int) -> list[str]:

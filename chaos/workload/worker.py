@@ -262,13 +262,16 @@ class Worker:
         self.history.log(h.INFO, self.cid, h.COMMAND,
                          value=said if with_ is None else {**said, "with": with_})
 
-    def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
+    def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int, *,
+                 error: str | None = None) -> None:
         """A background renewal sent at ``invoked_at_ns``: ``ok`` with its new deadline, or
-        ``fail`` when its validity is 0 (the lock gave the lease up at that renewal). Both say
-        when it was sent: the watchdog was alive then (chaos.checker.renewals)."""
+        ``fail`` when its validity is 0 (it found the lease gone: the lock gave it up), with
+        the ``error`` when it raised instead (no answer). All say when it was sent: the
+        watchdog was alive then (chaos.checker.renewals)."""
         sent = {"invoked": invoked_at_ns}
-        if validity_ms == 0:
-            self.history.log(h.FAIL, self.cid, h.RENEW, token=lease.token, value=sent)
+        if error is not None or validity_ms == 0:
+            raised = {} if error is None else {"error": error}
+            self.history.log(h.FAIL, self.cid, h.RENEW, token=lease.token, value=sent, **raised)
             return
         validity = self.config.ttl_ms if validity_ms is None else validity_ms
         self.history.log(

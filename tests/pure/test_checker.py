@@ -122,6 +122,49 @@ def test_extend_after_the_lease_lapsed_is_valid_from_then_on():
     assert (v.start_s, v.both_valid_from_s, v.both_valid_until_s) == (0.12, 0.15, 0.32)
 
 
+def test_an_overlap_made_hard_by_an_extend_is_explained_by_that_extend_first():
+    """An owner-less extend (a ``SET key token XX``, a plain ``PEXPIRE``): c1's lease ran out,
+    c3 took the lock, and c1's extend re-armed c3's key as c1's. What broke exclusion is that
+    extend, named before how c1's key went."""
+    h = History().acquire("c1", 3000, lease=279).acquire("c3", 3290, lease=200)
+    h.extend("c1", 3481, until=3681).release("c1", 3600).release("c3", 3700)
+    v = only(h.check(), "hard")
+    assert v.cause == "foreign-extend"
+    assert v.explanation == (
+        "hard: c1 and c3 both held the lock from 3.290 s to 3.600 s, both leases valid from "
+        "3.481 s to 3.490 s. c1 acquired at 3.000 s (lease until 3.279 s); c3 acquired at "
+        "3.290 s (lease until 3.490 s). c1's extend at 3.481 s succeeded although c3 had held "
+        "the lock since 3.290 s: the extend does not check whose key it extends. Before it, "
+        "c1's lease expired at 3.279 s while c1 still held it (no pause is recorded for c1: its "
+        "work outran the lease).")
+
+
+def test_a_renewal_or_a_nested_grant_that_made_it_hard_is_named_so():
+    renewed = History().acquire("c1", 0, lease=100).acquire("c2", 120, lease=200)
+    renewed.renew("c1", 150, until=350).release("c1", 400).release("c2", 410)
+    v = only(renewed.check(), "hard")
+    assert v.cause == "foreign-renewal"
+    assert ("c1's renewal at 0.150 s succeeded although c2 had held the lock since 0.120 s: "
+            "the renewal does not check whose key it renews. Before it, c1's lease expired "
+            "at 0.100 s") in v.explanation
+    nested = History().acquire("c1", 0, lease=100).acquire("c2", 120, lease=200)
+    nested.nest("c1", 150, lease=200).release("c1", 300).release("c1", 400).release("c2", 410)
+    v = only(nested.check(), "hard")
+    assert v.cause == "foreign-reentry"
+    assert ("c1's nested acquire at 0.150 s succeeded although c2 had held the lock since "
+            "0.120 s: the nested acquire does not check whose key it re-enters") in v.explanation
+
+
+def test_an_extend_under_a_split_or_after_a_lost_key_is_not_blamed():
+    """Two masters (a failover under way), or a key that a fault lost and may have brought
+    back: the extend may have found its own key there, and the explanation stays the fault's."""
+    for effect in ("splits-master", "loses-keys"):
+        h = History().fault("f1", "a-fault", 110, 200, effects=[effect])
+        h.acquire("c1", 0, lease=100).acquire("c2", 120, lease=200)
+        v = only(h.extend("c1", 150, until=400).release("c1", 500).check(), "hard")
+        assert v.cause != "foreign-extend" and "does not check" not in v.explanation, effect
+
+
 def test_missing_valid_until_falls_back_to_invoke_plus_ttl():
     soft = History(ttl_ms=200).acquire("c1", 5, invoked=0, lease=None).acquire("c2", 210)
     hard = History(ttl_ms=200).acquire("c1", 5, invoked=0, lease=None).acquire("c2", 190)

@@ -215,3 +215,120 @@ def test_a_lapse_names_the_extends_that_began_and_ended_it():
     (text,) = lapses(h.release("c1", 700))
     assert ("its lease from its extend at 0.050 s ran out at 0.250 s, and c1 went on holding "
             "the lock until it extended it at 0.600 s") in text, text
+
+
+# -- a dead watchdog: renewals that never came back once a fault healed -------------------
+# At a 200 ms TTL and the client's 0.5 s socket timeout, a holder may run 200 + 500 + 250 ms
+# with its links up after a heal before a watchdog that never renewed again is dead.
+
+
+def reset_on_c1(h: History, start: float = 100, stop: float = 300) -> History:
+    return h.fault("f1", "reset", start, stop, target={"client": "c1", "nodes": [0]})
+
+
+def dead_watchdogs(h: History) -> list[str]:
+    return [v.explanation for v in h.check().violations if v.cause == "dead-watchdog"]
+
+
+def test_a_watchdog_that_never_renewed_after_a_fault_healed_is_dead_and_hard():
+    """c1's renewal at 60 ms is its last: the reset from 100 to 300 ms cut the next one, and
+    c1 works on with its links up until it releases at 2 s."""
+    h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+    verdict = h.release("c1", 2000).check()
+    (v,) = verdict.violations
+    assert (v.kind, v.cause, v.processes) == ("hard", "dead-watchdog", ["c1"])
+    assert (v.start_s, v.end_s, v.faults) == (0.3, 2.0, ["f1"])
+    assert v.explanation == (
+        "hard: c1's watchdog never renewed after reset f1 healed at 0.300 s, though c1 ran for "
+        "1.700 s with its links up: its lease from its renewal at 0.060 s ran out at 0.260 s, "
+        "and c1 went on holding the lock until it released it at 2.000 s. A renewal a fault "
+        "cut must be followed by renewals once the links are back, or by the watchdog saying "
+        "the lease is gone: a lock that renews its leases must renew them for as long as its "
+        "holder runs.")
+    assert verdict.first_hard_violation_s == 0.3
+    assert exit_status(verdict, "hard") == 1  # the default gate fails on it
+
+
+def test_renewals_that_come_back_once_the_link_is_back_are_a_live_watchdog():
+    h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+    h.renew("c1", 350, until=550).renew("c1", 420, until=620)
+    t = 420
+    while t < 1900:
+        t += 66
+        h.renew("c1", t, until=t + 200)
+    assert h.release("c1", 2000).check().violations == []
+
+
+def test_a_watchdog_that_said_the_lease_was_gone_is_the_leases_end():
+    """Once the link is back, its renewal finds the key expired and gives the lease up
+    (validity 0: Redisson's driver and node-semaphore's say so): not a dead watchdog; nor is
+    one that gave up on the fault's own error and said so."""
+    for sent in (380, 150):
+        h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+        h.add(sent + 5, "fail", "c1", "renew", token=h.tokens["c1"],
+              value={"invoked": at(sent)})
+        assert dead_watchdogs(h.release("c1", 2000)) == [], sent
+
+
+def test_a_renewal_the_fault_cut_is_no_answer():
+    """A renewal that raised (a ``renew`` ``fail`` with an ``error``: python-redis-lock's
+    renewer, reported by its adapter, then dead) shows the watchdog alive at that instant,
+    not the lease's end: the holder's 950 ms count from the heal, or from such a renewal sent
+    after it."""
+    def raised(h: History, sent: float) -> History:
+        return h.add(sent + 5, "fail", "c1", "renew", token=h.tokens["c1"],
+                     value={"invoked": at(sent)}, error="ConnectionError: reset by peer")
+    for sent, release, flagged in ((150, 2000, True), (1200, 2000, False), (1000, 2000, True)):
+        h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+        found = dead_watchdogs(raised(h, sent).release("c1", release))
+        assert bool(found) == flagged, (sent, found)
+
+
+def test_a_lease_an_extend_revoked_is_not_a_dead_watchdog():
+    h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+    h.add(1900, "invoke", "c1", "extend", token=h.tokens["c1"])
+    h.add(1901, "fail", "c1", "extend", token=h.tokens["c1"], value={"lease": "revoked"})
+    assert dead_watchdogs(h) == []
+
+
+def test_a_holder_that_did_not_run_long_enough_after_the_heal_is_not_judged():
+    """950 ms with its links up after the heal: the first renewal after a heal may wait for
+    a renewal in flight to time out (0.5 s) and a renewal period (a TTL at most)."""
+    for release, flagged in ((1200, False), (1300, True)):
+        h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+        assert bool(dead_watchdogs(h.release("c1", release))) == flagged, release
+
+
+def test_a_longer_socket_timeout_waits_longer():
+    h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260)
+    h.events[0].value["socket_timeout_s"] = 2.0
+    assert dead_watchdogs(h.release("c1", 2000)) == []
+
+
+def test_the_time_its_process_did_not_run_does_not_count():
+    h = reset_on_c1(renewing()).acquire("c1", 0).renew("c1", 60, until=260).stall("c1", 400,
+                                                                                  1500)
+    assert dead_watchdogs(h.release("c1", 2000)) == []
+
+
+def test_counted_from_the_last_fault_that_touched_the_holder():
+    """A second reset from 1 s to 1.5 s: the holder ran 500 ms with its links up after it."""
+    h = reset_on_c1(renewing()).fault("f2", "reset", 1000, 1500,
+                                      target={"client": "c1", "nodes": [0]})
+    h.acquire("c1", 0).renew("c1", 60, until=260)
+    assert dead_watchdogs(h.release("c1", 2000)) == []
+    assert len(dead_watchdogs(reset_on_c1(renewing()).acquire("c1", 0).renew(
+        "c1", 60, until=260).release("c1", 2000))) == 1
+
+
+def test_after_a_pause_point_too():
+    h = renewing().pause_point("c1", 150, "EVAL", "sleep").acquire("c1", 0)
+    (text,) = dead_watchdogs(h.renew("c1", 60, until=260).release("c1", 2000))
+    assert text.startswith("hard: c1's watchdog never renewed after c1 reached pause-point "
+                           "EVAL (sleep) at 0.150 s, though c1 ran for 1.850 s"), text
+
+
+def test_a_fault_on_another_client_is_an_unexcused_lapse_not_a_dead_watchdog():
+    h = renewing().fault("f1", "reset", 100, 300, target={"client": "c2", "nodes": [0]})
+    verdict = h.acquire("c1", 0).renew("c1", 60, until=260).release("c1", 2000).check()
+    assert [v.cause for v in verdict.violations] == ["not-renewed"]

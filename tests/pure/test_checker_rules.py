@@ -13,6 +13,7 @@ import pytest
 from test_checker_support import History
 from typer.testing import CliRunner
 
+from chaos.campaign import Campaign
 from chaos.checker import (
     DEFAULT_LIVENESS_FACTOR,
     EXIT_INCONCLUSIVE,
@@ -27,6 +28,11 @@ from chaos.checker.judge import judge
 from chaos.checker.reader import HistoryReader
 from chaos.checker.rules import RULES, Case, Rule
 from chaos.cli import app
+from chaos.experiments.audit import AuditPlan, AuditResult
+from chaos.experiments.audit.judge import TrialResult
+from chaos.experiments.audit.plan import Trial
+from chaos.experiments.execute import Outcome
+from chaos.nemesis.schedule import Schedule
 from chaos.report.rundir import save_verdict
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -162,3 +168,27 @@ def test_list_shows_the_rules() -> None:
     rows = [line for line in table.output.splitlines() if line.startswith("│")]
     assert [row.split("│")[1].strip() for row in rows] == [rule.name for rule in RULES]
     assert "locks" not in table.output
+
+
+def test_a_rule_that_failed_in_an_audits_campaign_keeps_the_audit_from_passing(
+        tmp_path: Path) -> None:
+    """The audit's verdict reads each run's rule errors: a campaign whose checker rule raised
+    did not look for that rule's violations, so the audit cannot pass on it (it built its own
+    reasons and passed, exit 0, before)."""
+    h = History().fault("f1", "client-pause", 15, 25, target={"client": "c1"})
+    h = h.acquire("c1", 10).release("c1", 40).acquire("c2", 50).release("c2", 60)
+    h.acquire("c1", 70).release("c1", 80).final_read(100, [])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    plan = AuditPlan(Campaign("lua"), selection="client-pause")
+    trial = Trial(faults=[("client-pause", {})])
+    for rules, reasons, status in (
+            (RULES, [], 0),
+            ((*RULES, BROKEN), ["client-pause: the checker's rule broken failed "
+                                "(ZeroDivisionError: division by zero): liveness violations "
+                                "were not looked for"], 3)):
+        verdict = judged(h, rules, run_dir)
+        assert verdict.coverage["client-pause"].effective
+        outcome = Outcome(run_dir, verdict, Schedule(1, ()), 3, [])
+        result = AuditResult(plan, tmp_path, trials=[TrialResult(trial, outcome, 0.0)])
+        assert (result.inconclusive_reasons, result.exit_status) == (reasons, status)

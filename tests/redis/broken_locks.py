@@ -8,10 +8,22 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
   every lease runs out by its TTL instead of being released;
 * ``watchdog_dies`` — the bundled ``watchdog`` whose renewal thread dies after its first
   renewal (an exception it does not catch): a renewing lock that stops renewing;
+* ``watchdog_dies_on_error`` — the bundled ``watchdog`` whose renewal thread ends for good,
+  and silently, at the first renewal that fails (redisson/redisson#3194, "the watchdog stops
+  after a connection error", fixed by #3195; python-redis-lock 4.0.1's ``_lock_renewer``,
+  ``while not stop.wait(interval): lock.extend(...)`` with no ``try``): a fault that cuts one
+  renewal kills the thread, and once the links are back the holder works on under a lease
+  nobody renews (the checker must call that a dead watchdog, though the fault excuses the
+  lapse itself);
 * ``extend_ignores_owner`` — ``lua-extend`` whose extend is a plain ``PEXPIRE`` that never
   checks the token (sbertrang/redis-distlock#2, "shouldn't extend also check the value of the
   key?"; redlock-rb#36): a holder whose lease ran out extends the next holder's key and
   believes it holds the lock again (issue 20: the audit must find it);
+* ``extend_sets_anyones_key`` — ``lua-extend`` whose extend is ``SET key token XX PX ttl``:
+  "set it if it exists", whoever's it is (a task scheduler's lock extended so): a holder whose
+  lease ran out writes its own token over the next holder's key and holds again, and the
+  next holder's release then finds a key that is no longer its own (the explanation must name
+  that extend, not only the lease that ran out);
 * ``renewal_ignores_owner`` — the bundled ``watchdog`` whose renewal is a plain ``PEXPIRE``
   that never checks the token (redisson/redisson#597, "Check that RLock still belongs to
   owner during renewal expiration"): a holder paused past its TTL resumes, and its watchdog
@@ -38,6 +50,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import replace
 from typing import cast
+
+import redis
 
 from chaos.locks.contract import SHARED, Lease, LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
@@ -103,6 +117,26 @@ def watchdog_dies(ctx: LockContext) -> _WatchdogDies:
     return _WatchdogDies(ctx)
 
 
+class _WatchdogDiesOnError(Watchdog):
+    """A renewal that raises ends the renewal thread, and nobody is told: the error escapes
+    the thread (``threading.excepthook`` prints it), where the bundled watchdog gives the
+    lease up and says so (a renewal with validity 0)."""
+
+    def renew(self) -> bool:
+        try:
+            return super().renew()
+        except redis.RedisError as exc:
+            raise RuntimeError(f"the renewal task ended: {exc}") from exc
+
+
+class _WatchdogDiesOnErrorLock(WatchdogLock):
+    watchdog_type = _WatchdogDiesOnError
+
+
+def watchdog_dies_on_error(ctx: LockContext) -> _WatchdogDiesOnErrorLock:
+    return _WatchdogDiesOnErrorLock(ctx)
+
+
 class _ExtendIgnoresOwner(LuaExtendLock):
     def extend(self, lease: Lease) -> Lease | None:
         if self.redis.pexpire(self.key, self.ttl_ms):  # whoever's key it is now
@@ -112,6 +146,17 @@ class _ExtendIgnoresOwner(LuaExtendLock):
 
 def extend_ignores_owner(ctx: LockContext) -> _ExtendIgnoresOwner:
     return _ExtendIgnoresOwner(ctx)
+
+
+class _ExtendSetsAnyonesKey(LuaExtendLock):
+    def extend(self, lease: Lease) -> Lease | None:
+        if self.redis.set(self.key, lease.token, xx=True, px=self.ttl_ms):  # whoever's it was
+            return replace(lease, validity_ms=self.ttl_ms)
+        return None
+
+
+def extend_sets_anyones_key(ctx: LockContext) -> _ExtendSetsAnyonesKey:
+    return _ExtendSetsAnyonesKey(ctx)
 
 
 class _OwnerBlindWatchdog(Watchdog):

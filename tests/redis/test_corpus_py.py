@@ -65,8 +65,9 @@ class Contexts:
         self.made.append(ctx)
         return resolve(name).create(ctx)
 
-    def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int) -> None:
-        self.renewals.append((lease.token, validity_ms))
+    def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int, *,
+                 error: str | None = None) -> None:
+        self.renewals.append((lease.token, None if error else validity_ms))
 
 
 @pytest.fixture
@@ -379,9 +380,6 @@ def test_python_redis_lock_history_shows_a_holder_working_unrenewed_after_the_he
                and acquired.t < e.t < released.t for e in events)
 
 
-@pytest.mark.xfail(strict=True, reason="the dead-watchdog rule (issue 35): a renewing holder "
-                   "that ran on after a fault healed, links up, and never renewed again fails "
-                   "the default gate; until it lands the fault excuses the lapse (soft, data)")
 def test_python_redis_lock_dead_renewal_thread_fails_the_default_gate(
     renewal_cut: Path
 ) -> None:

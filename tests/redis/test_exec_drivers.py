@@ -259,7 +259,7 @@ else:
     command = _driver(tmp_path, loop)
     renewed: list[int] = []
     ctx = build_context(single.client_view("c1"), lock_name="k", ttl_ms=200,
-                        report_renewal=lambda lease, validity, at: renewed.append(at))
+                        report_renewal=lambda lease, validity, at, error=None: renewed.append(at))
     lock = cast(adapter.DriverLock, resolve(f"exec:{command}").factory(ctx))
     try:
         lease = lock.acquire()

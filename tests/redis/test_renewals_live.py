@@ -1,5 +1,6 @@
 """Renewals on real processes and a real Redis: a watchdog whose thread dies fails the default
-gate with its own explanation; the bundled ``watchdog`` under CPU overload is not flagged.
+gate with its own explanation, and so does one a fault's error killed, once the fault healed;
+the bundled ``watchdog`` under CPU overload, and across network faults, is not flagged.
 
 Holders work 500 ms (800 ms for the dying watchdog) on a 200 ms TTL: every hold lives on its
 renewals.
@@ -61,6 +62,33 @@ def test_renews_holds_a_users_lock_to_renewing(tmp_path: Path) -> None:
     assert replay is not None and "--renews" in replay.split(), replay
 
 
+DEAD = re.compile(r"^hard: (c\d)'s watchdog never renewed after reset f\d+ healed at [\d.]+ s, "
+                  r"though \1 ran for [\d.]+ s with its links up: ")
+# Holders work 3 s (15 TTLs): after a reset heals, a dead watchdog's holder must run 0.95 s
+# with its links up (a TTL, the 0.5 s socket timeout, the 250 ms tolerance) before another
+# reset of its links comes; resets aimed at holders come about once a second.
+LONG_WORK = ["--work-ms", "3000", "--clients", "3"]
+
+
+def test_a_watchdog_a_faults_error_killed_is_dead_once_the_fault_healed(tmp_path: Path) -> None:
+    """redisson/redisson#3194's shape (tests/redis/broken_locks.py): a reset cuts a renewal,
+    the renewal thread ends for good, and the holder works on with its links up again. The
+    reset excuses the lapse itself; the watchdog that never came back is hard (the checker
+    excused all of it, and passed the run, before). Seeds 1-3 each found it (2026-11-27)."""
+    for seed in (1, 2, 3):
+        out = tmp_path / f"s{seed}"
+        argv = ["run", "--lock", "broken_locks:watchdog_dies_on_error", "--renews", "--faults",
+                "reset", *LONG_WORK, "--duration", "20", "--seed", str(seed), "--stop-on-first",
+                "--out", str(out)]
+        if main(argv) == 1:
+            break
+    (run_dir,) = (path.parent for path in out.rglob("verdict.json"))
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    dead = [v for v in verdict["violations"] if v["cause"] == "dead-watchdog"]
+    assert dead and DEAD.match(dead[0]["explanation"]), verdict["explanations"]
+    assert not [v for v in verdict["violations"] if v["cause"] == "not-renewed"]
+
+
 @pytest.fixture
 def overloaded() -> Iterator[None]:
     """``BUSY_LOOPS`` processes spinning for the test's duration (each bounded to 60 s)."""
@@ -90,6 +118,22 @@ def test_the_bundled_watchdog_under_cpu_overload_is_not_flagged(
     assert verdict["counts"]["renew_ok"] > 10
     assert [v for v in verdict["violations"] if v["cause"] == "not-renewed"] == []
     assert code == 0, verdict["explanations"]
+
+
+def test_the_bundled_watchdog_across_network_faults_is_not_a_dead_watchdog(
+    overloaded: None, tmp_path: Path
+) -> None:
+    """Its renewal cut by a fault, it gives the lease up and says so (validity 0): the lease's
+    end, never a dead watchdog — on an overloaded machine, holders working long across the
+    faults."""
+    code = main(["run", "--lock", "watchdog", "--faults", "reset,partition,latency,reply-lost",
+                 *LONG_WORK, "--duration", "10", "--seed", "1", "--out", str(tmp_path)])
+    (run_dir,) = tmp_path.iterdir()
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["counts"]["renew_ok"] > 10 and verdict["counts"]["renew_fail"] > 0
+    flagged = [v for v in verdict["violations"]
+               if v["cause"] in ("not-renewed", "dead-watchdog")]
+    assert flagged == [] and code != 1, verdict["explanations"]
 
 
 def test_a_client_records_the_time_its_process_did_not_run(tmp_path: Path) -> None:

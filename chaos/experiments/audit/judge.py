@@ -90,14 +90,21 @@ class AuditResult:
 
     @property
     def inconclusive_reasons(self) -> list[str]:
-        """Why the audit tested nothing: no campaign exercised the lock (the first one's
-        reason), or something it asked for was never exercised (``untested``)."""
+        """Why the audit cannot vouch for the lock: a checker rule failed in one of its runs
+        (that run's violations of its kinds were not looked for: ``Verdict.rule_errors``),
+        and then no campaign exercised the lock (the first one's reason), or something it
+        asked for was never exercised (``untested``)."""
+        runs = [(s.trial.name, s.outcome.verdict) for s in self.trials]
+        if self.warm_up is not None:
+            runs.append((WARM_UP, self.warm_up.verdict))
+        broken = list(dict.fromkeys(f"{name}: {error.reason}" for name, verdict in runs
+                                    for error in verdict.rule_errors or ()))
         verdicts = [s.outcome.verdict for s in self.trials]
         if verdicts and all(v.counts.get("lock_cycles", 0) < MIN_LOCK_CYCLES for v in verdicts):
             first = next((v.inconclusive_reasons[0] for v in verdicts if v.inconclusive),
                          "no campaign completed two lock cycles")
-            return [f"no campaign exercised the lock: {first}"]
-        return [why for _, why in self.untested]
+            return [*broken, f"no campaign exercised the lock: {first}"]
+        return broken + [why for _, why in self.untested]
 
     @property
     def untested(self) -> list[tuple[str, str]]:

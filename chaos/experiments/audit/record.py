@@ -28,6 +28,7 @@ def record(result: AuditResult) -> AuditFile:
                              None),
             duration_s=verdict.duration_s,
             report=str((run_dir / REPORT).relative_to(result.directory)),
+            wedged=verdict.wedged,
         )
         for name, verdict, run_dir in result.verdicts
     ]
