@@ -31,6 +31,12 @@ UNCLAIMED = {
     "reentrant": "slow-work",
     # held before its 4th SET past the TTL, its usize validity wraps: a lease of ~1.8e19 ms
     "rust-redlock": "client-pause-at:op=acquire:command=SET:nth=4",
+    # The corpus's drivers (docs/libraries.md has their scoreboard): npm redis-lock's release
+    # is a plain DEL, so one held back past the TTL deletes the next holder's lock; the two
+    # sound ones under the pause every lease meets.
+    "node-redis-lock": "client-pause-at:op=release:command=DEL",
+    "bsm-redislock": "client-pause",
+    "sesame-redlock": "client-pause",
 }
 
 

@@ -211,7 +211,8 @@ class DriverLock:
         return False
 
     def _renewed(self, message: Renewed, sent_ns: int) -> None:
-        self.ctx.report_renewal(Lease(token=message.token), message.validity_ms, sent_ns)
+        self.ctx.report_renewal(Lease(token=message.token), message.validity_ms, sent_ns,
+                                error=message.error)
 
     def close(self) -> None:
         self.driver.close()

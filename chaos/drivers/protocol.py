@@ -208,12 +208,14 @@ class Before(FromDriver, tag="before", kw_only=True):
 
 class Renewed(FromDriver, tag="renewed", kw_only=True):
     """Unasked: a background renewal of ``token`` succeeded (``validity_ms`` 0: it found the
-    lease gone, and the library gave it up). It was sent at ``sent_ns`` (this
+    lease gone, and the library gave it up), or raised (``error``: what it raised; no answer,
+    the lease may still be there). It was sent at ``sent_ns`` (this
     machine's ``CLOCK_MONOTONIC``, the history's clock), else ``age_ms`` before this line was
     written: the line's trip to the harness then counts as part of the lease (``renewal_sent``)."""
 
     token: str
     validity_ms: float | None = None
+    error: str | None = None
     age_ms: float = 0.0
     sent_ns: int | None = None
 

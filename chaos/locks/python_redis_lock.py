@@ -23,7 +23,7 @@ in whole seconds); the lease claims ``expire`` s from the invocation. ``release(
 own extends would keep the lease alive and hide a dead renewal thread. Each renewal goes
 through the lock's ``extend`` (the library's renewal thread calls it on the instance), which a
 subclass times and reports (``ctx.report_renewal``): a renewal that raised is reported with
-validity 0 — the thread then ends, as the library's does — and its exception goes to the
+its error (no answer) — the thread then ends, as the library's does — and its exception goes to the
 library's ``redis_lock.refresh.thread`` logger instead of a traceback on stderr: with the
 WARNING it logs for every refused acquire, into the client's log in the run directory.
 """
@@ -83,8 +83,9 @@ def _reporting_lock_type() -> type:
             invoked_at = now()
             try:
                 super().extend(expire)
-            except BaseException:
-                self.ctx.report_renewal(lease, 0.0, invoked_at)  # and the thread ends
+            except BaseException as exc:  # no answer (the thread ends, as the library's does)
+                self.ctx.report_renewal(lease, 0.0, invoked_at,
+                                        error=f"{type(exc).__name__}: {exc}")
                 raise
             self.ctx.report_renewal(lease, self._expire * 1000.0, invoked_at)
 

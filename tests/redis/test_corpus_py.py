@@ -55,7 +55,7 @@ class Contexts:
 
     def __init__(self) -> None:
         self.made: list[LockContext] = []
-        self.renewals: list[tuple[str, float | None]] = []
+        self.renewals: list[tuple[str, float | str | None]] = []
         self.connection: type[Recorded] = type("Recorded", (Recorded,), {"sent": []})
 
     def lock(self, topo: LocalTopology, name: str, cid: str = "c1",
@@ -67,7 +67,7 @@ class Contexts:
 
     def _renewed(self, lease: Lease, validity_ms: float | None, invoked_at_ns: int, *,
                  error: str | None = None) -> None:
-        self.renewals.append((lease.token, None if error else validity_ms))
+        self.renewals.append((lease.token, error.split(":")[0] if error else validity_ms))
 
 
 @pytest.fixture
@@ -305,7 +305,8 @@ def test_python_redis_lock_renewal_thread_dies_at_its_first_failed_renewal(
     single: LocalTopology, contexts: Contexts, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The library's renewal loop has no try/except: a renewal that raises ends it. The
-    adapter reports it (validity 0) and the traceback goes to the library's logger."""
+    adapter reports it (with its error: no answer) and the traceback goes to the library's
+    logger."""
     lock = contexts.lock(single, "python-redis-lock")
     lease = lock.acquire()
     assert lease
@@ -317,7 +318,7 @@ def test_python_redis_lock_renewal_thread_dies_at_its_first_failed_renewal(
     finally:
         single.toxiproxy.enable(link)
     time.sleep(1.5)  # two more renewal periods, links up
-    assert contexts.renewals == [(lease.token, 0.0)]
+    assert contexts.renewals == [(lease.token, "ConnectionError")]
     assert lease.state._lock_renewal_thread is not None
     assert not lease.state._lock_renewal_thread.is_alive()
     assert not direct(single).exists(f"lock:{KEY}")  # lapsed under its holder
