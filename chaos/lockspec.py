@@ -201,12 +201,17 @@ class LockSpec:
             raise UsageError(f"lock {self.text!r} needs at least {self.min_nodes} nodes "
                              f"(got {nodes})")
 
+    @property
+    def ttl_granularity_ms(self) -> int:
+        """The TTLs it can express are multiples of this (1: any; whole seconds: 1000)."""
+        return 1 if self.info is None else self.info.ttl_granularity_ms
+
     def check_ttl(self, ttl_ms: int) -> None:
         """``UsageError`` if this lock cannot express ``ttl_ms``: its ``info`` says its TTLs
         are multiples of ``ttl_granularity_ms`` (whole seconds: 1000). The checker holds a
         lease to the TTL the run asked for; a lock that rounds it (up: a longer lease than
         claimed; down to 0: an error) would be judged on a TTL it never set."""
-        step = 1 if self.info is None else self.info.ttl_granularity_ms
+        step = self.ttl_granularity_ms
         if ttl_ms % step:
             kept = max(step, ttl_ms // step * step)
             raise UsageError(
