@@ -8,11 +8,13 @@ from pathlib import Path
 import msgspec
 import pytest
 from run_parsing import parse_audit
+from test_checker_support import History
 
 from chaos import history as h
-from chaos.campaign import Campaign, choose_layout
+from chaos.campaign import HISTORY, Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import EXPLORE_CLIENTS, MUST_SURVIVE, AuditPlan, AuditResult
+from chaos.experiments.audit.judge import TrialResult
 from chaos.experiments.audit.plan import CELL_S, NAMED_CELL_TTLS, Trial, fitted, kept_ttl
 from chaos.experiments.audit.record import replay_command
 from chaos.experiments.audit.trials import (
@@ -28,12 +30,13 @@ from chaos.experiments.audit.trials import (
     plan_trials,
     single_trials,
 )
+from chaos.experiments.execute import Outcome
 from chaos.experiments.surface import ONCE, WARM_UP_WORK_TTLS, Learned, how_sent
 from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.locks.contract import LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
-from chaos.nemesis import FAULTS, generate
+from chaos.nemesis import FAULTS, Schedule, generate
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
@@ -624,3 +627,33 @@ def whole_seconds(ctx: LockContext) -> LuaExtendLock:
 
 
 WHOLE_SECONDS = "test_audit_plan:whole_seconds"
+
+
+def test_a_point_the_lock_need_not_reach_is_one_line_when_unreached(tmp_path: Path) -> None:
+    """A point before go-redis's HELLO, aimed at and never reached, called a sound lock
+    inconclusive ("no client ever stopped or crashed before acquire HELLO"): it is one line
+    (``unreached_optional``); a point the lock must reach, unreached, is still a reason."""
+    history = (History().acquire("c1", 10)
+               .fault("f1", "client-pause-at", 20, 300, target={"client": "c1"})
+               .add(100, "info", "c1", "pause-point",
+                    value={"command": "EVAL", "action": "pause", "op": "release", "fault": "f1"})
+               .release("c1", 320).acquire("c2", 330).release("c2", 400)
+               .final_read(500, []))  # fmt: skip
+    history.save(tmp_path / HISTORY)
+    outcome = Outcome(run_dir=tmp_path, verdict=history.check(), schedule=Schedule(1, ()),
+                      completed_ops=4, nemesis_errors=[])
+    known = learned(surface={"acquire": ["HELLO", "SET"], "release": ["EVAL", "DEL"]})
+    result = AuditResult(AuditPlan(Campaign("lua"), selection="client-pause-at"), tmp_path,
+                         known)
+
+    def aimed(op: str, command: str) -> TrialResult:
+        point = {"command": command, "op": op, "nth": 1}
+        return TrialResult(Trial([("client-pause-at", point)]), outcome, 0.0)
+
+    result.trials = [aimed("release", "EVAL"), aimed("acquire", "HELLO")]
+    assert result.unreached_optional == ["acquire HELLO (connection set-up)"]
+    assert result.inconclusive_reasons == [] and result.exit_status == 0
+    result.trials.append(aimed("release", "DEL"))
+    assert result.inconclusive_reasons == [
+        "no client ever stopped or crashed before release DEL: this lock sends it, but never "
+        "while a point was armed"]

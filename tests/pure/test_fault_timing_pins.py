@@ -114,13 +114,13 @@ SURFACES: dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]] = {
 # (lock, surface, (extend, renews, reentrant), budget, --faults, seed, TTL): digest, campaigns
 Row = tuple[str, str, tuple[bool, bool, bool], int, str, int, int]
 AUDITS: dict[Row, tuple[str, int]] = {
-    ("lua", "lua", (False, False, False), 60, "", 1, 200): ("c53e8bc3d6b231ee", 34),
+    ("lua", "lua", (False, False, False), 60, "", 1, 200): ("96ff8d8faa356ada", 34),
     ("lua-extend", "lua", (True, False, False), 300, "", 7, 200): ("c5d04ff55294a84b", 59),
     ("lua", "lua", (True, True, True), 120, "+crash-restart-delayed", 3, 1000):
         ("c5a46b7ff14a9b6d", 31),
     ("get-then-del", "get-then-del", (True, False, False), 200,
      "client-pause-at,client-crash,latency", 1, 200): ("de9807522ef54776", 26),
-    ("lua", "evalsha", (False, False, False), 90, "", 11, 200): ("15b1e0e96ff7afe8", 39),
+    ("lua", "evalsha", (False, False, False), 90, "", 11, 200): ("bdc2394a6c7eb6e5", 39),
     ("lua", "semaphore", (True, False, False), 150, "+client-clock:client=c2,+failover", 5,
      1000): ("6d75f268d33bd266", 46),
     ("lua", "lua", (False, False, True), 10, "", 2, 100): ("5f86c9c033ef9a61", 24),

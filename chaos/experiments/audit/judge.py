@@ -62,7 +62,7 @@ class AuditResult:
     skipped: list[Trial] = field(default_factory=list)  # planned, not run: a hard one was found
     not_fitted: list[Trial] = field(default_factory=list)  # planned, not run: no time left
     explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
-    required: int = 0  # planned campaigns that run whatever the budget
+    required: int = 0  # planned campaigns that come first (``Trial.required``)
     wall_s: float = 0.0
 
     @property

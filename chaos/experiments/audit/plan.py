@@ -223,9 +223,10 @@ class Trial:
     # in the run order, so that running some capability campaigns first leaves every other
     # campaign's seed (and schedule) as it was. None: its index.
     seed_offset: int | None = None
-    # It runs whatever the budget: a fault alone, or one of the first capability campaigns
-    # (``plan_trials``). Under load those took longer than the budget and the last singles
-    # were skipped: a fault never tried, and the audit still went green.
+    # It comes first: a fault alone, or one of the first capability campaigns
+    # (``plan_trials``), run within ``REQUIRED_SHARE`` of the budget. Under load those took
+    # longer than the budget and the last singles were skipped: a fault never tried, and
+    # the audit still went green — now one campaign carries those faults (``packed``).
     required: bool = False
     # A fault added by name alone (``AuditPlan.added``): it runs at least ``CELL_S`` long
     # (``NAMED_CELL_TTLS``), not as short as a small budget squeezes the others. Squeezed to

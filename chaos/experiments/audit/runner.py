@@ -72,19 +72,21 @@ class Clock:
 
 
 def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> AuditResult:
-    """Run the audit of ``plan`` into a new directory under ``out``."""
+    """Run the audit of ``plan`` into a new directory under ``out``; its budget counts from
+    here (a driver's ``describe``, in ``validate``, starts a process too)."""
+    clock = Clock(plan.budget_s)
     plan = kept_ttl(plan)
     plan.validate()
     say = on_event or (lambda _: None)
     directory = stamped_path(out, f"audit-{plan.base.lock}".replace(":", "_").replace("/", "_"))
     directory.mkdir(parents=True)
     result = AuditResult(plan, directory)
-    clock = Clock(plan.budget_s)
 
     say("warm-up: learning the lock's commands and capabilities")
     warm = plan.warm_up_campaign()
+    began = clock.spent_s
     result.warm_up = run_campaign(warm, directory / RUNS)
-    clock.ran(warm, clock.spent_s)
+    clock.ran(warm, clock.spent_s - began)
     learned = result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
     plan = result.plan = fitted(plan, learned)
     trials, cell_s = plan_trials(plan, learned, overhead_s=clock.overhead_s,

@@ -346,8 +346,11 @@ def plan_trials(plan: AuditPlan, learned: Learned, *, overhead_s: float = CELL_O
     first = [*named, *early, *others, *late_first]
     later = [*optional, *capabilities[first_capabilities:], *pairs]
 
+    # Their campaigns as long as lets them fit in the campaigns' share; they may run on to
+    # ``REQUIRED_SHARE`` (a loaded machine), explore keeping the rest.
+    cell_s = cell_seconds(plan, first, plan.budget_s * CAMPAIGN_SHARE - spent_s - overhead_s,
+                          overhead_s)
     available = plan.budget_s * REQUIRED_SHARE - spent_s - overhead_s
-    cell_s = cell_seconds(plan, first, available, overhead_s)
 
     def cost(trial: Trial) -> float:
         return campaign_cost(plan.trial_campaign(0, trial, cell_s), overhead_s)
