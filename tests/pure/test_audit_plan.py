@@ -27,6 +27,7 @@ from chaos.experiments.audit.trials import (
     capability_trials,
     cell_seconds,
     extend_work_ms,
+    packed,
     plan_trials,
     single_trials,
 )
@@ -657,3 +658,17 @@ def test_a_point_the_lock_need_not_reach_is_one_line_when_unreached(tmp_path: Pa
     assert result.inconclusive_reasons == [
         "no client ever stopped or crashed before release DEL: this lock sends it, but never "
         "while a point was armed"]
+
+
+def test_a_carrying_campaign_runs_again_with_the_faults_that_did_nothing_only() -> None:
+    """A campaign carrying the faults the budget could not try one by one, whose latency had
+    no effect, runs again with the latency alone, as its single would (its own length, 24 s
+    at a 2 s TTL, never fitted again)."""
+    plan = AuditPlan(Campaign("lua", ttl_ms=2000))
+    carried = packed(plan, Trial([("latency", {}), ("reset", {}), ("partition", {})],
+                                 seed_offset=40), 6.0, 60.0)
+    assert carried.carries and carried.tests() == {"latency", "reset", "partition"}
+    (again,) = again_trials([carried], {"latency"}, 0)
+    assert again.faults == [("latency", {"duration_ms": 2500})] and not again.carries
+    (again,) = again_trials([carried], {"latency", "reset"}, 0)
+    assert [name for name, _ in again.faults] == ["latency", "reset"] and again.carries

@@ -287,13 +287,15 @@ def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
 def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
     """The first of ``trials`` there for each of ``untested`` (a fault that had no effect, a
     point never reached), to run again in round ``round_``, each with a new seed; one that
-    ``carries`` several faults, with those of them only."""
+    ``carries`` several faults, with those of them only (one alone runs as its single
+    would: a carrying campaign's length at a 2 s TTL, 24 s, never fitted again)."""
     again, left = [], set(untested)
     for trial in trials:
         if trial.tests() & left:
-            if trial.carries:
-                trial = replace(trial, faults=[fault for fault in trial.faults
-                                               if fault[0] in left])
+            if trial.carries:  # those of its faults only, one alone a plain single
+                faults = [fault for fault in trial.faults if fault[0] in left]
+                trial = replace(trial, faults=faults, in_order=len(faults) > 1,
+                                length_s=trial.length_s if len(faults) > 1 else None)
             left -= trial.tests()
             again.append(trial)
     return [replace(trial, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(trials) + index)
