@@ -7,13 +7,21 @@ PYTEST_ARGS ?=
 # cell whose run did not test its claim takes the next seed (tests/cells.py). JOBS=0: serially.
 JOBS ?= 2
 
-.PHONY: setup test demo lint typecheck bench clean
+.PHONY: setup venv test test-fast demo lint typecheck bench clean
 
 setup:
 	@bash scripts/setup.sh
 
+venv:
+	@bash scripts/venv.sh
+
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+
+# The pure tests alone (tests/pure: nothing but Python, no Redis, Docker or drivers), under a
+# minute; they need .venv only, not the rest of `make setup`.
+test-fast: venv
+	$(PY) -m pytest tests/pure $(PYTEST_ARGS)
 
 demo: setup
 	$(VENV)/bin/lockchaos demo

@@ -30,6 +30,7 @@ from chaos.commands import (
 )
 from chaos.commands import doctor as doctor_command
 from chaos.commands import setup as setup_command
+from chaos.commands.help import Command, Group
 from chaos.errors import UsageError
 
 app = typer.Typer(
@@ -38,6 +39,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's layout, wrapped at spaces (chaos.commands.help)
+    cls=Group,
 )
 
 
@@ -66,19 +69,20 @@ def _root(
 
 
 # In the order a user needs them: gate a lock, look closer, compare, then the tools.
-app.command("audit")(audit.audit)
-app.command("run")(run.run)
-app.command("explore")(explore.explore_command)
-app.command("compare")(compare.compare)
-app.add_typer(driver.app, name="driver")  # `driver new`: a lock in another language, from a kit
-app.command("list")(list_.list_)
-app.command("doctor")(doctor_command.doctor)
-app.command("setup")(setup_command.setup)
-app.command("report")(report.report)
-app.command("check-history")(check.check_history)
-app.command("merge")(merge.merge)
-app.command("demo")(demo.demo)
-app.command("up")(up.up)
+app.command("audit", cls=Command)(audit.audit)
+app.command("run", cls=Command)(run.run)
+app.command("explore", cls=Command)(explore.explore_command)
+app.command("compare", cls=Command)(compare.compare)
+# `driver new`: a lock in another language, from a kit
+app.add_typer(driver.app, name="driver", cls=Group)
+app.command("list", cls=Command)(list_.list_)
+app.command("doctor", cls=Command)(doctor_command.doctor)
+app.command("setup", cls=Command)(setup_command.setup)
+app.command("report", cls=Command)(report.report)
+app.command("check-history", cls=Command)(check.check_history)
+app.command("merge", cls=Command)(merge.merge)
+app.command("demo", cls=Command)(demo.demo)
+app.command("up", cls=Command)(up.up)
 app.add_typer(compose.app, name="compose", hidden=True)  # the containers of compose/
 
 

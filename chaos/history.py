@@ -59,6 +59,7 @@ COMMAND = "command"  # a client sent a Redis command for the first time in an op
 # operation), with "with": "MULTI" when it was first sent in one write after a command new there;
 # again with "ok": true the first time an operation that succeeded sent it
 EFFECT = "effect"  # what a fault did to the lock, by whoever saw it: value {"id", "what"}
+# (+ "how", of a network fault's: chaos.workload.inject.SENT, REFUSED, AWAITED or FAILED)
 STALL = "stall"  # a client process did not run from value {"since": t} to the event's time
 # (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)

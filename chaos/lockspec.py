@@ -27,6 +27,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, Protocol, cast
@@ -44,6 +45,7 @@ from chaos.locks.contract import (
     LockFactory,
     LockInfo,
 )
+from chaos.locks.parts import check_ttl_step
 
 BUNDLED: dict[str, str] = {
     "setnx-expire": "chaos.locks.setnx_expire:make",
@@ -76,6 +78,12 @@ BUNDLED: dict[str, str] = {
     "book-semaphore": "chaos.locks.book_semaphore:make",
     "book-fair-semaphore": "chaos.locks.book_fair_semaphore:make",
     "book-semaphore-with-lock": "chaos.locks.book_semaphore_with_lock:make",
+    # The corpus: third-party lock libraries, wrapped from their public APIs at the versions
+    # their verdicts were read at (pip install 'lockchaos[corpus]'; LockInfo.extra).
+    "sherlock": "chaos.locks.sherlock_redislock:make",
+    "sherlock-no-expire": "chaos.locks.sherlock_no_expire:make",
+    "pottery-redlock": "chaos.locks.pottery_redlock:make",
+    "python-redis-lock": "chaos.locks.python_redis_lock:make",
     # Locks in other languages, run as drivers (chaos/drivers/catalog.py).
     "jedis-setnx-expire": "chaos.drivers.catalog:jedis_setnx_expire",
     "jedis-getset-timestamp": "chaos.drivers.catalog:jedis_getset_timestamp",
@@ -93,6 +101,7 @@ BUNDLED: dict[str, str] = {
     "redisson-rwlock": "chaos.drivers.catalog:redisson_rwlock",
     "redisson-fair": "chaos.drivers.catalog:redisson_fair",
     "node-semaphore": "chaos.drivers.catalog:node_semaphore",
+    "rust-redlock": "chaos.drivers.catalog:rust_redlock",
 }
 
 # Where a lock comes from: bundled (a short name of ``BUNDLED``), a user's driver
@@ -209,17 +218,9 @@ class LockSpec:
     def check_ttl(self, ttl_ms: int) -> None:
         """``UsageError`` if this lock cannot express ``ttl_ms``: its ``info`` says its TTLs
         are multiples of ``ttl_granularity_ms`` (whole seconds: 1000). The checker holds a
-        lease to the TTL the run asked for; a lock that rounds it (up: a longer lease than
-        claimed; down to 0: an error) would be judged on a TTL it never set."""
-        step = self.ttl_granularity_ms
-        if ttl_ms % step:
-            kept = max(step, ttl_ms // step * step)
-            raise UsageError(
-                f"lock {self.text!r} expresses its TTL in multiples of {step} ms"
-                + (" (whole seconds)" if step == 1000 else "")
-                + f": --ttl-ms {ttl_ms} cannot be kept; use --ttl-ms {kept}"
-                + (f" or {kept + step}" if kept < ttl_ms else "")
-            )
+        lease to the TTL the run asked for, not to one the lock rounded it to."""
+        check_ttl_step(self.text, self.ttl_granularity_ms,
+                       ttl_ms)
 
 
 def resolve(text: str) -> LockSpec:
@@ -255,6 +256,25 @@ def bundled_info(name: str) -> LockInfo:
     return info
 
 
+def check_library(text: str, entry: LockInfo) -> None:
+    """``UsageError`` (one line) when lock ``text`` wraps a library of an optional dependency
+    group (``entry.extra``: the corpus) and that library is not installed at the version its
+    entry pins: the lock would fail in every client, or be judged on code its verdict was not
+    read from."""
+    if entry.extra is None:
+        return
+    try:
+        installed = metadata.version(entry.library)
+    except metadata.PackageNotFoundError:
+        found = "it is not installed"
+    else:
+        if installed == entry.version:
+            return
+        found = f"{installed} is installed"
+    raise UsageError(f"lock {text!r} wraps {entry.library} {entry.version}, but {found}: "
+                     f"pip install 'lockchaos[{entry.extra}]'")
+
+
 def check_client(obj: object, factory: str = "the lock factory") -> LockClient:
     """``obj`` if it is usable as a ``LockClient``; else ``UsageError`` naming what is missing."""
     missing = [m for m in ("acquire", "release") if not callable(getattr(obj, m, None))]
@@ -285,6 +305,8 @@ def _load(text: str) -> LockFactory:
     if not sep or not module_name or not attr:
         raise UsageError(f"unknown lock {text!r}: {_HINT}")
     module = _import(text, module_name)
+    if text in BUNDLED:
+        check_library(text, bundled_info(text))
     obj: object = module
     for part in attr.split("."):
         try:

@@ -15,7 +15,11 @@ ones, and everything they start is torn down after it:
 * ``lockchaos_nemesis`` — a seeded schedule of faults, played during a run;
 * ``lockchaos_clients`` — runs client processes of the lock against the topology (with the
   marker's faults, unless given a nemesis) and returns the run's ``WorkloadResult``;
-* ``lockchaos_checker`` — the pure checker on a run's history.
+* ``lockchaos_checker`` — the pure checker on a run's history;
+* ``lockchaos_audit`` — ``lockchaos audit`` of the lock within a budget, with the audit's own
+  choice of faults: the test fails with the audit's answer unless the lock passes.
+
+A failure shows lockchaos's explanation, not the plugin's frames (``__tracebackhide__``).
 
 It also registers lockchaos's Hypothesis profiles (``lockchaos-dev``, ``lockchaos-ci``) but
 loads none: a suite opts in with ``--hypothesis-profile lockchaos-ci`` (or
@@ -33,14 +37,19 @@ from typing import Any
 
 import msgspec
 import pytest
+from rich.text import Text
 
 from chaos import checker, topology
 from chaos.campaign import DEFAULTS, KNOBS, Campaign, choose_layout, open_topology
 from chaos.errors import UsageError
+from chaos.experiments.audit import AuditPlan, run_audit
 from chaos.explore.profiles import register_profiles
 from chaos.nemesis import ScheduledNemesis, generate, parse_faults
 from chaos.nemesis.fault import Heal
 from chaos.nemesis.link_faults import cut_client_links, toxic_on_client
+from chaos.report.audit_answer import REPLAY, answer
+from chaos.report.audit_page import AUDIT, AuditFile, load_audit
+from chaos.report.matrix import INDEX
 from chaos.workload import Nemesis, WorkloadResult, run_workload
 
 MARKER = "lockchaos"
@@ -48,7 +57,8 @@ MARKER_HELP = (
     "lockchaos(lock=None, faults='', topology='auto', nodes=None, capacity=None, "
     "faults_in_order=False): the lock under test (module:attr or a bundled name; overrides "
     "--lock), the faults its clients run under (in the order given: faults_in_order), the "
-    "topology's shape, and a semaphore's permits (overrides --lockchaos-capacity)"
+    "topology's shape, and a semaphore's permits (overrides --lockchaos-capacity); "
+    "lockchaos_audit audits the lock with the audit's own faults instead"
 )
 
 
@@ -290,6 +300,7 @@ class Checker:
         """The verdict, or an ``AssertionError`` explaining every violation at or above
         ``fail_on`` (and where the history is, for ``lockchaos check-history``) — or why the
         run was inconclusive: a test that exercised nothing must not pass, as in CI."""
+        __tracebackhide__ = True
         verdict = self(run)
         status = checker.exit_status(verdict, fail_on, allow_inconclusive=allow_inconclusive)
         if status:
@@ -302,6 +313,39 @@ class Checker:
                 + lines
             )
         return verdict
+
+
+AUDIT_BUDGET_S = 30.0  # a test's audit unless it says otherwise (`lockchaos audit --budget`)
+AuditRunner = Callable[..., AuditFile]
+
+
+@pytest.fixture
+def lockchaos_audit(lockchaos_campaign: Campaign, tmp_path: Path) -> AuditRunner:
+    """``lockchaos_audit(budget=30, faults="", fail_on="hard", seed=1)``: audit the lock as
+    ``lockchaos audit`` does — a warm-up that learns its commands, then every fault a lock
+    must survive (``faults``: instead of those; ``+name`` adds one) — into the test's
+    ``tmp_path``; fails the test with the audit's answer (``chaos.report.audit_answer``) unless
+    it exits 0, else returns ``audit.json``'s record."""
+    counter = itertools.count(1)
+
+    def run(
+        budget: float = AUDIT_BUDGET_S, *, faults: str = "", fail_on: str = DEFAULTS["fail_on"],
+        seed: int = DEFAULTS["seed"], full: bool = False, allow_inconclusive: bool = False,
+    ) -> AuditFile:
+        __tracebackhide__ = True
+        base = msgspec.structs.replace(lockchaos_campaign, faults=[], fail_on=fail_on,
+                                       seed=seed, allow_inconclusive=allow_inconclusive)
+        plan = AuditPlan(base, budget_s=budget, selection=faults, full=full)
+        with _as_test_failure():
+            result = run_audit(plan, tmp_path / f"audit-{next(counter)}")
+        record = load_audit(result.directory / AUDIT)
+        if record.exit_status:
+            lines = [Text.from_markup(line).plain for line in answer(record)]
+            pytest.fail("\n".join([*lines, f"  {REPLAY}{record.replay}",
+                                   f"  report: {result.directory / INDEX}"]), pytrace=False)
+        return record
+
+    return run
 
 
 def _history_path(run: WorkloadResult | Path) -> Path:

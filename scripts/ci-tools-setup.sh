@@ -12,8 +12,9 @@ BIN="$ROOT/.cache/bin"
 ACTIONLINT_VERSION="v1.7.12"
 # shellcheck source=unavailable.sh
 source "$ROOT/scripts/unavailable.sh"
+# shellcheck source=apt.sh
+source "$ROOT/scripts/apt.sh"  # setup.sh's other steps may be installing meanwhile
 say() { printf '[ci-tools] %s\n' "$*"; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 status=0
 
 if [ ! -x "$BIN/actionlint" ]; then
@@ -26,10 +27,7 @@ if [ ! -x "$BIN/actionlint" ]; then
 fi
 if ! command -v shellcheck >/dev/null; then
     say "apt-get install shellcheck"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        shellcheck >/dev/null 2>&1 \
-        || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y -qq --no-install-recommends shellcheck >/dev/null 2>&1; } \
+    apt_install "$ROOT/.cache/ci-tools-apt.log" shellcheck \
         || unavailable ci-tools "shellcheck is not installable here" \
             "the CI example's lint test will skip" || status=1
 fi

@@ -6,10 +6,18 @@
 #     dpkg-dev), Toxiproxy v2.12.0 as .cache/bin/toxiproxy-{server,cli}, and Redis 7.0.x built
 #     from Debian's source package with MALLOC=libc into .cache/redis/ (Debian's binary links
 #     jemalloc, which libfaketime cannot wrap)
+#   * .venv with `pip install -e .[dev]` (scripts/venv.sh)
+#   * the bundled Java, Go and Node lock drivers (scripts/drivers-setup.sh)
+#   * the docker provider's engine, Compose v2 and lockchaos's images (scripts/docker-setup.sh)
 #   * chromium (headless, to render reports in the tests; skipped where not installable)
-#   * .venv with `pip install -e .[dev]`
+#   * actionlint and shellcheck, which lint the CI examples (scripts/ci-tools-setup.sh)
 #
-# Each step checks for its result first, so a second run with everything present takes seconds.
+# Steps that do not need each other run at once, each mostly waiting on a registry, a mirror or
+# a compiler (two rounds: the local provider's programs then the engine, .venv and the
+# drivers; then Compose, the images, which need .venv, Toxiproxy and the drivers, chromium
+# and the CI linters); every line they print names its step. apt-get runs one step at a time
+# (scripts/apt.sh). Each step checks for its result first, so a second run with everything
+# present takes seconds.
 # Where a prerequisite of the docker, driver or browser tests cannot be set up, one line says
 # what and setup goes on (those tests skip, naming it). Under CI (CI set, e.g. CI=true) that
 # line goes to stderr and setup exits 1 once every step has run (scripts/unavailable.sh).
@@ -22,39 +30,67 @@ mkdir -p "$BIN"
 
 # shellcheck source=unavailable.sh
 source "$ROOT/scripts/unavailable.sh"
+# shellcheck source=apt.sh
+source "$ROOT/scripts/apt.sh"
 say() { printf '[setup] %s\n' "$*"; }
 status=0  # 1 once a step could not be set up under CI
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# --- apt packages, Toxiproxy, Redis (MALLOC=libc): the steps `lockchaos setup` runs --------
-bash "$ROOT/chaos/commands/setup.sh" "$CACHE"
+# The steps of a round, started at once: each one's pid, and what its failure means.
+round_pids=()
+round_hard=()
+UNAVAILABLE=3  # a HARD step's status when only a part of it that may fail did (under CI)
+start() {  # start HARD|SOFT COMMAND...: a HARD step's failure stops setup after the round
+    local hard="$1"
+    shift
+    "$@" &
+    round_pids+=("$!")
+    round_hard+=("$hard")
+}
+end_round() {  # wait for every step of the round; exit 1 after it if a HARD one failed
+    local i code failed=0
+    for i in "${!round_pids[@]}"; do
+        code=0
+        wait "${round_pids[$i]}" || code=$?
+        if [ "$code" -eq 0 ]; then continue; fi
+        if [ "${round_hard[$i]}" = HARD ] && [ "$code" -ne "$UNAVAILABLE" ]; then
+            failed=1
+        else
+            status=1
+        fi
+    done
+    round_pids=()
+    round_hard=()
+    [ "$failed" -eq 0 ] || exit 1  # the step said what failed
+}
 
-# --- chromium: renders report.html headless in the test suite (skipped where it is missing) -
-if ! command -v chromium >/dev/null; then
+programs_then_engine() {
+    # apt packages, Toxiproxy, Redis (MALLOC=libc): the steps `lockchaos setup` runs
+    bash "$ROOT/chaos/commands/setup.sh" "$CACHE" || return 1
+    bash "$ROOT/scripts/docker-setup.sh" engine || return "$UNAVAILABLE"  # its apt-get after theirs
+}
+
+install_chromium() {  # renders report.html in the tests (skipped where not installable)
+    command -v chromium >/dev/null && return 0
     say "apt-get install chromium"
-    as_root apt-get update -qq || true
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        chromium >/dev/null 2>&1 \
-        || unavailable setup "chromium is not installable here" \
-            "the report rendering test will skip" || status=1
-fi
+    apt_install "$CACHE/chromium-apt.log" chromium \
+        || unavailable setup "chromium is not installable here" "the report rendering test will skip"
+}
 
-# --- Python virtualenv --------------------------------------------------------------------
-VENV="$ROOT/.venv"
-STAMP="$VENV/.lockchaos-installed"
-if [ ! -x "$VENV/bin/python" ]; then
-    say "creating .venv"
-    python3 -m venv "$VENV"
+# --- round 1 ------------------------------------------------------------------------------
+start HARD programs_then_engine
+start HARD bash "$ROOT/scripts/venv.sh"
+start SOFT bash "$ROOT/scripts/drivers-setup.sh"
+end_round
+
+# --- round 2 ------------------------------------------------------------------------------
+if timeout 20 docker info >/dev/null 2>&1; then  # else the engine step said why
+    start SOFT bash "$ROOT/scripts/docker-setup.sh" compose
+    start SOFT bash "$ROOT/scripts/docker-setup.sh" images
 fi
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
-    say "pip install -e .[dev]"
-    "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-    "$VENV/bin/pip" install -q -e "$ROOT[dev]"
-    touch "$STAMP"
-fi
-bash "$ROOT/scripts/drivers-setup.sh" || status=1  # the Java, Go and Node lock drivers
-bash "$ROOT/scripts/docker-setup.sh" || status=1  # the docker provider's engine, Compose v2, images
-bash "$ROOT/scripts/ci-tools-setup.sh" || status=1  # actionlint + shellcheck (the CI examples)
+start SOFT install_chromium
+start SOFT bash "$ROOT/scripts/ci-tools-setup.sh"  # actionlint + shellcheck (the CI examples)
+end_round
+
 if [ "$status" -ne 0 ]; then
     printf '[setup] failed: some prerequisites could not be set up (see above)\n' >&2
     exit 1

@@ -72,7 +72,7 @@ def driver_gap(lock: str) -> str:
     return ""
 
 
-TOOLCHAINS = ("java", "javac", "mvn", "go", "node", "npm")  # what chaos/drivers/build.sh runs
+TOOLCHAINS = ("java", "javac", "mvn", "go", "node", "npm", "cargo")  # what drivers/build.sh runs
 
 
 def toolchain_gap() -> str:
@@ -81,7 +81,8 @@ def toolchain_gap() -> str:
     if not absent:
         return ""
     return (f"no {', '.join(absent)} on PATH: the bundled drivers cannot be built (a JDK 17 "
-            "and Maven, Go, Node.js and npm; scripts/setup.sh does not install them)")  # fmt: skip
+            "and Maven, Go, Node.js and npm, Rust's cargo; scripts/setup.sh does not install "
+            "them)")  # fmt: skip
 
 
 @cache

@@ -38,17 +38,23 @@ class FaultCoverage(msgspec.Struct, kw_only=True):
     active_s: float  # seconds on, summed over firings (open ones count to the history's end)
 
 
-def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
-    """Per fault name, in the order the faults first fired (call after ``seal``)."""
+def effective_ids(timeline: Timeline) -> set[str]:
+    """The ids of the firings that did something to the lock (see the module docstring; call
+    after ``seal``): what a replay holds each of its steps' faults to doing again."""
     if not timeline.faults:
-        return {}
+        return set()
     busy = _Busy(timeline)
     killed = {fault_id for fault_id, process, t in timeline.kills if busy.held(process, t, t)}
     effective = {fault.id for fault in timeline.faults
                  if fault.id in timeline.fault_effects or fault.id in killed}
     undecided = [fault for fault in timeline.faults
                  if fault.id not in effective and not fault.reported]
-    effective |= {fault.id for fault in busy.met(undecided)}
+    return effective | {fault.id for fault in busy.met(undecided)}
+
+
+def coverage(timeline: Timeline) -> dict[str, FaultCoverage]:
+    """Per fault name, in the order the faults first fired (call after ``seal``)."""
+    effective = effective_ids(timeline)
     result: dict[str, FaultCoverage] = {}
     for fault in timeline.faults:
         entry = result.setdefault(fault.name, FaultCoverage(fired=0, effective=0, active_s=0.0))

@@ -141,12 +141,13 @@ def _faults_that_missed(timeline: Timeline, covered: dict[str, FaultCoverage]) -
                            "--duration gives every fault of the schedule its chance)")
         elif not entry.effective:
             first = next(fault for fault in timeline.faults if fault.name == name)
-            reasons.append(_no_effect(first, entry.fired, timeline))
+            reasons.append(no_effect(first, entry.fired, timeline))
     return reasons
 
 
-def _no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
-    """Why ``fault`` (its first firing) did nothing, in the terms of its evidence."""
+def no_effect(fault: FaultSpan, fired: int, timeline: Timeline) -> str:
+    """Why ``fault`` (its first firing of ``fired``) did nothing, in the terms of its
+    evidence, and what would reach the lock."""
     times = "once" if fired == 1 else f"{fired} times"
     params = fault.params if isinstance(fault.params, dict) else {}
     command = params.get("command")

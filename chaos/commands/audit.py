@@ -3,9 +3,11 @@
 A warm-up that learns the lock's commands and capabilities, campaigns of every fault a lock
 must survive (alone — before each command learned —, extending, nested, in pairs), then
 ``explore``, within ``--budget`` seconds; one verdict, one page linking every run, one
-junit.xml. Exit
-status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation, 2 bad input, 3
-inconclusive (the audit did not exercise the lock, or did not test all it planned).
+junit.xml. Its terminal summary leads with the answer (``chaos.report.audit_answer``):
+passes, fails or did not test, the worst verdict and what it means, and the command that
+runs it again. Exit status as ``run``: 0 nothing at or above ``--fail-on``, 1 a violation,
+2 bad input, 3 inconclusive (the audit did not exercise the lock, or did not test all it
+planned).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from chaos.campaign import DEFAULTS, Campaign
-from chaos.checker.verdict import INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.experiments.audit import (
     AUDIT_OPTIONS,
@@ -29,8 +32,10 @@ from chaos.experiments.audit import (
     run_audit,
 )
 from chaos.explore.explorer import EXPLORE_TTL_MS
+from chaos.report.audit_answer import REPLAY, answer
 from chaos.report.audit_page import (
     AUDIT,
+    AuditFile,
     declared_line,
     exercised_line,
     load_audit,
@@ -38,9 +43,12 @@ from chaos.report.audit_page import (
     surface_line,
 )
 from chaos.report.matrix import INDEX
-from chaos.report.style import LOOKS, marked, reasons_label
-from chaos.report.summary import coverage_line
+from chaos.report.style import marked
+from chaos.report.summary import INDENT, coverage_line
+from chaos.report.terminal import command, say, terminal
 from chaos.signals import sigterm_unwinds
+
+SHOWN_RUNS = 5  # the worst runs whose findings the summary lists (the answer has the first)
 
 
 # Unset (None), the audit chooses per phase (``DEPLOYMENT``); given, the value every phase runs.
@@ -67,7 +75,8 @@ def audit(
     **knobs: Any,
 ) -> None:
     """Audit LOCK against every fault it must survive within BUDGET seconds; exit 0 when
-    nothing at or above --fail-on was found, 1 when something was, 2 on bad input."""
+    nothing at or above --fail-on was found, 1 when something was, 2 on bad input, 3 when it
+    did not test the lock, or not all it planned (--allow-inconclusive makes it 0)."""
     told = frozenset(name for name in DEPLOYMENT if knobs[name] is not None)
     base = Campaign.from_options(**{name: value for name, value in knobs.items()
                                     if name in told or name not in DEPLOYMENT})
@@ -81,28 +90,36 @@ def audit(
         print(json.dumps({**json.loads((result.directory / AUDIT).read_text()),
                           "audit_dir": str(result.directory)}))
     else:
-        console = Console(highlight=False)
-        console.print(f"audit: {marked(record.verdict)} — {record.lock}, "
-                      f"{len(record.runs)} runs and {record.examples} programs in "
-                      f"{record.wall_s:.0f} s; {result.directory}")
-        console.print(f"  tested: {', '.join(record.tested)}")
-        console.print(f"  assumed away: {', '.join(record.assumed_away) or 'nothing'}")
-        console.print(f"  surface: {surface_line(record)}")
-        if record.declared is not None:
-            console.print(f"  has: {declared_line(record.declared)}")
-        console.print(f"  exercised: {exercised_line(record.exercised)}")
-        console.print("  coverage: " + "; ".join(
-            coverage_line(name, entry) for name, entry in record.coverage.items()))
-        said = reasons_label(record.verdict)
-        for reason in record.inconclusive_reasons:
-            console.print(f"  [{LOOKS[INCONCLUSIVE].terminal}]{said}[/]: {reason}")
-        if record.first_hard_s is not None:
-            console.print(f"  first hard violation {record.first_hard_s:.1f} s into the audit")
-        if (why := overran(record)) is not None:
-            console.print(f"  over budget: {why}")
-        for run in record.runs[:5]:
-            if run.verdict != "ok":
-                console.print(f"  • {marked(run.verdict)} "
-                              f"{run.name}: {run.explanation or ''}")
-        print((result.directory / INDEX).resolve())
+        print_audit(record, result.directory)
     raise typer.Exit(record.exit_status)
+
+
+def print_audit(record: AuditFile, directory: Path) -> None:
+    """The answer first (``chaos.report.audit_answer``) and the command that runs the audit
+    again, then what was tested and learned, the other runs' findings, and last the path of
+    its index.html."""
+    console = terminal()
+    for line in answer(record):
+        say(console, line, INDENT * 2)
+    command(console, INDENT + REPLAY, record.replay)
+    details = [
+        f"runs: {directory}",
+        f"tested: {', '.join(record.tested)}",
+        f"assumed away: {', '.join(record.assumed_away) or 'nothing'}",
+        f"surface: {surface_line(record)}",
+        *([f"has: {declared_line(record.declared)}"] if record.declared is not None else []),
+        f"exercised: {exercised_line(record.exercised)}",
+        "coverage: " + "; ".join(coverage_line(name, entry)
+                                 for name, entry in record.coverage.items()),
+    ]
+    if record.first_hard_s is not None:
+        details.append(f"first hard violation {record.first_hard_s:.1f} s into the audit")
+    if (why := overran(record)) is not None:
+        details.append(f"over budget: {why}")
+    for line in details:
+        say(console, Text(INDENT + line), INDENT * 2)
+    for run in record.runs[1:SHOWN_RUNS]:
+        if run.verdict != "ok":
+            say(console, f"{INDENT}• {marked(run.verdict)} {escape(run.name)}: "
+                         f"{escape(run.explanation or '')}", INDENT * 2)
+    print((directory / INDEX).resolve())

@@ -2,8 +2,10 @@
 
 Shows live progress, prints the lock × fault table, and writes ``index.html``, ``matrix.json``
 and ``junit.xml`` in a new directory under ``--out`` (each cell's run directory under
-``runs/``). Exit status 0 when the comparison ran (broken locks are its findings, not
-errors), 2 on bad input.
+``runs/``). Exit status as ``run``'s, over the cells (``chaos.report.matrix.exit_status``): 1
+a cell found a hard violation, 3 none did but a cell did not test all it asked for (it says
+why, in the table, the page, matrix.json and junit.xml), 0 otherwise, 2 on bad input. The
+demo runs the same way and exits 0: its cells are claims, checked on its page.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,15 +24,24 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
+from chaos.checker.verdict import INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.errors import UsageError
 from chaos.experiments.compare import CellPlan, plan_matrix, run_matrix
 from chaos.experiments.jobs import run_in_jobs
 from chaos.experiments.shard import parse_shard, take_shard
-from chaos.report.matrix import INDEX, CellEntry, MatrixFile, Page, write_compare_reports
-from chaos.report.style import marked
+from chaos.report.matrix import (
+    INDEX,
+    CellEntry,
+    MatrixFile,
+    Page,
+    exit_status,
+    write_compare_reports,
+)
+from chaos.report.style import LOOKS, marked
+from chaos.report.summary import INDENT
+from chaos.report.terminal import print_table, say, terminal
 from chaos.signals import sigterm_unwinds
 from chaos.topology.images import SERVERS
 
@@ -50,7 +62,10 @@ def jobs_option(default: int) -> int:
 
 
 @campaign_options("duration_s", "provider", "provider_config", "server", "capacity",
+                  "allow_inconclusive",
                   duration_s=As(default=10.0, help="seconds per run at most"),
+                  allow_inconclusive=As(help="exit 0, not 3, when a cell did not test all it "
+                                             "asked for"),
                   capacity=As(help="permits of each semaphore among --locks (the other locks "
                                    "keep theirs; a row says a capacity not its lock's own)"))
 def compare(
@@ -77,9 +92,12 @@ def compare(
     provider_config: Path | None,
     server: str | None,
     capacity: int | None,
+    allow_inconclusive: bool,
 ) -> None:
     """Run every lock against every fault column on fresh topologies; print the matrix and
-    write index.html + matrix.json."""
+    write index.html + matrix.json + junit.xml; exit 0 when no cell found a hard violation
+    and each tested all it asked for, 1 when a cell found one, 2 on bad input, 3 when a cell
+    did not test all it asked for (it says why)."""
     if server is not None and servers is not None:
         raise UsageError("give --server NAME or --servers a,b,c, not both")
     chosen: list[str | None] = [server]
@@ -91,13 +109,15 @@ def compare(
         locks.split(","), columns.split(","), duration_s, "hard" if stop_on_first else None,
         provider=provider, provider_config=provider_config, servers=chosen, capacity=capacity,
     )
-    run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard, jobs=jobs)
+    matrix = run_and_show(plans, seeds=seeds, out=out, title="lockchaos compare", shard=shard,
+                          jobs=jobs)
+    raise typer.Exit(exit_status(matrix, allow_inconclusive=allow_inconclusive))
 
 
 def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str,
-                 shard: str | None = None, page: Page = "matrix", jobs: int = 1) -> Path:
+                 shard: str | None = None, page: Page = "matrix", jobs: int = 1) -> MatrixFile:
     """Run ``plans`` (shard K/N of them, if asked; ``jobs`` cells at once) with live progress,
-    print the table and the path of the index (last line), which shows ``page``."""
+    print the table and the path of the index (last line), which shows ``page``; the matrix."""
     chosen = parse_shard(shard)
     if jobs != 1 and chosen is not None:
         raise UsageError("give --shard K/N (one shard here) or --jobs N (every shard here), "
@@ -115,7 +135,7 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
 
         def on_cell(cell: CellEntry) -> None:
             progress.advance(task, seeds)
-            progress.console.print(_line(cell), highlight=False)
+            say(progress.console, _line(cell), INDENT * 3)
 
         if jobs == 1:
             directory, matrix = run_matrix(
@@ -127,19 +147,18 @@ def run_and_show(plans: Sequence[CellPlan], *, seeds: int, out: Path, title: str
             directory, matrix = run_in_jobs(plans, jobs=jobs, seeds=seeds, out=out,
                                             title=title, page=page, on_cell=on_cell)
             write_compare_reports(directory, matrix)
-    console = Console()
-    console.print(_table(matrix))
-    console.print(f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "
-                  f"junit.xml in {directory}", highlight=False)
-    index = (directory / INDEX).resolve()
-    print(index)
-    return index
+    console = terminal()
+    _print_table(console, matrix)
+    say(console, f"{len(matrix.cells)} cells in {matrix.wall_s:.0f} s; runs, matrix.json and "
+                 f"junit.xml in {directory}")
+    print((directory / INDEX).resolve())
+    return matrix
 
 
 def _line(cell: CellEntry) -> str:
     if cell.status != "done":
-        return f"  [dim]n/a[/]  {cell.name}: {cell.reason}"
-    return f"  {_verdict(cell, 8)}  {cell.name}{_facts(cell, ', ')}"
+        return f"  [dim]n/a[/]  {escape(cell.name)}: {escape(cell.reason or '')}"
+    return f"  {_verdict(cell, 8)}  {escape(cell.name)}{_facts(cell, ', ')}"
 
 
 def _facts(cell: CellEntry, sep: str) -> str:
@@ -149,7 +168,10 @@ def _facts(cell: CellEntry, sep: str) -> str:
     if cell.lost_writes:
         facts.append(f"lost writes {cell.lost_writes}")
     if cell.expected:
-        facts.append(f"{_claim_mark(cell)} claim: {cell.expected.claim}")
+        facts.append(f"{_claim_mark(cell)} claim: {escape(cell.expected.claim)}")
+    if cell.untested:
+        facts.append(f"[{LOOKS[INCONCLUSIVE].terminal}]{cell.untested_label}[/]: "
+                     f"{escape(cell.untested)}")
     return sep + sep.join(facts)
 
 
@@ -164,38 +186,42 @@ def _verdict(cell: CellEntry, width: int = 0) -> str:
     return marked(cell.verdict, width)
 
 
-def _table(matrix: MatrixFile) -> Table:
-    """The lock × fault grid, or one row per cell when there are too many columns."""
+def _print_table(console: Console, matrix: MatrixFile) -> None:
+    """The lock × fault grid, or one row per cell when there are too many columns (each a
+    table when it fits the console whole, else blocks: ``print_table``)."""
     cells, columns = matrix.cells, matrix.columns
+    title = f"{matrix.title}: lock × fault"
     if len(columns) <= GRID_COLUMNS:
-        table = Table(title=f"{matrix.title}: lock × fault", show_lines=True)
-        table.add_column("lock", style="bold")
-        for col in columns:
-            table.add_column(col.label, overflow="fold")
         grid = {(c.lock, c.faults): c for c in cells}
+        rows = []
         for lock in matrix.locks:
-            row = []
+            row = {"lock": f"[bold]{escape(lock)}[/]"}
             for col in columns:
                 cell = grid.get((lock, col.faults))
                 if cell is None:
-                    row.append("[dim]·[/]")
+                    row[col.faults] = "[dim]·[/]"
                 elif cell.status != "done":
-                    row.append(f"[dim]n/a: {cell.reason}[/]")
+                    row[col.faults] = f"[dim]n/a: {escape(cell.reason or '')}[/]"
                 else:
-                    row.append(_verdict(cell) + _facts(cell, "\n"))
-            table.add_row(lock, *row)
-        return table
-    table = Table(title=f"{matrix.title}: lock × fault", caption="claim: ✓ as the truth "
-                  "table says, ✗ not (chaos/experiments/truth_table.py)")
-    table.add_column("lock × faults", overflow="fold")
-    for column in ("verdict", "hard", "soft", "lost", "1st hard", "claim"):
-        table.add_column(column, no_wrap=True, justify="left" if column == "verdict" else "right")
+                    row[col.faults] = _verdict(cell) + _facts(cell, "\n")
+            rows.append(row)
+        print_table(console, title, {"lock": "lock", **{escape(col.label): col.faults
+                                                        for col in columns}}, rows)
+        return
+    rows = []
     for cell in cells:
-        name = f"[bold]{cell.lock}[/] × {cell.label}"
+        name = f"[bold]{escape(cell.lock)}[/] × {escape(cell.label)}"
         if cell.status != "done":
-            table.add_row(f"{name}\n[dim]{cell.reason}[/]", _verdict(cell))
+            rows.append({"name": f"{name}\n[dim]{escape(cell.reason or '')}[/]",
+                         "verdict": _verdict(cell)})
             continue
-        first = f"{cell.first_hard_s:.2f} s" if cell.first_hard_s is not None else ""
-        table.add_row(name, _verdict(cell), str(cell.hard), str(cell.soft),
-                      str(cell.lost_writes or ""), first, _claim_mark(cell))
-    return table
+        if cell.untested:
+            name += f"\n[dim]{cell.untested_label}: {escape(cell.untested)}[/]"
+        rows.append({"name": name, "verdict": _verdict(cell), "hard": str(cell.hard),
+                     "soft": str(cell.soft), "lost": str(cell.lost_writes or ""),
+                     "1st hard": f"{cell.first_hard_s:.2f} s" if cell.first_hard_s is not None
+                     else "", "claim": _claim_mark(cell)})
+    headings = ("verdict", "hard", "soft", "lost", "1st hard", "claim")
+    print_table(console, title, {"lock × faults": "name", **{h: h for h in headings}},
+                [{h: "" for h in headings} | row for row in rows])
+    say(console, "claim: ✓ as the truth table says, ✗ not (chaos/experiments/truth_table.py)")

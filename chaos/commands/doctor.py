@@ -16,12 +16,11 @@ import subprocess
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from chaos.drivers.catalog import BUNDLED_DRIVERS
 from chaos.drivers.languages import LANGUAGES
 from chaos.nemesis import FAULTS
+from chaos.report.terminal import print_table, say, terminal
 from chaos.topology import binaries
 from chaos.topology.base import ABILITIES, CLOCK, PERSISTENCE
 from chaos.topology.docker import DockerTopology, compose_images
@@ -188,71 +187,68 @@ def doctor(json_output: bool = typer.Option(False, "--json", help="print JSON on
 
 
 def print_report(report: dict[str, Any]) -> None:
-    console = Console(highlight=False)
+    console = terminal()
     searched = ", ".join(
         f"{c['path']} ({c['source']}{'' if c['exists'] else ', empty'})" for c in report["caches"]
     )
-    console.print(f"caches searched: {searched}, then PATH")
-    table = Table(title="programs")
-    for column in ("program", "found at", "from", "version"):
-        table.add_column(column, overflow="fold")
+    say(console, f"caches searched: {searched}, then PATH")
+    programs = []
     for program, entry in report["programs"].items():
         if entry is None:
-            table.add_row(program, "[red]missing[/red]", "", "")
+            programs.append(_row(program, "[red]missing[/red]"))
             continue
         version = entry["version"]
         if program.startswith("redis-"):
             build = "MALLOC=libc" if entry["libc_build"] else f"malloc={entry['malloc']}"
             version = f"{version.split(' sha=')[0]} ({build})"
-        table.add_row(program, entry["path"], entry["source"], version)
-    table.add_row("libfaketime", report["libfaketime"] or "[red]missing[/red]", "", "")
+        programs.append(_row(program, entry["path"], entry["source"], version))
+    programs.append(_row("libfaketime", report["libfaketime"] or "[red]missing[/red]"))
     docker = report["docker"]
-    table.add_row("docker engine", docker["engine"] or "not answering", "", "(docker provider)")
-    table.add_row("docker compose", docker["compose"] or "not found", "", "(docker provider)")
+    provider = "(docker provider)"
+    programs.append(_row("docker engine", docker["engine"] or "not answering", "", provider))
+    programs.append(_row("docker compose", docker["compose"] or "not found", "", provider))
     for image, here in docker["images"].items():
-        table.add_row(image, "present" if here else "[red]missing[/red]", "", "(docker provider)")
-    console.print(table)
-
-    built = Table(title="bundled drivers (--lock)")
-    for column in ("driver", "locks", "built at"):
-        built.add_column(column, overflow="fold")
-    for name, entry in report["drivers"].items():
-        path = entry["path"] or "[red]not built[/red]"
-        built.add_row(f"{name} ({entry['language']})", ", ".join(entry["locks"]), path)
-    console.print(built)
-
-    kit_table = Table(title="driver kits (lockchaos driver new --lang)")
-    for column in ("kit", "skeletons (--client)", "built at"):
-        kit_table.add_column(column, overflow="fold")
-    for name, entry in report["kits"].items():
-        where = entry["path"] or (
-            f"[red]no {', '.join(entry['tools_missing'])}[/red]" if entry["tools_missing"]
-            else "[red]not built[/red]")
-        kit_table.add_row(name, ", ".join(entry["skeletons"]) or "none", where)
-    console.print(kit_table)
-
-    faults = Table(title="faults possible here (--provider)")
+        programs.append(_row(image, "present" if here else "[red]missing[/red]", "", provider))
+    print_table(console, "programs", {"program": "program", "found at": "at", "from": "from",
+                                      "version": "version"}, programs)
+    print_table(console, "bundled drivers (--lock)",
+                {"driver": "driver", "locks": "locks", "built at": "at"},
+                [{"driver": f"{name} ({entry['language']})", "locks": ", ".join(entry["locks"]),
+                  "at": entry["path"] or "[red]not built[/red]"}
+                 for name, entry in report["drivers"].items()])
+    print_table(console, "driver kits (lockchaos driver new --lang)",
+                {"kit": "kit", "skeletons (--client)": "skeletons", "built at": "at"},
+                [{"kit": name, "skeletons": ", ".join(entry["skeletons"]) or "none",
+                  "at": entry["path"] or (
+                      f"[red]no {', '.join(entry['tools_missing'])}[/red]"
+                      if entry["tools_missing"] else "[red]not built[/red]")}
+                 for name, entry in report["kits"].items()])
     reasons = any(entry["local_unavailable"] for entry in report["faults"].values())
-    for column in ("fault", "providers", *(["why not local"] if reasons else [])):
-        faults.add_column(column, overflow="fold")
-    for name, entry in report["faults"].items():
-        providers = ", ".join(entry["providers"]) or "none"
-        faults.add_row(name, providers, *([entry["local_unavailable"]] if reasons else []))
-    console.print(faults)
+    print_table(console, "faults possible here (--provider)",
+                {"fault": "fault", "providers": "providers",
+                 **({"why not local": "why"} if reasons else {})},
+                [{"fault": name, "providers": ", ".join(entry["providers"]) or "none",
+                  "why": entry["local_unavailable"] or ""}
+                 for name, entry in report["faults"].items()])
     if report["missing"]:
-        console.print(f"missing: {', '.join(report['missing'])}: {report['fix']}")
+        say(console, f"missing: {', '.join(report['missing'])}: {report['fix']}")
     elif not report["clock_faults"]:
         clock = sorted(n for n, e in report["faults"].items() if "local" not in e["providers"])
-        console.print(
+        say(
+            console,
             f"every run works except {', '.join(clock)}: {report['clock_problem']} — "
-            f"{report['fix']} for the MALLOC=libc build"
+            f"{report['fix']} for the MALLOC=libc build",
         )
     else:
-        console.print("ready: every fault can run on the local provider")
+        say(console, "ready: every fault can run on the local provider")
     if docker["problem"]:
-        console.print(f"docker provider: not usable: {docker['problem']}: {docker['fix']}")
+        say(console, f"docker provider: not usable: {docker['problem']}: {docker['fix']}")
     unbuilt = [name for name, entry in report["drivers"].items() if entry["path"] is None]
     unbuilt += [f"the {name} kit" for name, entry in report["kits"].items()
                 if entry["path"] is None and not entry["tools_missing"]]
     if unbuilt:
-        console.print(f"drivers not built: {', '.join(unbuilt)}: {report['drivers_fix']}")
+        say(console, f"drivers not built: {', '.join(unbuilt)}: {report['drivers_fix']}")
+
+
+def _row(program: str, at: str, source: str = "", version: str = "") -> dict[str, str]:
+    return {"program": program, "at": at, "from": source, "version": version}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import typer
 
+from chaos.commands.help import Command
 from chaos.drivers.languages import EXEC_TEMPLATE, LANGUAGES, Language, fill, placeholders
 from chaos.errors import UsageError
 from chaos.topology.binaries import setup_hint
@@ -29,11 +30,12 @@ from chaos.topology.binaries import setup_hint
 app = typer.Typer(
     help="Drivers for locks in other languages (docs/driver-protocol.md).",
     no_args_is_help=True,
+    rich_markup_mode=None,  # its --help as every command's (chaos.commands.help)
 )
 BUILD_TIMEOUT_S = 900  # a first Maven or cargo build downloads its dependencies
 
 
-@app.command("new")
+@app.command("new", cls=Command)
 def new(
     directory: Path = typer.Argument(..., help="where to write it (new, or empty)"),
     lang: str = typer.Option(..., "--lang", help=f"one of {', '.join(LANGUAGES)}"),
@@ -105,15 +107,24 @@ def _copy(skeleton: Path, directory: Path, language: Language, values: dict[str,
 
 
 def _build(directory: Path) -> None:
-    """Run ``DIR/build.sh`` in ``DIR``, its output on stderr; exit 1 if it fails."""
+    """Run ``DIR/build.sh`` in ``DIR``, its output on stderr (as it comes when stderr is a
+    file; after it, when a caller captured stderr); exit 1 if it fails or outlasts
+    ``BUILD_TIMEOUT_S``."""
     sys.stdout.flush()
     try:
-        done = subprocess.run(["bash", "build.sh"], cwd=directory, stdout=sys.stderr,
-                              timeout=BUILD_TIMEOUT_S, check=False)
+        sink: int | None = sys.stderr.fileno()  # the build's output streams as it comes
+    except (AttributeError, ValueError, OSError):  # a stderr that is no file (a test's capture)
+        sink = None
+    try:
+        done = subprocess.run(["bash", "build.sh"], cwd=directory, timeout=BUILD_TIMEOUT_S,
+                              check=False, text=True, stderr=subprocess.STDOUT,
+                              stdout=subprocess.PIPE if sink is None else sink)
     except subprocess.TimeoutExpired:
         print(f"lockchaos: {directory}/build.sh took more than {BUILD_TIMEOUT_S} s",
               file=sys.stderr)
         raise typer.Exit(1) from None
+    if sink is None:
+        sys.stderr.write(done.stdout)
     if done.returncode != 0:
         print(f"lockchaos: {directory}/build.sh failed (exit status {done.returncode}): see "
               "its output above", file=sys.stderr)

@@ -12,10 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from chaos.campaign import Campaign
+from chaos.checker.verdict import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, INCONCLUSIVE
 from chaos.commands.campaign_options import As, campaign_options
 from chaos.explore.explorer import EXPLORE_TTL_MS, ExploreResult, explore
 from chaos.explore.rundir import REPLAY
 from chaos.report.style import LOOKS, marked
+from chaos.report.summary import INDENT
+from chaos.report.terminal import command, say, terminal
 from chaos.signals import sigterm_unwinds
 
 
@@ -35,7 +38,8 @@ def explore_command(
     **knobs: Any,
 ) -> None:
     """Search for the smallest step program that breaks LOCK; exit 0 none found, 1 found,
-    2 bad input."""
+    2 bad input, 3 inconclusive: no program exercised the lock (fewer than 2 lock cycles in
+    all, e.g. every acquire raised)."""
     campaign = Campaign.from_options(**knobs)
     status = f"exploring {campaign.lock} ({max_examples} programs of up to {steps} steps)…"
     with sigterm_unwinds(), Console(stderr=True).status(status):
@@ -44,7 +48,14 @@ def explore_command(
         print(json.dumps(to_json(result)))
     else:
         print_result(result)
-    raise typer.Exit(1 if result.failed else 0)
+    raise typer.Exit(exit_status(result))
+
+
+def exit_status(result: ExploreResult) -> int:
+    """1 a program broke the lock, 3 none exercised it, else 0 (as ``run``'s)."""
+    if result.failed:
+        return EXIT_VIOLATION
+    return EXIT_INCONCLUSIVE if result.inconclusive else EXIT_OK
 
 
 def to_json(result: ExploreResult) -> dict[str, object]:
@@ -53,6 +64,7 @@ def to_json(result: ExploreResult) -> dict[str, object]:
         "lock": result.campaign.lock,
         "fail_on": result.campaign.fail_on,
         "failed": result.failed,
+        "inconclusive": result.inconclusive_reason() if result.inconclusive else None,
         **result.summary(),
         "program": found.program.numbered(found.outcomes) if found else None,
         "verdict": found.verdict.to_dict() if found else None,
@@ -62,30 +74,28 @@ def to_json(result: ExploreResult) -> dict[str, object]:
 
 
 def print_result(result: ExploreResult) -> None:
-    console = Console(highlight=False)
+    console = terminal()
     campaign, found = result.campaign, result.failure
+    ran = f"{result.examples} programs ({result.elapsed_s:.1f} s)"
     if found is None:
-        console.print(
-            f"explore {campaign.lock}: [{LOOKS['ok'].terminal}]no violation at or above "
-            f"{campaign.fail_on}[/] "
-            f"in {result.examples} programs ({result.elapsed_s:.1f} s)"
-        )
+        if result.inconclusive:
+            say(console, f"explore {campaign.lock}: {marked(INCONCLUSIVE)} — did not test the "
+                         f"lock: {escape(result.inconclusive_reason())}", INDENT)
+            return
+        say(console, f"explore {campaign.lock}: [{LOOKS['ok'].terminal}]no violation at or "
+                     f"above {campaign.fail_on}[/] in {ran}", INDENT)
         return
     verdict = found.verdict
-    console.print(
-        f"explore {campaign.lock}: {marked(verdict.verdict)} — found after "
-        f"{result.time_to_find_s:.1f} s, shrunk to {len(found.program.steps)} steps "
-        f"({result.examples} programs, {result.elapsed_s:.1f} s)"
-    )
+    say(console, f"explore {campaign.lock}: {marked(verdict.verdict)} — found after "
+                 f"{result.time_to_find_s:.1f} s, shrunk to {len(found.program.steps)} steps "
+                 f"({ran})", INDENT)
     for line in found.program.numbered(found.outcomes):
-        console.print(f"  {escape(line)}")
+        say(console, f"{INDENT}{escape(line)}", INDENT * 3)
     for line in verdict.explanations[:3]:
-        console.print(f"  • {escape(line)}")
+        say(console, f"{INDENT}• {escape(line)}", INDENT * 2)
     if result.flaky:
-        console.print(
-            "  [yellow]note:[/] the shrunk program did not fail when Hypothesis replayed it; "
-            "this is the shortest program that did"
-        )
+        say(console, f"{INDENT}[yellow]note:[/] the shrunk program did not fail when "
+                     "Hypothesis replayed it; this is the shortest program that did", INDENT * 2)
     if result.run_dir is not None:
-        console.print(f"run dir: {result.run_dir}")
-        console.print(f"replay:  pytest {result.run_dir / REPLAY}")
+        command(console, "run dir: ", str(result.run_dir))
+        command(console, "replay:  ", f"pytest {result.run_dir / REPLAY}")

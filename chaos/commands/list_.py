@@ -1,6 +1,7 @@
 """``lockchaos list``: every bundled lock and fault with its one-line description, what each lock
-grants (a mutex, a semaphore's permits, a read-write lock's modes), the parameters each
-fault takes with their defaults, and the checker's rules (``--rules``: those alone)."""
+is made with (language, library, version) and grants (a mutex, a semaphore's permits, a
+read-write lock's modes), the parameters each fault takes with their defaults, and the
+checker's rules (``--rules``: those alone)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from rich.markup import escape
 
 from chaos import lockspec
 from chaos.checker.rules import RULES
 from chaos.locks.contract import SHARED, LockInfo
 from chaos.nemesis import FAULTS
 from chaos.nemesis.fault import Fault
+from chaos.report.terminal import print_table, terminal
 
 # Workload options a seed's claim needs (a lock or a fault cannot express them): the option,
 # what it does, the seed it comes from. ``run`` takes them; truth-table cells set them.
@@ -31,12 +31,6 @@ SEED_OPTIONS = (
      "001 / 002"),
 )
 
-
-# A section whose columns would be narrower than this (``lockchaos list`` in an 80-column CI
-# log: five columns of 16 characters folded a lock's flaw into 30 lines) is printed as one
-# block per entry instead: its first column as a heading, the others indented under it.
-MIN_COLUMN_WIDTH = 20
-INDENT = 2  # a block's lines, under its heading
 
 # How many occurrences ``defaults`` draws to see a fault's default parameters, at two TTLs.
 DRAWS = 2000
@@ -108,6 +102,12 @@ def grants(info: LockInfo) -> str:
     return ", ".join(words)
 
 
+def made_with(info: LockInfo) -> str:
+    """What ``info``'s lock is made with, in a few words: ``sherlock 0.4.1 (python)``; a
+    hand-written lock names the client it is written on (``redis-py 5.3.1 (python)``)."""
+    return " ".join(part for part in (info.library, info.version, f"({info.language})") if part)
+
+
 def catalog() -> dict[str, Any]:
     return {
         "locks": [
@@ -122,6 +122,10 @@ def catalog() -> dict[str, Any]:
                 "modes": list(info.modes),
                 "fair": info.fair,
                 "max_permits": info.max_permits,
+                "language": info.language,
+                "library": info.library,
+                "version": info.version,
+                "made_with": made_with(info),
             }
             for info in lockspec.catalog()
         ],
@@ -149,20 +153,26 @@ def rules() -> list[dict[str, Any]]:
 
 def list_(
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    locks: bool = typer.Option(False, "--locks", help="only the locks"),
+    faults: bool = typer.Option(False, "--faults", help="only the faults and their parameters"),
     rules_only: bool = typer.Option(False, "--rules",
                                     help="only the checker's rules (what a verdict looks for)"),
 ) -> None:
     """Show every bundled lock and fault with its one-line description, each fault's
-    parameters with their defaults, and the checker's rules."""
-    data: dict[str, Any] = {"rules": rules()} if rules_only else catalog()
+    parameters with their defaults, and the checker's rules (--locks, --faults, --rules: only
+    those)."""
+    asked = {key for key, given in (("locks", locks), ("faults", faults), ("rules", rules_only))
+             if given}
+    data: dict[str, Any] = {"rules": rules()} if asked == {"rules"} else catalog()
+    shown = asked or set(data)
     if json_output:
-        print(json.dumps(data, indent=2))
+        print(json.dumps({key: value for key, value in data.items() if key in shown}, indent=2))
         return
-    console = Console()
+    console = terminal()
     sections = (
         ("locks (--lock NAME, or module:attr for your own; a semaphore's permits: --capacity N)",
-         "locks", {"name": "name", "grants": "grants", "what it does": "summary",
-                   "seed": "seed", "known flaw": "flaw"}),
+         "locks", {"name": "name", "made with": "made_with", "grants": "grants",
+                   "what it does": "summary", "seed": "seed", "known flaw": "flaw"}),
         ("faults (--faults a,b or a:key=value)", "faults",
          {"name": "name", "what it does": "summary", "needs": "topology"}),
         ("fault parameters (--faults name:key=value; unset ones take the default)", "parameters",
@@ -179,36 +189,10 @@ def list_(
         ]
     data["rules"] = [{**rule, "kinds": ", ".join(rule["kinds"])} for rule in data["rules"]]
     for title, key, columns in sections:
-        if key not in data:
-            continue
-        if console.width < MIN_COLUMN_WIDTH * len(columns):
-            _print_blocks(console, title, data[key], columns)
-            continue
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for entry in data[key]:
-            table.add_row(*(entry[field] for field in columns.values()))
-        console.print(table)
+        if key in shown or (key == "parameters" and "faults" in shown):
+            print_table(console, title, columns, [_escaped(entry) for entry in data[key]])
 
 
-def _print_blocks(console: Console, title: str, entries: list[dict[str, Any]],
-                  columns: dict[str, str]) -> None:
-    """A section too wide for the console: per entry, its first column as a heading and each
-    other one as an indented ``column: value`` line (wrapped under itself)."""
-    _print_wrapped(console, Text(title, style="italic"))
-    first, *others = columns.items()
-    for entry in entries:
-        _print_wrapped(console, Text(str(entry[first[1]]), style="bold"))
-        for label, field in others:
-            line = Text.assemble((f"{label}: ", "dim"), str(entry[field]))
-            _print_wrapped(console, line, INDENT)
-    console.print()
-
-
-def _print_wrapped(console: Console, text: Text, indent: int = 0) -> None:
-    """``text`` wrapped to the console's width, ``indent`` cells in, no trailing blanks (a CI
-    log keeps them)."""
-    for line in text.wrap(console, console.width - indent):
-        line.rstrip()
-        console.print(Text(" " * indent) + line)
+def _escaped(entry: dict[str, Any]) -> dict[str, str]:
+    """An entry's values as rich markup that shows them as they are (``[a-z]`` is text)."""
+    return {key: "" if value is None else escape(str(value)) for key, value in entry.items()}

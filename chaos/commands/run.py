@@ -8,12 +8,14 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from chaos.campaign import KNOBS, Campaign
 from chaos.commands.campaign_options import campaign_options
 from chaos.experiments import search as schedule_search
 from chaos.experiments.execute import Outcome, run_campaign
 from chaos.report import summary
+from chaos.report.terminal import say, terminal
 from chaos.signals import sigterm_unwinds
 
 
@@ -48,7 +50,7 @@ def run(
     else:
         print_summary(outcome)
         if found:
-            Console().print(found.describe(), highlight=False)
+            say(terminal(), escape(found.describe()))
     raise typer.Exit(outcome.exit_status)
 
 

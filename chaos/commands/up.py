@@ -9,11 +9,12 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from chaos import topology
 from chaos.commands.campaign_options import option
 from chaos.errors import UsageError
+from chaos.report.terminal import print_table, terminal
 from chaos.signals import sigterm_unwinds
 
 MAX_HOLD_S = 24 * 3600.0  # "until Ctrl-C" still ends some day
@@ -66,22 +67,21 @@ def up(
 
 
 def _print_table(description: dict[str, Any]) -> None:
-    console = Console()
     title = (
         f"{description['topology']} topology ({description['provider']}) — "
         f"Toxiproxy {description['toxiproxy']}"
     )
-    table = Table(title=title)
-    table.add_column("name")
-    table.add_column("role")
-    table.add_column("direct")
-    table.add_column("proxied (per client)")
     clients: dict[str, dict[str, str]] = description["clients"]
+    rows = []
     for i, node in enumerate(description["nodes"]):
         # Each client's links are in node order (their names depend on the provider).
         proxied = ", ".join(f"{c}→{list(links.values())[i]}" for c, links in clients.items())
-        table.add_row(node["name"], node["role"], node["direct"], proxied)
-    for i, address in enumerate(description["sentinels"]):
-        table.add_row(f"s{i}", "sentinel", address, "")
-    table.add_row("resource", "resource", str(description["resource"]), "")
-    console.print(table)
+        rows.append({"name": node["name"], "role": node["role"], "direct": node["direct"],
+                     "proxied": proxied})
+    rows += [{"name": f"s{i}", "role": "sentinel", "direct": address, "proxied": ""}
+             for i, address in enumerate(description["sentinels"])]
+    rows.append({"name": "resource", "role": "resource", "direct": str(description["resource"]),
+                 "proxied": ""})
+    print_table(terminal(), escape(title), {"name": "name", "role": "role", "direct": "direct",
+                                            "proxied (per client)": "proxied"},
+                [{key: escape(value) for key, value in row.items()} for row in rows])

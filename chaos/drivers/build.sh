@@ -8,24 +8,25 @@
 #   kits/<lang>/  each language's driver kit (kits/<lang>/ in the package), built and installed
 #                 where that language's tools look for it by build_kit_<lang> (below): the
 #                 bundled drivers are written on them, so the kits are built first
-#   jedis/        Jedis 8.0.2 (Maven Central) + sources/jedis/src, compiled with javac
-#   redisson/     Redisson 3.45.1 (Maven Central) + sources/redisson/src (+ the jedis
-#                 driver's Json/Protocol classes)
+#   jedis/        Jedis 8.0.2 (Maven Central) + the Java kit + sources/jedis/src, compiled with javac
+#   redisson/     Redisson 3.45.1 (Maven Central) + the Java kit + sources/redisson/src
 #   redsync/      go-redsync v4.13.0 + go-redis v9 (Go module proxy), `go build`
 #   node-redlock/ redlock 5.0.0-beta.2 + ioredis 5.9.3 (npm), `npm install`
 #   node-semaphore/ redis-semaphore 5.8.0 + ioredis 5.9.3 (npm), `npm install`
 #                 (each Node driver with node-common/protocol.js, the protocol's Node side)
+#   rust-redlock/ the redlock crate 2.0.0 + redis-rs 0.23.5 (crates.io) on the Rust kit,
+#                 `cargo build --release`
 #
 # What `lockchaos setup --drivers` runs (into the drivers/ of lockchaos's cache) and what a
 # checkout's scripts/drivers-setup.sh runs (into .cache/drivers/). The downloads (Maven's
-# repository, Go's module cache, npm's cache) are kept in OUT_DIR too. Nothing is written next
-# to the sources (an installed package may be read-only).
+# repository, Go's module cache, npm's cache, cargo's home and target) are kept in OUT_DIR too.
+# Nothing is written next to the sources (an installed package may be read-only).
 #
 # Each driver is rebuilt only when its sources changed (a stamp holds their checksum), so a
 # second run with everything present takes well under a second. A missing toolchain (java,
-# mvn, go, node/npm) skips that driver with one line saying what to install, and the others are
-# still built. Progress goes to stdout as `[drivers] …` lines; exit status 1 (after every driver
-# was tried) when one could not be built, its reason on stderr.
+# mvn, go, node/npm, cargo) skips that driver with one line saying what to install, and the
+# others are still built. Progress goes to stdout as `[drivers] …` lines; exit status 1 (after
+# every driver was tried) when one could not be built, its reason on stderr.
 set -uo pipefail
 
 if [ "$#" -ne 1 ] || [ -z "$1" ]; then
@@ -49,10 +50,14 @@ have() { command -v "$1" >/dev/null 2>&1; }
 sums() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 
-build_java() {  # name, then the source files to compile
-    local name="$1"; shift
-    local dir="$OUT/$name" pom="$SRC/$name/pom.xml"
-    local stamp; stamp="$(sums "$pom" "$@")-$JAVA_VERSION"
+# Maven and javac run for seconds each: C1 alone and the serial collector halve their CPU time.
+export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
+JAVAC=(javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -Xlint:all -Werror --release 17 -encoding UTF-8)
+
+build_java() {  # where under OUT_DIR, its pom (dependencies), then the sources (on the Java kit, built first)
+    local name="$1" pom="$2"; shift 2
+    local dir="$OUT/$name"
+    local stamp; stamp="$(sums "$pom" "$@" "$(kit_out java)/.stamp")-$JAVA_VERSION"
     if fresh "$dir" "$stamp"; then return 0; fi
     say "building $name (Maven Central + javac)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
@@ -61,7 +66,7 @@ build_java() {  # name, then the source files to compile
             -DoutputDirectory="$dir.tmp/lib" >"$dir.tmp/build.log" 2>&1); then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: Maven failed (see above)"; return 1
     fi
-    if ! javac -nowarn -encoding UTF-8 -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
+    if ! "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" "$@" >>"$dir.tmp/build.log" 2>&1; then
         tail -n 20 "$dir.tmp/build.log" >&2; say "$name: javac failed (see above)"; return 1
     fi
     echo "$stamp" >"$dir.tmp/.stamp"
@@ -92,6 +97,84 @@ build_kit_python() {  # one file, nothing to compile: a copy a driver can put on
     mkdir -p "$dir" && cp "${files[@]}" "$dir/" && echo "$stamp" >"$dir/.stamp"
 }
 
+# Rust: one cargo home and one target directory under OUT_DIR for every Rust build, so the
+# crates the kit's conformance driver and the bundled rust-redlock share (redis-rs 0.23.5, serde)
+# are downloaded and compiled once. Each crate's Cargo.lock pins every version (`--locked`);
+# `cargo fetch` reads crates.io only for what the cargo home lacks (this platform's crates
+# only), and the build itself runs offline.
+build_cargo() {  # name, crate directory, binary, a crate to install beside it (or -), then
+                 # every source file of the build
+    local name="$1" crate="$2/Cargo.toml" bin="$3" install="$4" dir="$OUT/$1"; shift 4
+    local stamp; stamp="$(sums "$@")-$(rustc --version)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building $name (crates.io + cargo build --release)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    local cargo=(env CARGO_HOME="$OUT/cargo/home" CARGO_TARGET_DIR="$OUT/cargo/target" cargo)
+    local host; host="$(rustc -vV | sed -n 's/^host: //p')"
+    if ! { "${cargo[@]}" fetch --locked --target "$host" --manifest-path "$crate" \
+            && "${cargo[@]}" build --release --locked --offline --manifest-path "$crate" \
+            && cp "$OUT/cargo/target/release/$bin" "$dir.tmp/"; } >"$dir.tmp/build.log" 2>&1; then
+        tail -n 20 "$dir.tmp/build.log" >&2; say "$name: cargo failed (see above)"; return 1
+    fi
+    [ "$install" = - ] || cp -r "$install"/{Cargo.toml,Cargo.lock,src} "$dir.tmp/"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+# -- the Java kit: io.lockchaos:lockchaos-driver-kit (chaos/drivers/kits/java) --------------------
+# Maven resolves what it compiles against (Gson; the Jedis, Lettuce and Redisson it hooks, all
+# "provided"), javac compiles it — no Maven lifecycle plugins to download, as for the drivers —
+# and its jar and pom are installed into OUT_DIR/m2 as `mvn install` lays them out: the local
+# Maven repository the bundled Java drivers build against, and the one a driver made by
+# `lockchaos driver new --lang java` builds against (its build.sh passes -Dmaven.repo.local).
+# OUT_DIR/kits/java/ keeps the jar, its pom and `m2`, a link to that repository.
+build_kit_java() {
+    if ! { have java && have javac && have jar && have mvn; }; then
+        missing "java, javac, jar or mvn not found: no Java kit (install a JDK 17 and Maven)"; return 1
+    fi
+    local src="$KITS/java" dir sources version
+    dir="$(kit_out java)"
+    mapfile -t sources < <(find "$src/src/main/java" -name '*.java' | sort)
+    version="$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$src/pom.xml" | head -n1)"
+    local stamp; stamp="$(sums "$src/pom.xml" "${sources[@]}")-$(javac -version 2>&1 | head -n1)"
+    if fresh "$dir" "$stamp"; then return 0; fi
+    say "building the Java kit (Maven Central + javac)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    local log="$dir.tmp/build.log" jarname="lockchaos-driver-kit-$version"
+    if ! mvn -B -q -f "$src/pom.xml" -Dmaven.repo.local="$OUT/m2" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$dir.tmp/deps" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: Maven failed (see above)"; return 1
+    fi
+    if ! { "${JAVAC[@]}" -d "$dir.tmp/classes" -cp "$dir.tmp/deps/*" \
+               "${sources[@]}" && jar --create --file "$dir.tmp/$jarname.jar" -C "$dir.tmp/classes" .; } >>"$log" 2>&1; then
+        tail -n 20 "$log" >&2; say "the Java kit: javac failed (see above)"; return 1
+    fi
+    local repo="$OUT/m2/io/lockchaos/lockchaos-driver-kit/$version"
+    mkdir -p "$repo" && cp "$dir.tmp/$jarname.jar" "$repo/" && cp "$src/pom.xml" "$repo/$jarname.pom"
+    cp "$src/pom.xml" "$dir.tmp/$jarname.pom" && ln -s ../../m2 "$dir.tmp/m2"
+    rm -rf "$dir.tmp/deps" "$dir.tmp/classes"
+    echo "$stamp" >"$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+build_kit_rust() {  # the crate a driver names by path (@KIT@ in the skeleton's Cargo.toml), a
+                    # copy in kits/rust/, and the kit's conformance driver built beside it
+    local src="$KITS/rust"
+    if ! have cargo || ! have rustc; then
+        missing "cargo not found: no Rust kit (install Rust: https://rustup.rs)"; return 1
+    fi
+    build_cargo kits/rust "$src/conformance" lockchaos-conformance-driver "$src" \
+        "$src"/{Cargo.toml,Cargo.lock} "$src"/src/*.rs \
+        "$src"/conformance/{Cargo.toml,Cargo.lock,src/main.rs} "$src/skeleton/src/lock.rs"
+}
+
+build_rust_redlock() {  # the redlock crate 2.0.0 on the kit
+    build_cargo rust-redlock "$SRC/rust-redlock" rust-redlock-driver - \
+        "$KITS/rust/Cargo.toml" "$KITS/rust"/src/*.rs \
+        "$SRC"/rust-redlock/{Cargo.toml,Cargo.lock,src/main.rs}
+}
+
 for kit in "$KITS"/*/; do
     lang="$(basename "$kit")"
     case "$lang" in _*|.*) continue ;; esac  # __pycache__ and the like: not a kit
@@ -103,13 +186,20 @@ for kit in "$KITS"/*/; do
 done
 
 # -- the bundled drivers ---------------------------------------------------------------------------
-if have java && have javac && have mvn; then
+if have java && have javac && have mvn && [ -f "$(kit_out java)/.stamp" ]; then
     JAVA_VERSION="$(javac -version 2>&1 | head -n1)"  # a rebuild when the JDK changes
-    PROTO=("$SRC/jedis/src/lockchaos/Json.java" "$SRC/jedis/src/lockchaos/Protocol.java")
-    build_java jedis "${PROTO[@]}" "$SRC/jedis/src/lockchaos/JedisDriver.java" || status=1
-    build_java redisson "${PROTO[@]}" "$SRC/redisson/src/lockchaos/RedissonDriver.java" || status=1
+    # Each resolves what the Java kit's build has just downloaded (and its slf4j binding): the
+    # Jedis and Redisson drivers build at once. The kit's conformance driver (the Jedis
+    # skeleton's lock, kits/java/conformance) has the Jedis driver's dependencies: after it.
+    { build_java jedis "$SRC/jedis/pom.xml" "$SRC/jedis/src/lockchaos/JedisDriver.java" &&
+      build_java kits/java/conformance "$KITS/java/skeleton/jedis/pom.xml" \
+          "$KITS/java/skeleton/jedis/src/main/java/driver/LockDriver.java" \
+          "$KITS/java/conformance/src/conformance/ConformanceDriver.java"; } & jedis=$!
+    build_java redisson "$SRC/redisson/pom.xml" "$SRC/redisson/src/lockchaos/RedissonDriver.java" & redisson=$!
+    wait "$jedis" || status=1
+    wait "$redisson" || status=1
 else
-    missing "java, javac or mvn not found: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
+    missing "java, javac or mvn not found, or the Java kit not built: no Jedis and Redisson drivers (install a JDK 17 and Maven)"
 fi
 
 if have go; then
@@ -150,6 +240,12 @@ if have node && have npm; then
     build_node node-semaphore || status=1
 else
     missing "node or npm not found: no node-redlock and node-semaphore drivers (install Node.js 18+ and npm)"
+fi
+
+if have cargo && have rustc; then
+    build_rust_redlock || status=1
+else
+    missing "cargo not found: no rust-redlock driver (install Rust: https://rustup.rs)"
 fi
 
 if [ "$status" -eq 0 ]; then say "ready: $OUT"; exit 0; fi

@@ -24,7 +24,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,8 @@ def described_info(spec: str) -> LockInfo | None:
         max_permits=described.max_permits,
         ttl_granularity_ms=described.ttl_granularity_ms,
         renews=described.renews,
+        language=described.language or "",
+        library=described.library or "",
     )
 
 
@@ -135,18 +137,38 @@ JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx128
 
 
 @dataclass(frozen=True)
+class Library:
+    """What a bundled driver's lock is: the library and its version, and the Redis client it
+    runs on when that is another library. Written as a summary names it: ``go-redsync v4.13.0
+    + go-redis v9``."""
+
+    name: str
+    version: str
+    client: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}" + (f" + {self.client}" if self.client else "")
+
+
+@dataclass(frozen=True)
 class Bundled:
     """A bundled driver: where its build lives, how to start it, what it can do."""
 
-    info: LockInfo
+    declared: LockInfo  # its entry as written; ``info`` adds what it is made with
     build: str  # its directory under drivers/ in a cache
     language: str
-    library: str
+    library: Library
     launcher: Callable[[Path], list[str]]
     ready: str  # a file inside the build directory that exists once it is built
     # What it can do for a fault: PAUSE_POINTS as its hello announces it, and FAKED_CLOCK,
     # a property of the runtime it runs on (the JVM and Node.js read the clock through libc).
     capabilities: frozenset[str] = frozenset({PAUSE_POINTS, FAKED_CLOCK})
+
+    @property
+    def info(self) -> LockInfo:
+        """Its catalog entry: as declared, with its language, library and version."""
+        return replace(self.declared, language=self.language, library=self.library.name,
+                       version=self.library.version)
 
     def built(self) -> Path | None:
         """The directory of its build (the first one searched that is finished), or None."""
@@ -176,8 +198,9 @@ def _java(main: str, *args: str) -> Callable[[Path], list[str]]:
     return argv
 
 
-def _go(root: Path) -> list[str]:
-    return [str(root / "redsync-driver")]
+def _binary(name: str) -> Callable[[Path], list[str]]:
+    """A driver that is one executable in its build directory (a Go or Rust build)."""
+    return lambda root: [str(root / name)]
 
 
 def _node(root: Path) -> list[str]:
@@ -194,11 +217,12 @@ def _info(name: str, summary: str, seed: str, flaw: str, **flags: Any) -> LockIn
         flaw=flaw,
         **flags,
     )
-JEDIS = "Jedis 8.0.2"
-REDISSON = "Redisson 3.45.1"
-REDSYNC = "go-redsync v4.13.0 + go-redis v9"
-NODE_REDLOCK = "redlock 5.0.0-beta.2 + ioredis 5"
-NODE_SEMAPHORE = "redis-semaphore 5.8.0 + ioredis 5"
+JEDIS = Library("Jedis", "8.0.2")
+REDISSON = Library("Redisson", "3.45.1")
+REDSYNC = Library("go-redsync", "v4.13.0", "go-redis v9")
+NODE_REDLOCK = Library("redlock", "5.0.0-beta.2", "ioredis 5")
+NODE_SEMAPHORE = Library("redis-semaphore", "5.8.0", "ioredis 5")
+RUST_REDLOCK = Library("redlock", "2.0.0", "redis-rs 0.23.5")
 _SEED_004 = "004_8e2bee48344fb8f7.txt"
 
 
@@ -332,7 +356,7 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             "redsync",
             "go",
             REDSYNC,
-            _go,
+            _binary("redsync-driver"),
             "redsync-driver",
             # A pure-Go binary reads the clock through the vDSO, not libc: libfaketime cannot
             # move it, so client-clock would run on the true clock.
@@ -369,6 +393,22 @@ BUNDLED_DRIVERS: dict[str, Bundled] = {
             NODE_SEMAPHORE,
             _node,
             "node_modules/redis-semaphore/package.json",
+        ),
+        Bundled(
+            _info(
+                "rust-redlock",
+                f"rust ({RUST_REDLOCK}): RedLock::lock on N standalone masters, one attempt",
+                "003_ad4e3d3f63ce056d.txt (Redlock), as the redlock crate implements it",
+                "its validity is ttl - drift - elapsed in usize: an acquire that outlasts the "
+                "TTL wraps it to ~1.8e19 ms and hands over a lease already expired (hard).",
+                topology="standalone",
+                min_nodes=3,
+            ),
+            "rust-redlock",
+            "rust",
+            RUST_REDLOCK,
+            _binary("rust-redlock-driver"),
+            "rust-redlock-driver",
         ),
     )
 }
@@ -412,6 +452,7 @@ redisson_permit_expirable_semaphore = bundled("redisson-permit-expirable-semapho
 redisson_rwlock = bundled("redisson-rwlock")
 redisson_fair = bundled("redisson-fair")
 node_semaphore = bundled("node-semaphore")
+rust_redlock = bundled("rust-redlock")
 
 __all__ = [
     "BUILD_SCRIPT",

@@ -176,9 +176,12 @@ class CellResult:
             first_hard_s=min(firsts) if firsts else None,
             hard_runs=sum(r.hard_violations > 0 for r in self.runs),
             report=worst.report if worst else None,
-            why=worst.explanations[0] if worst and worst.explanations else None,
+            why=next(iter([*worst.explanations, *worst.inconclusive_reasons]), None)
+            if worst else None,
             runs=list(self.runs),
             expected=expected,
+            untested=next((why for run in self.runs for why in run.inconclusive_reasons),
+                          None),
         )
 
 

@@ -22,6 +22,7 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from chaos.campaign import Campaign, choose_layout, open_topology
+from chaos.checker.exercised import MIN_LOCK_CYCLES
 from chaos.errors import UsageError
 from chaos.explore.fault_steps import check_explorable
 from chaos.explore.machine import Exploration, Failure, TimeUp, ViolationFound, machine_for
@@ -54,10 +55,26 @@ class ExploreResult:
     flaky: bool = False  # no smaller program failed again: the one found is reported as is
     run_dir: Path | None = None
     programs: list[Program] = field(default_factory=list, repr=False)
+    lock_cycles: int = 0  # over every example: an acquire, then a release that returned
+    untested: str | None = None  # the first example's reason for testing nothing, if any
 
     @property
     def failed(self) -> bool:
         return self.failure is not None
+
+    @property
+    def inconclusive(self) -> bool:
+        """No program broke the lock because none exercised it: its examples completed fewer
+        than ``MIN_LOCK_CYCLES`` lock cycles between them (its acquire always raised, say).
+        ``lockchaos explore`` then exits 3, as ``run`` does, not 0."""
+        return not self.failed and self.lock_cycles < MIN_LOCK_CYCLES
+
+    def inconclusive_reason(self) -> str:
+        """Why the exploration tested nothing, in one line (when ``inconclusive``)."""
+        said = f" (the first: {self.untested})" if self.untested else ""
+        return (f"its {self.examples} programs completed {self.lock_cycles} lock cycles "
+                f"between them, fewer than the {MIN_LOCK_CYCLES} that test mutual "
+                f"exclusion{said}")
 
     def summary(self) -> dict[str, object]:
         return {
@@ -154,6 +171,8 @@ def explore(
         exploration.found_s,
         flaky,
         programs=exploration.programs,
+        lock_cycles=exploration.lock_cycles,
+        untested=exploration.untested,
     )
     if failure is not None and out is not None:
         result.run_dir = write_run_dir(out, campaign, failure, result.summary())

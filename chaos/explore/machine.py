@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from chaos import checker
 from chaos.checker import Verdict
-from chaos.checker.verdict import RANK
+from chaos.checker.verdict import INCONCLUSIVE, RANK
 from chaos.explore.fault_steps import (
     CLIENT_CRASH,
     SHARED_STOP_POINTS,
@@ -75,6 +75,10 @@ class Exploration:
     failure: Failure | None = None  # the first program that broke the lock
     programs: list[Program] = field(default_factory=list)  # every example's, in order
     until: float | None = None
+    # Whether the examples exercised the lock at all: their lock cycles, summed, and the
+    # first one's reason for testing nothing (``Verdict.inconclusive_reasons``), if any.
+    lock_cycles: int = 0
+    untested: str | None = None
 
     @property
     def history_path(self) -> Path:
@@ -204,6 +208,9 @@ class LockProgram(RuleBasedStateMachine):
         verdict = self.session.end()
         program = self.session.shape.with_steps(self.steps)
         ex.programs.append(program)
+        ex.lock_cycles += verdict.counts.get("lock_cycles", 0)
+        if ex.untested is None and verdict.verdict == INCONCLUSIVE:
+            ex.untested = verdict.inconclusive_reasons[0]
         if self.failed or checker.fails(verdict, ex.fail_on):
             ex.found(Failure(program, self.outcomes, verdict, ex.history_path.read_bytes()))
         if not self.failed:

@@ -15,6 +15,7 @@ from typing import Any
 
 from chaos.campaign import HISTORY, Campaign, run_dir_for
 from chaos.explore.machine import Failure
+from chaos.explore.replay import effective_refs
 from chaos.report import save_verdict, write_run_reports
 
 PROGRAM = "program.json"
@@ -22,8 +23,10 @@ REPLAY = "test_replay.py"
 
 _REPLAY_TEMPLATE = '''"""Replays the smallest program `lockchaos explore` found that breaks {lock}.
 
-Run it with `pytest {replay}`: it fails while the lock still breaks this way ({verdict})
-and passes once it no longer does. It starts its own topology on 127.0.0.1.
+Run it with `pytest {replay}` from any directory: it fails while the lock still breaks this
+way ({verdict}), fails as inconclusive when a step's fault no longer does anything to the lock
+(a pause point the lock no longer reaches: then it tests nothing), and passes once the lock
+holds. It starts its own topology on 127.0.0.1.
 
 The program:
 {numbered}
@@ -32,11 +35,16 @@ The program:
 from chaos.explore.replay import assert_lock_holds
 
 FAIL_ON = {fail_on!r}
+# Where `lockchaos explore` ran, an absolute path: the replay runs from there, so the lock
+# {lock!r} is found as it was, whatever the working directory. Change it if the project moves.
+ROOT = {root!r}
+# The steps' faults that did something to the lock when the program was found: each must again.
+EFFECTIVE = {effective!r}
 PROGRAM = {program}
 
 
 def test_replay() -> None:
-    assert_lock_holds(PROGRAM, fail_on=FAIL_ON, seed={seed!r})
+    assert_lock_holds(PROGRAM, fail_on=FAIL_ON, seed={seed!r}, effective=EFFECTIVE, root=ROOT)
 '''
 
 
@@ -67,6 +75,8 @@ def write_run_dir(
             fail_on=campaign.fail_on,
             program=pprint.pformat(program, indent=4, sort_dicts=False),
             seed=campaign.seed,
+            root=str(Path.cwd()),
+            effective=effective_refs(run_dir / HISTORY),
         )
     )
     write_run_reports(run_dir)

@@ -1,18 +1,26 @@
-"""Building lockchaos's images: debootstrap a Debian suite, put the recipe's pieces in,
-``docker import`` (``present``/``missing``: which are up to date; ``build``: the rest).
+"""Building lockchaos's images: debootstrap each Debian suite once, copy that base for each
+image of the suite, put the recipe's pieces in, ``docker import`` (``present``/``missing``:
+which are up to date; ``build``: the rest, ``jobs`` at a time).
 
-Work directories live under ``.cache/images/`` and are deleted after the import.
+Work directories live under ``.cache/images/`` and are deleted after the import; the suites'
+bases once every image of the build is done.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +61,24 @@ from chaos.topology.images import (
 )
 
 WORK = binaries.CACHE / "images"
+BASES = WORK / "bases"  # each suite's debootstrapped minbase, for the images of one build
 SOURCES = binaries.CACHE / "sources"  # verified upstream tarballs (setup.sh's too)
 WHEELHOUSE = binaries.CACHE / "wheelhouse"  # dependency wheels (tests/redis/test_install.py's too)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SITE_PACKAGES = "/usr/local/lib/python3.11/dist-packages"  # where Debian's python3 looks
+# Images built at once: two cores. A server's make and a suite's debootstrap or an apt-get
+# (mostly waiting on the mirror) overlap; four at once only made each slower.
+JOBS = 2
+# A tag prefix (``--prefix scratch/``): lowercase words of a repository name, ending "/" or "-".
+PREFIX = re.compile(r"([a-z0-9]+[._/-]+)*")
 DEBOOTSTRAP_TIMEOUT_S = 900
 BUILD_TIMEOUT_S = 1800
 STEP_TIMEOUT_S = 300
 PIP_TIMEOUT_S = 600
 APT_TIMEOUT_S = 900  # apt-get update and install of the full image's runtimes
 CHECK_TIMEOUT_S = 30  # a jemalloc binary under libfaketime hangs: do not wait for it long
+WAIT_FOR_OTHER_BUILD_S = 3600  # another process building the same images, on this machine
+_WHEELHOUSE = threading.Lock()  # the images built at once add wheels to it one at a time
 
 
 # -- queries (Docker SDK) --------------------------------------------------------------------
@@ -73,27 +89,37 @@ def _engine() -> Any:
 
 
 def present(
-    names: Iterable[str] | None = None, *, client: Any = None, source: Path | None = None
+    names: Iterable[str] | None = None,
+    *,
+    client: Any = None,
+    source: Path | None = None,
+    prefix: str = "",
 ) -> list[str]:
     """The names (of ``names``, default all) whose image exists, built from today's recipe
-    (``source``: the demo's source tree, see ``source_tree``)."""
+    (``source``: the demo's source tree, see ``source_tree``; ``prefix``: see ``build``)."""
     client = client or _engine()
     mirror = debian_mirror()
     up_to_date = []
     for name in chosen(names, source):
         recipe = RECIPES[name]
-        found = labels(client, recipe.image)
-        if found is not None and found.get(RECIPE_LABEL) == _hash_or_none(recipe, mirror, source):
+        found = labels(client, prefix + recipe.image)
+        if found is not None and found.get(RECIPE_LABEL) == _hash_or_none(
+            recipe, mirror, source, prefix
+        ):
             up_to_date.append(name)
     return up_to_date
 
 
 def missing(
-    names: Iterable[str] | None = None, *, client: Any = None, source: Path | None = None
+    names: Iterable[str] | None = None,
+    *,
+    client: Any = None,
+    source: Path | None = None,
+    prefix: str = "",
 ) -> list[str]:
     """The names whose image is absent or from another recipe (what ``build`` would build)."""
     wanted = chosen(names, source)
-    have = set(present(wanted, client=client, source=source))
+    have = set(present(wanted, client=client, source=source, prefix=prefix))
     return [name for name in wanted if name not in have]
 
 
@@ -111,9 +137,17 @@ def chosen(names: Iterable[str] | None, source: Path | None) -> list[str]:
     return list(RECIPES)
 
 
-def _hash_or_none(recipe: Recipe, mirror: str, source: Path | None) -> str | None:
+def check_prefix(prefix: str) -> str:
+    """``prefix`` if it can begin an image's name (``scratch/``), else ``UsageError``."""
+    if not PREFIX.fullmatch(prefix):
+        raise UsageError(f"--prefix {prefix!r} cannot begin an image name: lowercase letters, "
+                         "digits and . _ - /, ending in / or - (e.g. scratch/)")  # fmt: skip
+    return prefix
+
+
+def _hash_or_none(recipe: Recipe, mirror: str, source: Path | None, prefix: str) -> str | None:
     try:
-        return recipe_hash(recipe, mirror, source)
+        return recipe_hash(recipe, mirror, source, prefix)
     except UsageError:  # no toxiproxy-server, source tree or driver to hash: not up to date
         return None
 
@@ -128,57 +162,50 @@ def build(
     force: bool = False,
     retry: bool = False,
     source: Path | None = None,
+    prefix: str = "",
+    jobs: int = JOBS,
 ) -> list[str]:
     """Build the images of ``names`` (default: all) that are missing or out of date.
 
     Idempotent: an image whose ``org.lockchaos.recipe`` label matches is skipped (``force``
     rebuilds it; the images it is made from, ``recipes.needs``, are built only when missing).
     So is one whose build failed before with the same recipe hash (``failures``: remembered
-    in the cache) unless ``retry`` or ``force``. A failed image does not stop the others:
-    each is tried, and then a ``RuntimeError`` (one line) names every image not built and
-    why. ``source``: the lockchaos source tree the demo and lockchaos images are wheeled from
-    (``source_tree``). Returns the names built; ``progress`` gets one line per step.
-    ``UsageError`` (one line) when a prerequisite is missing.
+    in the cache) unless ``retry`` or ``force``. ``jobs`` images are built at once, each once
+    the images it is made from are; each Debian suite is debootstrapped once, and every image
+    of it starts from a copy of that base. A failed image does not stop the others (those
+    made from it are not tried): then a ``RuntimeError`` (one line) names every image not
+    built and why. ``source``: the lockchaos source tree the demo and lockchaos images are
+    wheeled from (``source_tree``). ``prefix`` goes before every tag built and read
+    (``scratch/`` builds ``scratch/lockchaos/redis:7.0``…: a build from nothing that leaves
+    the images runs use alone). One build of a prefix at a time on a machine: another waits
+    for it, then builds what it left missing. Returns the names built; ``progress`` gets one
+    line per step. ``UsageError`` (one line) when a prerequisite is missing.
     """
     wanted = chosen(names, source)
     for name in wanted:
         image_for(name)  # UsageError for an unknown name
+    check_prefix(prefix)
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1 (got {jobs})")
     client = _engine()
     forced = set(wanted) if force else set()  # not the images they are made from
     wanted = _with_needs(wanted)
-    absent = set(missing(wanted, client=client, source=source))
-    todo = [name for name in wanted if name in forced or name in absent]
-    if not todo:
-        return []
-    _check_prerequisites(todo, source)
-    mirror = debian_mirror()
-    remembered = failures.load()
-    built: list[str] = []
-    not_built: list[str] = []  # one "name failed: reason" each
-    for name in todo:
-        recipe = RECIPES[name]
-        inputs = _hash_or_none(recipe, mirror, source)  # the demo's: after its base is built
-        earlier = failures.not_retried(name, inputs, remembered, retry=retry or force)
-        if earlier is not None:
-            progress(f"{name}: not retried: its build failed at {earlier.at} with the same "
-                     f"recipe ({earlier.recipe})")  # fmt: skip
-            not_built.append(f"{name} not retried (failed at {earlier.at}): {earlier.reason}")
-            continue
-        started = time.monotonic()
+    with _one_build_at_a_time(prefix, progress):
+        absent = set(missing(wanted, client=client, source=source, prefix=prefix))
+        todo = [name for name in wanted if name in forced or name in absent]
+        if not todo:
+            return []
+        _check_prerequisites(todo, source)
+        mirror = debian_mirror()
+        run = _Run(mirror, source, prefix, _serialised(progress), failures.load(), retry or force)
         try:
-            _build_image(recipe, mirror, source, progress)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            failures.record(name, inputs, reason)
-            progress(f"{name}: failed: {reason}")
-            not_built.append(f"{name} failed: {reason}")
-            continue
-        failures.forget(name)
-        progress(f"{name}: {recipe.image} built in {time.monotonic() - started:.0f} s")
-        built.append(name)
+            reasons = _in_order(todo, run.make, jobs)
+        finally:
+            _remove_tree(BASES)
+    not_built = [reason for reason in reasons.values() if reason is not None]
     if not_built:
         raise RuntimeError(f"{'; '.join(not_built)} ({failures.RETRY_HINT})")
-    return built
+    return [name for name in todo if reasons[name] is None]
 
 
 def _with_needs(names: list[str]) -> list[str]:
@@ -197,22 +224,205 @@ def _with_needs(names: list[str]) -> list[str]:
     return ordered
 
 
-def _build_image(
-    recipe: Recipe, mirror: str, source: Path | None, progress: Callable[[str], None]
-) -> None:
-    work = WORK / recipe.name
-    try:
-        if isinstance(recipe, FromSource):
-            progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
-            _build_from_source(recipe, source_tree(source), work, progress)
-        elif isinstance(recipe, FullRecipe):
-            progress(f"{recipe.name}: building {recipe.image} on {RECIPES[recipe.base].image}")
-            _build_full(recipe, mirror, work, progress)
-        else:
-            progress(f"{recipe.name}: building {recipe.image} from {recipe.suite} ({mirror})")
-            _build_one(recipe, mirror, work, progress)
-    finally:
-        _remove_tree(work)
+def _in_order(
+    todo: list[str], make: Callable[[str], str | None], jobs: int
+) -> dict[str, str | None]:
+    """``make`` each of ``todo``, ``jobs`` at a time, in ``todo``'s order as far as each one
+    waits for the images it is made from (``needs``) among them; one made from an image that
+    was not built is not tried. Each name's outcome: None (built) or why not, in one line."""
+    outcome: dict[str, str | None] = {}
+    pending = list(todo)
+    running: dict[Future[str | None], str] = {}
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="image") as pool:
+        while pending or running:
+            for name in list(pending):
+                if len(running) >= jobs:
+                    break
+                made_from = [n for n in needs(RECIPES[name]) if n in todo]
+                if any(n not in outcome for n in made_from):
+                    continue  # its base is still being built
+                pending.remove(name)
+                unbuilt = [n for n in made_from if outcome[n] is not None]
+                if unbuilt:
+                    outcome[name] = f"{name} not built: it is made from {unbuilt[0]}, not built"
+                    continue
+                running[pool.submit(make, name)] = name
+            if not running:  # each one left waits for one never made: none (needs is a tree)
+                assert not pending, pending
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                outcome[running.pop(future)] = future.result()
+    return outcome
+
+
+def _serialised(progress: Callable[[str], None]) -> Callable[[str], None]:
+    """``progress``, one line at a time whichever image's thread calls it."""
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            progress(line)
+
+    return say
+
+
+@contextmanager
+def _one_build_at_a_time(prefix: str, progress: Callable[[str], None]) -> Iterator[None]:
+    """Hold this machine's lock of ``prefix``'s images: two checkouts' set-ups at once (one
+    engine, the same tags) build each image once, the second after the first, seeing what it
+    built. Bounded: ``WAIT_FOR_OTHER_BUILD_S``."""
+    name = re.sub(r"[^a-z0-9]+", "-", prefix).strip("-")
+    path = Path(tempfile.gettempdir()) / f"lockchaos-images{'-' + name if name else ''}.lock"
+    with path.open("a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another build of lockchaos's images ({path})")
+            deadline = time.monotonic() + WAIT_FOR_OTHER_BUILD_S
+            while True:
+                try:
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"another build of lockchaos's images has held "
+                                           f"{path} for {WAIT_FOR_OTHER_BUILD_S} s") from None
+                    time.sleep(1)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class _Base:
+    """A suite's debootstrapped minbase: its root file system, a ``file://`` mirror of the
+    indexes its debootstrap fetched and verified (the signed ``InRelease``, ``Packages``), and
+    the packages it holds."""
+
+    rootfs: Path
+    index: Path
+    installed: frozenset[str]
+
+
+class _Bases:
+    """Each Debian suite's ``debootstrap --variant=minbase`` root file system, made once per
+    build by the first image of the suite that needs it (the others wait for it) and copied
+    by each: nine images, two debootstraps. A suite whose debootstrap failed fails each of
+    its images with that reason, without trying again."""
+
+    def __init__(self, mirror: str, progress: Callable[[str], None]) -> None:
+        self._mirror, self._progress = mirror, progress
+        self._guard = threading.Lock()
+        self._suites: dict[str, threading.Lock] = {}
+        self._made: dict[str, _Base | RuntimeError] = {}
+
+    def copy(self, suite: str, rootfs: Path, log: Path) -> None:
+        """A copy of ``suite``'s base as ``rootfs`` (which must not exist)."""
+        _run(["cp", "-a", str(self._base(suite, log).rootfs), str(rootfs)], log, STEP_TIMEOUT_S)
+
+    def include(
+        self, suite: str, packages: Sequence[str], rootfs: Path, work: Path, log: Path
+    ) -> None:
+        """Into ``rootfs``, a copy of ``suite``'s base: what ``debootstrap --include=packages``
+        installs beyond the base, as debootstrap's own resolver chooses it (``--print-debs``,
+        against the base's indexes: no download), installed by ``apt-get``. Not apt's choice:
+        where another installed package provides a dependency, apt takes it and debootstrap
+        installs the package named (bookworm's ``redis-server`` needs ``lsb-base``, which its
+        ``sysvinit-utils`` provides: apt would leave ``lsb-base`` out)."""
+        base = self._base(suite, log)
+        argv = ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages),
+                "--print-debs", suite, str(work / "resolve"), base.index.as_uri()]  # fmt: skip
+        chosen = set(_run(argv, log, DEBOOTSTRAP_TIMEOUT_S, capture=True).split())
+        _apt_install(rootfs, sorted(chosen - base.installed), log)
+
+    def _base(self, suite: str, log: Path) -> _Base:
+        with self._guard:
+            lock = self._suites.setdefault(suite, threading.Lock())
+        with lock:
+            if suite not in self._made:
+                self._made[suite] = self._debootstrap(suite, log)
+            made = self._made[suite]
+        if isinstance(made, RuntimeError):
+            raise made
+        return made
+
+    def _debootstrap(self, suite: str, log: Path) -> _Base | RuntimeError:
+        rootfs, index = BASES / suite, BASES / f"{suite}.index"
+        _remove_tree(rootfs)
+        _remove_tree(index)
+        rootfs.parent.mkdir(parents=True, exist_ok=True)
+        self._progress(f"debootstrap {suite} ({self._mirror}): the base of its images")
+        started = time.monotonic()
+        argv = ["debootstrap", "--variant=minbase", suite, str(rootfs), self._mirror]
+        try:
+            _run(argv, log, DEBOOTSTRAP_TIMEOUT_S)
+            installed = _chroot(rootfs, {"PATH": PATH}, ["dpkg-query", "-W", "-f", "${Package}\n"],
+                                log)  # fmt: skip
+        except RuntimeError as exc:
+            return RuntimeError(f"the {suite} base: {exc}")
+        # apt's name of each index the debootstrap fetched: MIRROR_dists_SUITE_PATH, "/" as "_"
+        fetched = re.sub(r"^[a-z]+://", "", self._mirror).replace("/", "_") + f"_dists_{suite}_"
+        for path in (rootfs / "var" / "lib" / "apt" / "lists").glob(fetched + "*"):
+            copy = index / "dists" / suite / path.name.removeprefix(fetched).replace("_", "/")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
+        self._progress(f"debootstrap {suite}: done in {time.monotonic() - started:.0f} s")
+        return _Base(rootfs, index, frozenset(installed.split()))
+
+
+@dataclass
+class _Run:
+    """What the images of one ``build`` share: the mirror, the source tree, the tag prefix,
+    the progress lines, the suites' bases and the failures remembered."""
+
+    mirror: str
+    source: Path | None
+    prefix: str
+    progress: Callable[[str], None]
+    remembered: dict[str, failures.Failure]
+    retry: bool
+    bases: _Bases = field(init=False)
+    _failures: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.bases = _Bases(self.mirror, self.progress)
+
+    def tag(self, name: str) -> str:
+        """The tag the image of recipe ``name`` has in this build."""
+        return self.prefix + image_for(name)
+
+    def make(self, name: str) -> str | None:
+        """Build ``name``'s image: None, or why not (one line; remembered as its failure)."""
+        recipe = RECIPES[name]
+        inputs = _hash_or_none(recipe, self.mirror, self.source, self.prefix)  # after its base
+        earlier = failures.not_retried(name, inputs, self.remembered, retry=self.retry)
+        if earlier is not None:
+            self.progress(f"{name}: not retried: its build failed at {earlier.at} with the "
+                          f"same recipe ({earlier.recipe})")  # fmt: skip
+            return f"{name} not retried (failed at {earlier.at}): {earlier.reason}"
+        started = time.monotonic()
+        work = WORK / name
+        try:
+            if isinstance(recipe, FromSource):
+                _build_from_source(recipe, self, work)
+            elif isinstance(recipe, FullRecipe):
+                _build_full(recipe, self, work)
+            else:
+                _build_one(recipe, self, work)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            with self._failures:
+                failures.record(name, inputs, reason)
+            self.progress(f"{name}: failed: {reason}")
+            return f"{name} failed: {reason}"
+        finally:
+            _remove_tree(work)
+        with self._failures:
+            failures.forget(name)
+        self.progress(f"{name}: {self.tag(name)} built in {time.monotonic() - started:.0f} s")
+        return None
 
 
 def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
@@ -225,7 +435,7 @@ def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
         return  # docker create/cp/commit, apt-get in a container and pip: no root needed
     if os.geteuid() != 0:
         raise UsageError("building lockchaos images needs root (debootstrap and chroot)")
-    tools = ["debootstrap", "tar", "docker"]
+    tools = ["debootstrap", "tar", "docker", "mount"]
     if any(isinstance(RECIPES[n], ServerRecipe) for n in names):
         tools += ["gpgv", "make", "cc", "c++"]
     absent = [tool for tool in tools if shutil.which(tool) is None]
@@ -234,38 +444,67 @@ def _check_prerequisites(names: Sequence[str], source: Path | None) -> None:
 
 
 def _build_one(
-    recipe: ServerRecipe | ToxiproxyRecipe | PythonRecipe,
-    mirror: str,
-    work: Path,
-    progress: Callable[[str], None],
+    recipe: ServerRecipe | ToxiproxyRecipe | PythonRecipe, run: _Run, work: Path
 ) -> None:
+    """A copy of the suite's base, the recipe's packages installed in it (what
+    ``debootstrap --include`` would take: their dependencies, no recommends), its pieces
+    put in, imported."""
     _remove_tree(work)
     work.mkdir(parents=True)
     rootfs = work / "rootfs"
     log = work / "build.log"
-    include = recipe.packages if isinstance(recipe, ServerRecipe | PythonRecipe) else ()
-    progress(
-        f"{recipe.name}: debootstrap {recipe.suite}"
-        + (f" + {', '.join(include)}" if include else "")
-    )
-    argv = ["debootstrap", "--variant=minbase"]
-    if include:
-        argv.append("--include=" + ",".join(include))
-    _run([*argv, recipe.suite, str(rootfs), mirror], log, DEBOOTSTRAP_TIMEOUT_S)
+    tag = run.tag(recipe.name)
+    run.progress(f"{recipe.name}: building {tag} from {recipe.suite} ({run.mirror})")
+    run.bases.copy(recipe.suite, rootfs, log)
+    if isinstance(recipe, ServerRecipe | PythonRecipe):
+        run.progress(f"{recipe.name}: apt-get install {', '.join(recipe.packages)}")
+        run.bases.include(recipe.suite, recipe.packages, rootfs, work, log)
     if isinstance(recipe, ServerRecipe):
-        changes = _make_server(recipe, work, rootfs, log, progress)
+        changes = _make_server(recipe, work, rootfs, log, run.progress)
     elif isinstance(recipe, PythonRecipe):
-        changes = _make_python(recipe, work, rootfs, log, progress)
+        changes = _make_python(recipe, rootfs, log, run.progress)
     else:
-        assert isinstance(recipe, ToxiproxyRecipe)
         changes = _make_toxiproxy(recipe, rootfs)
     _slim(rootfs)
-    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, mirror)}
+    labels = {LABEL: "1", NAME_LABEL: recipe.name,
+              RECIPE_LABEL: recipe_hash(recipe, run.mirror, prefix=run.prefix)}  # fmt: skip
     changes += [f"LABEL {key}={value}" for key, value in labels.items()]
-    progress(f"{recipe.name}: docker import {recipe.image}")
-    replaced = image_id(recipe.image)
-    _import(rootfs, recipe.image, changes, log)
-    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
+    run.progress(f"{recipe.name}: docker import {tag}")
+    with _replacing(tag):
+        _import(rootfs, tag, changes, log)
+
+
+def _apt_install(rootfs: Path, packages: Sequence[str], log: Path) -> None:
+    """``apt-get install --no-install-recommends packages`` in ``rootfs`` from the indexes its
+    debootstrap fetched, as debootstrap installs (``/proc`` mounted, no service started: a
+    ``policy-rc.d`` that says no, removed after)."""
+    policy = rootfs / "usr" / "sbin" / "policy-rc.d"
+    policy.write_text("#!/bin/sh\nexit 101\n")
+    policy.chmod(0o755)
+    proc = rootfs / "proc"
+    _run(["mount", "-t", "proc", "proc", str(proc)], log, STEP_TIMEOUT_S)
+    try:
+        env = {"PATH": PATH, "DEBIAN_FRONTEND": "noninteractive", **_proxies()}
+        # unsafe-io: no fsync per file (a build that dies is thrown away whole)
+        _chroot(rootfs, env, ["apt-get", "install", "-y", "-q", "--no-install-recommends",
+                              "-o", "Dpkg::Options::=--force-unsafe-io", *packages], log,
+                APT_TIMEOUT_S)  # fmt: skip
+    finally:
+        subprocess.run(["umount", str(proc)], capture_output=True, timeout=STEP_TIMEOUT_S)
+        policy.unlink(missing_ok=True)
+
+
+def _proxies() -> dict[str, str]:
+    """This machine's proxy settings (``http_proxy``…), for a download made in a chroot."""
+    return {k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}
+
+
+@contextmanager
+def _replacing(tag: str) -> Iterator[None]:
+    """Around making ``tag``: the image it named before, now untagged, is removed."""
+    replaced = image_id(tag)
+    yield
+    if replaced and replaced != image_id(tag):
         subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
 
 
@@ -349,7 +588,7 @@ def _make_toxiproxy(recipe: ToxiproxyRecipe, rootfs: Path) -> list[str]:
 
 
 def _make_python(
-    recipe: PythonRecipe, work: Path, rootfs: Path, log: Path, progress: Callable[[str], None]
+    recipe: PythonRecipe, rootfs: Path, log: Path, progress: Callable[[str], None]
 ) -> list[str]:
     """lockchaos's dependencies into the suite's python3, by that python3 (its version
     decides markers such as redis's ``async-timeout; python_full_version < "3.11.3"``),
@@ -358,9 +597,10 @@ def _make_python(
     progress(f"{recipe.name}: pip install {len(wanted)} dependencies from {WHEELHOUSE}")
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip"]
-    if not list(WHEELHOUSE.glob("pip-*.whl")):
-        _run([*pip, "download", "-q", "--no-deps", "--dest", str(WHEELHOUSE), "pip"], log,
-             PIP_TIMEOUT_S)  # fmt: skip
+    with _WHEELHOUSE:
+        if not list(WHEELHOUSE.glob("pip-*.whl")):
+            _run([*pip, "download", "-q", "--no-deps", "--dest", str(WHEELHOUSE), "pip"], log,
+                 PIP_TIMEOUT_S)  # fmt: skip
     inside = rootfs / "tmp" / "wheelhouse"
     shutil.copytree(WHEELHOUSE, inside, dirs_exist_ok=True)
     (pip_wheel,) = sorted(inside.glob("pip-*.whl"))[-1:]
@@ -378,11 +618,11 @@ def _make_python(
         if os.path.isfile(cert):
             shutil.copy2(cert, inside / "ca.crt")
             download += ["--cert", "/tmp/wheelhouse/ca.crt"]
-        proxies = {k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}
-        _chroot(rootfs, {**plain, **proxies}, download, log, PIP_TIMEOUT_S)
-        for wheel in inside.glob("*.whl"):
-            if not (WHEELHOUSE / wheel.name).exists():
-                shutil.copy2(wheel, WHEELHOUSE / wheel.name)
+        _chroot(rootfs, {**plain, **_proxies()}, download, log, PIP_TIMEOUT_S)
+        with _WHEELHOUSE:
+            for wheel in inside.glob("*.whl"):
+                if not (WHEELHOUSE / wheel.name).exists():
+                    shutil.copy2(wheel, WHEELHOUSE / wheel.name)
         _chroot(rootfs, plain, install, log, PIP_TIMEOUT_S)
     finally:
         shutil.rmtree(inside, ignore_errors=True)
@@ -411,17 +651,18 @@ def _wheelhouse_run(pip_args: list[str], needs: list[str], log: Path) -> None:
         return
     except RuntimeError:
         pass
-    _run([*pip, "download", "-q", "--only-binary=:all:", "--dest", str(WHEELHOUSE), *needs],
-         log, PIP_TIMEOUT_S)  # fmt: skip
+    with _WHEELHOUSE:
+        _run([*pip, "download", "-q", "--only-binary=:all:", "--dest", str(WHEELHOUSE), *needs],
+             log, PIP_TIMEOUT_S)  # fmt: skip
     _run(offline, log, PIP_TIMEOUT_S)
 
 
-def _build_from_source(
-    recipe: FromSource, tree: Path, work: Path, progress: Callable[[str], None]
-) -> None:
-    """A wheel of the source ``tree``, installed (no dependencies: the base has them) into a
+def _build_from_source(recipe: FromSource, run: _Run, work: Path) -> None:
+    """A wheel of the source tree, installed (no dependencies: the base has them) into a
     container of the base image with ``docker cp`` (the lockchaos image: with the local
-    provider's programs, ``_local_programs``), committed as ``recipe.image``."""
+    provider's programs, ``_local_programs``), committed as the recipe's image."""
+    tree, progress, tag = source_tree(run.source), run.progress, run.tag(recipe.name)
+    progress(f"{recipe.name}: building {tag} on {run.tag(recipe.base)}")
     _remove_tree(work)
     work.mkdir(parents=True)
     log = work / "build.log"
@@ -442,31 +683,30 @@ def _build_from_source(
     shutil.rmtree(site / "bin", ignore_errors=True)  # this venv's console scripts
     changes = ['CMD ["python", "-m", "chaos.cli"]']
     if isinstance(recipe, LockchaosRecipe):
-        progress(f"{recipe.name}: redis-server and libfaketime of {image_for(recipe.server)}, "
+        progress(f"{recipe.name}: redis-server and libfaketime of {run.tag(recipe.server)}, "
                  "toxiproxy-server")  # fmt: skip
-        changes = _local_programs(recipe, layer, log)
-    progress(f"{recipe.name}: docker commit {recipe.image}")
-    replaced = image_id(recipe.image)
-    labels = {LABEL: "1", NAME_LABEL: recipe.name, RECIPE_LABEL: recipe_hash(recipe, "", tree),
+        changes = _local_programs(run.tag(recipe.server), layer, log)
+    progress(f"{recipe.name}: docker commit {tag}")
+    labels = {LABEL: "1", NAME_LABEL: recipe.name,
+              RECIPE_LABEL: recipe_hash(recipe, "", tree, run.prefix),
               VERSION_LABEL: wheel.name.split("-")[1]}  # fmt: skip
-    with _container(RECIPES[recipe.base].image) as container:
+    with _replacing(tag), _container(run.tag(recipe.base)) as container:
         _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
-        _commit(container, recipe.image, labels, changes, log)
-    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
-        subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
+        _commit(container, tag, labels, changes, log)
 
 
-def _local_programs(recipe: LockchaosRecipe, layer: Path, log: Path) -> list[str]:
+def _local_programs(server_image: str, layer: Path, log: Path) -> list[str]:
     """Into ``layer``: what the local provider runs, where ``chaos.topology.binaries`` finds
     it (``IMAGE_CACHE``'s ``redis/bin``, ``bin``; libfaketime where Debian puts it) and the
-    ``lockchaos`` command; returns the image's ``ENTRYPOINT`` and the rest."""
+    ``lockchaos`` command (the server's from ``server_image``); returns the image's
+    ``ENTRYPOINT`` and the rest."""
     cache = layer / IMAGE_CACHE.lstrip("/")
     redis_bin, tool_bin = cache / "redis" / "bin", cache / "bin"
     redis_bin.mkdir(parents=True)
     tool_bin.mkdir(parents=True)
     lib = layer / "usr" / "lib" / "x86_64-linux-gnu"
     lib.mkdir(parents=True)
-    with _container(image_for(recipe.server)) as server:
+    with _container(server_image) as server:
         for program in ("redis-server", "redis-cli"):
             _run(["docker", "cp", f"{server}:/usr/bin/{program}", str(redis_bin / program)],
                  log, STEP_TIMEOUT_S)  # fmt: skip
@@ -489,19 +729,19 @@ def _local_programs(recipe: LockchaosRecipe, layer: Path, log: Path) -> list[str
     ]
 
 
-def _build_full(
-    recipe: FullRecipe, mirror: str, work: Path, progress: Callable[[str], None]
-) -> None:
+def _build_full(recipe: FullRecipe, run: _Run, work: Path) -> None:
     """``apt-get install`` of the runtimes in a container of the base image (its apt sources
     are the mirror it was debootstrapped from), the drivers' builds copied into its cache
-    (``docker cp``), committed as ``recipe.image`` with the base's entrypoint."""
+    (``docker cp``), committed as the recipe's image with the base's entrypoint."""
+    tag = run.tag(recipe.name)
+    run.progress(f"{recipe.name}: building {tag} on {run.tag(recipe.base)}")
     _remove_tree(work)
     work.mkdir(parents=True)
     log = work / "build.log"
     layer = work / "layer"
     try:
         builds = driver_builds()
-        inputs = recipe_hash(recipe, mirror)
+        inputs = recipe_hash(recipe, run.mirror, prefix=run.prefix)
     except UsageError as exc:  # a driver not built: this image fails, the others go on
         raise RuntimeError(str(exc)) from None
     drivers = layer / IMAGE_CACHE.lstrip("/") / "drivers"
@@ -517,17 +757,13 @@ def _build_full(
         f" apt-get install -y -q --no-install-recommends {packages} && apt-get clean && "
         "rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /var/log/*.log"
     )
-    progress(f"{recipe.name}: apt-get install {packages}, the drivers {', '.join(builds)}")
-    replaced = image_id(recipe.image)
-    with _container(RECIPES[recipe.base].image, "sh", "-c", script) as container:
+    run.progress(f"{recipe.name}: apt-get install {packages}, the drivers {', '.join(builds)}")
+    with _replacing(tag), _container(run.tag(recipe.base), "sh", "-c", script) as container:
         _run(["docker", "start", "-a", container], log, APT_TIMEOUT_S)
         _run(["docker", "cp", f"{layer}/.", f"{container}:/"], log, STEP_TIMEOUT_S)
         labels = {NAME_LABEL: recipe.name, RECIPE_LABEL: inputs}
         # the base's entrypoint, not the install script's
-        _commit(container, recipe.image, labels, ['ENTRYPOINT ["lockchaos"]', 'CMD ["--help"]'],
-                log)  # fmt: skip
-    if replaced and replaced != image_id(recipe.image):  # the old build, now untagged
-        subprocess.run(["docker", "rmi", replaced], capture_output=True, timeout=STEP_TIMEOUT_S)
+        _commit(container, tag, labels, ['ENTRYPOINT ["lockchaos"]', 'CMD ["--help"]'], log)
 
 
 def _commit(
@@ -569,11 +805,17 @@ def _faketime_library(rootfs: Path) -> str:
 
 
 def _slim(rootfs: Path) -> None:
-    """Drop what a container never reads: apt's lists and caches, docs, man pages, locales."""
+    """Drop what a container never reads: apt's lists, caches, logs and lock (and what an
+    ``apt-get install`` leaves that a debootstrap never writes: its record of the packages it
+    installed as dependencies, debconf's scratch directory), docs, man pages, locales."""
     for pattern in (
         "var/lib/apt/lists/*",
+        "var/lib/apt/extended_states",
         "var/cache/apt/*.bin",
         "var/cache/apt/archives/*.deb",
+        "var/cache/apt/archives/lock",
+        "var/cache/debconf/tmp.ci",
+        "var/log/apt/*",
         "usr/share/doc/*",
         "usr/share/man/*",
         "usr/share/info/*",
@@ -623,18 +865,28 @@ def _chroot(
     return done.stdout.strip()
 
 
-def _run(argv: list[str], log: Path, timeout_s: float, env: dict[str, str] | None = None) -> None:
+def _run(
+    argv: list[str],
+    log: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    capture: bool = False,
+) -> str:
+    """Run ``argv``, its output into ``log`` (``capture``: its standard output returned
+    instead); ``RuntimeError`` with the log's last line when it fails or times out."""
     with log.open("ab") as out:
         out.write(f"$ {' '.join(argv)}\n".encode())
         out.flush()
         try:
             done = subprocess.run(
-                argv, stdout=out, stderr=out, timeout=timeout_s, env={**os.environ, **(env or {})}
-            )
+                argv, stdout=subprocess.PIPE if capture else out, stderr=out, timeout=timeout_s,
+                env={**os.environ, **(env or {})},
+            )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"`{argv[0]}` took more than {timeout_s:.0f} s") from None
     if done.returncode != 0:
         raise RuntimeError(f"`{' '.join(argv[:3])} …` failed: {_tail(log)}")
+    return done.stdout.decode(errors="replace") if capture else ""
 
 
 def _tail(log: Path) -> str:

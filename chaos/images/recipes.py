@@ -182,10 +182,13 @@ RECIPES: dict[str, Recipe] = {
 assert RECIPES.keys() == IMAGES.keys(), "an image the runtime names has no recipe, or back"
 
 
-def recipe_hash(recipe: Recipe, mirror: str, source: Path | None = None) -> str:
+def recipe_hash(
+    recipe: Recipe, mirror: str, source: Path | None = None, prefix: str = ""
+) -> str:
     """The hash an image built from ``recipe`` today would carry: of the recipe, the mirror
     and what the image copies in (``source``: the demo's source tree, ``source_tree``'s
-    default when None)."""
+    default when None; the images it is made from as built under ``prefix``, the builder's
+    ``--prefix``, which the hash does not otherwise cover)."""
     parts: dict[str, Any] = {"revision": REVISION, "mirror": mirror, **asdict(recipe)}
     parts["kind"] = recipe.kind
     parts["image"] = recipe.image
@@ -196,13 +199,13 @@ def recipe_hash(recipe: Recipe, mirror: str, source: Path | None = None) -> str:
     elif isinstance(recipe, PythonRecipe):
         parts["requirements"] = requirements()
     elif isinstance(recipe, FullRecipe):  # the base as built, the drivers' builds
-        parts["needs"] = {recipe.base: image_id(RECIPES[recipe.base].image)}
+        parts["needs"] = {recipe.base: image_id(prefix + RECIPES[recipe.base].image)}
         parts["drivers"] = {build: _tree_hash(path, driver_files(path))
                             for build, path in driver_builds().items()}  # fmt: skip
         parts["layout"] = [IMAGE_CACHE]
     else:  # the images it is made of as built, and lockchaos's sources
         parts.pop("mirror")
-        parts["needs"] = {name: image_id(RECIPES[name].image) for name in needs(recipe)}
+        parts["needs"] = {name: image_id(prefix + RECIPES[name].image) for name in needs(recipe)}
         parts["sources"] = _sources_hash(source_tree(source))
         if isinstance(recipe, LockchaosRecipe):
             parts["toxiproxy"] = file_sha256(Path(binaries.find("toxiproxy-server")))

@@ -323,6 +323,17 @@ class LockInfo:
     # API takes seconds); a run's --ttl-ms must be one, or the lock would hold a TTL other
     # than the one the checker holds it to.
     ttl_granularity_ms: int = 1
+    # What it is made with, as ``lockchaos list`` shows it: the language its client runs in,
+    # the library that implements the lock (or the client a hand-written lock is written on)
+    # and that library's version ("" when nobody declared it: a user's lock).
+    language: str = "python"
+    library: str = ""
+    version: str = ""
+    # The optional dependency group that installs ``library`` (``pip install
+    # 'lockchaos[EXTRA]'``): then ``library`` is its distribution's name, pinned to
+    # ``version``, and the lock is refused in one line when another version (or none) is
+    # installed. None: lockchaos's own dependencies run it.
+    extra: str | None = None
 
     @property
     def mutex(self) -> bool:

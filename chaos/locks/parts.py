@@ -6,17 +6,80 @@ Not part of the public contract (``chaos.locks.contract`` is); user locks may us
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
+from importlib.metadata import version
+from types import ModuleType
 from typing import Any
 
 import redis
 
+from chaos.errors import UsageError
 from chaos.locks import scripts
 from chaos.locks.contract import Lease, LockContext, LockInfo
 
 
 def whole_seconds(ttl_ms: int) -> bool:
     return ttl_ms % 1000 == 0
+
+
+def check_ttl_step(lock: str, step: int, ttl_ms: int) -> None:
+    """``UsageError`` if lock ``lock``, whose TTLs are multiples of ``step`` ms (1000: whole
+    seconds, a library whose API takes seconds), cannot express ``ttl_ms``: rounded, up (a
+    longer lease than claimed) or down (to 0: an error, or an ``EXPIRE key 0`` that deletes the
+    key just set), it would be judged on a TTL it never set."""
+    if ttl_ms % step:
+        kept = max(step, ttl_ms // step * step)
+        raise UsageError(
+            f"lock {lock!r} expresses its TTL in multiples of {step} ms"
+            + (" (whole seconds)" if step == 1000 else "")
+            + f": --ttl-ms {ttl_ms} cannot be kept; use --ttl-ms {kept}"
+            + (f" or {kept + step}" if kept < ttl_ms else "")
+        )
+
+
+def whole_seconds_ttl(ctx: LockContext, lock: str) -> int:
+    """The TTL of bundled lock ``lock`` in the whole seconds its library's API takes (its
+    entry declares ``ttl_granularity_ms=1000``). A run refuses another TTL up front
+    (``chaos.lockspec.LockSpec.check_ttl``); one that reaches the factory by another way is
+    refused the same, rather than rounded by the library."""
+    check_ttl_step(lock, 1000, ctx.ttl_ms)
+    return ctx.ttl_ms // 1000
+
+
+def released(release: Callable[[], object], not_ours: type[Exception]) -> bool:
+    """A library's release: True when ``release`` returned, False when it raised ``not_ours``
+    (its way of saying the lease was not its holder's any more); anything else propagates."""
+    try:
+        release()
+    except not_ours:
+        return False
+    return True
+
+
+def divert(owner: ModuleType, hook: str, ours: Callable[[Any], bool], logger: str,
+           what: str) -> None:
+    """Send the uncaught errors ``ours`` picks out to library logger ``logger`` (at ERROR,
+    ``what`` and the traceback) instead of ``owner.hook`` — ``threading.excepthook`` (a thread
+    the library started) or ``sys.unraisablehook`` (its finalizer) — which print a traceback
+    on stderr; everything else still goes to the hook that was there. A library's errors
+    outside any call are its output as its logging is: they belong in the client's log (a run
+    keeps the root logger's records in its run directory, ``chaos.workload.worker``), not on
+    the terminal. Put in front of whatever hook is there unless this logger's diversion
+    already is (a test framework swaps its own hooks in and out around each test)."""
+    previous = getattr(owner, hook)
+    if logger in getattr(previous, "diverts", ()):
+        return
+
+    def diverted(args: Any) -> None:
+        if ours(args):
+            logging.getLogger(logger).error(what, exc_info=args.exc_value)
+        else:
+            previous(args)
+
+    diverted.diverts = (*getattr(previous, "diverts", ()), logger)  # type: ignore[attr-defined]
+    setattr(owner, hook, diverted)
 
 
 def expiry(ttl_ms: int) -> dict[str, Any]:
@@ -81,7 +144,9 @@ def lock_info(doc: str | None, *, name: str, module: str, **flags: Any) -> LockI
     * a paragraph starting ``Known flaw:`` (one sentence).
 
     so the docstring is the one place the seed and the flaw are written down (``lockchaos
-    list`` shows them as plain text, without the reST quotes).
+    list`` shows them as plain text, without the reST quotes). Unless ``flags`` name another
+    library, the lock is lockchaos's own, hand-written on redis-py: its library is redis-py, at
+    the version installed.
     """
     if not doc:
         raise ValueError(f"{module} has no docstring")
@@ -94,7 +159,7 @@ def lock_info(doc: str | None, *, name: str, module: str, **flags: Any) -> LockI
         summary=summary,
         seed=_paragraph(doc, "Seed:", module),
         flaw=_paragraph(doc, "Known flaw:", module),
-        **flags,
+        **{"library": "redis-py", "version": version("redis"), **flags},
     )
 
 

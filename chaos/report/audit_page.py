@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from chaos.checker.coverage import FaultCoverage
-from chaos.checker.verdict import reaches
+from chaos.checker.verdict import EXIT_INCONCLUSIVE, INCONCLUSIVE, reaches
 from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.matrix import INDEX
 from chaos.report.page import render
@@ -94,6 +94,8 @@ class AuditFile(msgspec.Struct, kw_only=True):
     unreached_optional: list[str] = []
     # Planned campaigns not run because the budget had no time left for them: not tested.
     not_fitted: list[str] = []
+    # Tested faults that only the skipped campaigns would have injected: never tried.
+    skipped_faults: list[str] = []
 
 
 # An audit that took this much more than its budget says why (``overran``).
@@ -174,30 +176,36 @@ def write_audit_reports(directory: Path, audit: AuditFile) -> Path:
            surface=surface_line(audit),
            declared=declared_line(audit.declared) if audit.declared else None,
            exercised=exercised_line(audit.exercised), overran=overran(audit))
-    cases = []
+    cases, classname = [], f"lockchaos.audit.{audit.lock}"
     for run in audit.runs:
         failure = None
         if reaches(run.verdict, audit.fail_on):
-            failure = (run.verdict, run.explanation or run.verdict)
+            failure = (run.verdict, f"{run.explanation or run.verdict}\nreplay: {audit.replay}")
         cases.append(Case(
-            name=f"{audit.lock} × {run.name}", classname=f"lockchaos.audit.{audit.lock}",
+            name=f"{audit.lock} × {run.name}", classname=classname,
             time_s=run.duration_s, failure=failure,
             output=f"verdict {run.verdict}: hard {run.hard_violations}, soft "
                    f"{run.soft_violations}, liveness {run.liveness_violations}; {run.report}",
         ))  # fmt: skip
     if not any(run.name == "explore" for run in audit.runs):
         cases.append(Case(
-            name=f"{audit.lock} × explore", classname=f"lockchaos.audit.{audit.lock}",
+            name=f"{audit.lock} × explore", classname=classname,
             output=f"{audit.examples} programs explored, none broke the lock",
             skipped=None if audit.examples else (
                 "not run: the audit had already found a hard violation"
                 if audit.first_hard_s is not None else "no time was left to explore"
             ),
         ))  # fmt: skip
-    cases += [Case(name=f"{audit.lock} × {name}", classname=f"lockchaos.audit.{audit.lock}",
+    cases += [Case(name=f"{audit.lock} × {name}", classname=classname,
                    skipped="not run: the audit had already found a hard violation")
               for name in audit.skipped]
+    if audit.exit_status == EXIT_INCONCLUSIVE:  # no run failed, and the audit did not pass
+        cases.append(Case(
+            name=f"{audit.lock} × what the audit asked for", classname=classname,
+            failure=(INCONCLUSIVE, "\n".join([*audit.inconclusive_reasons,
+                                              f"replay: {audit.replay}"])),
+        ))
     write_junit(directory / JUNIT, f"lockchaos audit {audit.lock}", cases,
                 {"lock": audit.lock, "seed": str(audit.seed), "verdict": audit.verdict,
-                 "assumed_away": ",".join(audit.assumed_away)})
+                 "assumed_away": ",".join(audit.assumed_away), "replay": audit.replay})
     return index

@@ -2,14 +2,21 @@
 
 One lane per client shows its holds (pale bars), the stretches in which its lease was valid
 by the lock's own claim (dark stripes inside them: a hold sticking out of its stripe is a
-holder that outlived its lease), renewals and extends (diamonds) and crashes (crosses).
+holder that outlived its lease), renewals and extends (diamonds) and crashes (crosses), and
+each operation that stalled in flight — an acquire from its invoke to its grant, a release
+from its invoke to the moment it returned true, when that took ``STALLED_TTLS`` of the TTL
+or more — as a bar of its own: the release paused before its DEL that deleted the next
+holder's key is drawn across the whole time it was pending, not as an instant.
 A lock that is not a mutex draws shared holds (a semaphore's, a reader's) green and exclusive
 ones (a writer's) blue, and gets a panel above the lanes: the permits held in each mode over
 time against the capacity (``chaos.report.permits``).
 Above them the ``nemesis`` lane has one bar per fault, and each fault is also a faint band
 across every lane; the ``checker`` lane has one bar per violation, coloured by kind. Overlaps
-are highlighted on the two holders' lanes and lost writes are marked where they were
-acknowledged; hovering or clicking any of these shows the checker's explanation.
+are highlighted on the two holders' lanes, and each violation's start is also a marker on
+the checker lane and on the lanes it involves: a bar is a share of the window wide at
+least, which a 9 ms overlap in a 20 s run still makes a sliver, while a marker keeps its
+size at every zoom. Lost writes are marked where they were acknowledged; hovering or
+clicking any of these shows the checker's explanation.
 
 Everything is drawn from the checker's ``Timeline`` (holds, leases, faults, acknowledged
 writes) and the verdict, never from raw events. A browser stays responsive up to a few
@@ -30,6 +37,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from chaos.checker.explain import Clock
+from chaos.checker.holds import NEVER
 from chaos.checker.timeline import FaultSpan
 from chaos.history import EXCLUSIVE, SHARED
 from chaos.report import permits
@@ -50,6 +58,11 @@ MODE_COLORS = {EXCLUSIVE: (HOLD_COLOR, LEASE_COLOR), SHARED: ("#bfe3c6", "#2f7d4
 FAULT_COLOR = "#8d99ae"
 RENEW_COLOR = "#2a9d8f"
 CRASH_COLOR = "#111111"
+IN_FLIGHT_COLOR = "#e76f51"
+# An acquire or release in flight for this share of the TTL or longer stalled (a pause, a
+# slow link, a stopped server): drawn from its invoke to its outcome. An unhindered one
+# takes a millisecond or two, and drawing every one would bury the one that matters.
+STALLED_TTLS = 0.1
 DIV_ID = "timeline"
 LANE_PX = 34  # the height of one lane
 PANEL_PX = 150  # the permits panel's height (a lock that is not a mutex) …
@@ -134,6 +147,8 @@ class _Marks:
     color: str
     symbol: str
     size: int = 9
+    group: str | None = None
+    legend: bool = True
     lanes: list[str] = field(default_factory=list)
     at: list[float] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
@@ -151,6 +166,7 @@ class _Marks:
             marker={"color": self.color, "symbol": self.symbol, "size": self.size,
                     "line": {"width": 1, "color": "white"}},
             hovertext=self.texts, hovertemplate="%{hovertext}<extra></extra>",
+            legendgroup=self.group or self.name, showlegend=self.legend,
         )
 
 
@@ -163,12 +179,14 @@ def timeline_figure(run: RunRecord, window: Window) -> go.Figure:
     min_len = MIN_WIDTH * max(window.end_s - window.start_s, 1e-3)
     clock = Clock(timeline)
     bars, marks = _hold_traces(run, clock, span)
+    in_flight = _in_flight_traces(run, clock, span, min_len)
     fault_bars, hits, bands = _fault_traces(run, clock, span, min_len)
-    flagged, lost = _violation_traces(run, clock, span, window, min_len)
+    flagged, starts, lost = _violation_traces(run, clock, span, window, min_len)
     lanes = [CHECKER_LANE, NEMESIS_LANE, *_clients(run)]
     panel = [] if timeline.mutex else _permit_traces(run, clock, span)
-    figure = go.Figure([b.trace() for b in (fault_bars, *bars, *flagged) if b.lanes]
-                       + [m.trace() for m in (*marks, hits, lost) if m.lanes] + panel)
+    figure = go.Figure([b.trace() for b in (fault_bars, *bars, in_flight, *flagged) if b.lanes]
+                       + [m.trace() for m in (*marks, hits, *starts, lost) if m.lanes]
+                       + panel)
     pad = (window.end_s - window.start_s) * 0.01
     lanes_px = LANE_PX * len(lanes)
     figure.update_layout(
@@ -224,6 +242,38 @@ def _hold_traces(run: RunRecord, clock: Clock, span: tuple[int, int]
             crashes.add(hold.process, end, f"{hold.process} crashed at {end:.3f} s")
     return [bars for bars, _ in looks.values()] + [bars for _, bars in looks.values()], [
         renewals, crashes]
+
+
+def _in_flight_traces(run: RunRecord, clock: Clock, span: tuple[int, int], min_len: float
+                      ) -> _Bars:
+    """Each acquire and release that was in flight ``STALLED_TTLS`` of the TTL or longer
+    (an acquire until its grant, a release until it returned true), on its client's lane,
+    with what stopped it: the pause points it reached, the stretches its process did not run
+    (none when the TTL is unknown)."""
+    timeline = run.timeline
+    bars = _Bars("operation in flight (stalled)", IN_FLIGHT_COLOR, 0.42)
+    if timeline.ttl_ns is None:
+        return bars
+    least = STALLED_TTLS * timeline.ttl_ns
+    sec = clock.seconds
+    for hold in timeline.holds:
+        if not span[0] <= hold.start < span[1]:
+            continue
+        for op, since, until, outcome in (("acquire", hold.invoked, hold.start, "granted"),
+                                          ("release", hold.end, hold.release_acked,
+                                           "returned true")):
+            if until is None or until >= NEVER or until - since < least:
+                continue
+            why = [f"stopped at pause point {point.command} at {sec(point.t):.3f} s"
+                   for point in timeline.pauses_of(hold.process, since, until)]
+            why += [f"did not run for {(end - start) / 1e6:.0f} ms from {sec(start):.3f} s"
+                    for start, end in timeline.stalls_of(hold.process, since, until)]
+            bars.add(hold.process, sec(since), sec(until),
+                     f"<b>{hold.process}'s {op} in flight</b><br>invoked {sec(since):.3f} s, "
+                     f"{outcome} at {sec(until):.3f} s ({(until - since) / 1e6:.0f} ms)"
+                     + "".join(f"<br>{html.escape(line)}" for line in why),
+                     min_length=min_len)
+    return bars
 
 
 def _mode_words(mode: str, modes: tuple[str, ...]) -> str:
@@ -319,9 +369,11 @@ def _fault_traces(run: RunRecord, clock: Clock, span: tuple[int, int], min_len: 
 
 
 def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], window: Window,
-                      min_len: float) -> tuple[list[_Bars], _Marks]:
+                      min_len: float) -> tuple[list[_Bars], list[_Marks], _Marks]:
     """The checker lane's bars (one trace per kind, hard on top), the overlaps
-    shaded on both holders' lanes, and each lost write where it was acknowledged."""
+    shaded on both holders' lanes, a marker where each violation starts (on the checker
+    lane, and on the lanes of the clients it involves), and each lost write where it was
+    acknowledged."""
     verdict = run.verdict
     # A data violation spans from the first lost write to the final read: drawn thin and
     # first, so the overlaps and outages within it stay visible.
@@ -331,6 +383,9 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
     overlaps = {kind: _Bars(f"{kind} overlap", LOOKS[kind].color, 0.95, 0.4, legend=False,
                             group=kind)
                 for kind in ("soft", "hard")}
+    starts = {kind: _Marks(f"{kind} starts", LOOKS[kind].color, "diamond", 12, group=kind,
+                            legend=False)
+              for kind in flagged}
     shown = [(i, v) for i, v in enumerate(verdict.violations)
              if v.start_s <= window.end_s and v.end_s >= window.start_s][:MAX_VIOLATIONS]
     for index, violation in shown:
@@ -340,6 +395,8 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
         for process in violation.processes if violation.kind in overlaps else []:
             overlaps[violation.kind].add(process, violation.start_s, violation.end_s, text,
                                          index, min_len)
+        for lane in (CHECKER_LANE, *violation.processes):
+            starts[violation.kind].add(lane, violation.start_s, text, index)
     lost = _Marks("lost write", LOOKS["data"].color, "star", 12)
     if verdict.lost_write_ids:
         data_index = next(i for i, v in enumerate(verdict.violations) if v.kind == "data")
@@ -347,7 +404,7 @@ def _violation_traces(run: RunRecord, clock: Clock, span: tuple[int, int], windo
             at = clock.seconds(at_ns)
             lost.add(writer, at, f"<b>lost write</b> {html.escape(op)}<br>acknowledged to "
                      f"{writer} at {at:.3f} s, missing from the final read", data_index)
-    return [*flagged.values(), *overlaps.values()], lost
+    return [*flagged.values(), *overlaps.values()], list(starts.values()), lost
 
 
 def figure_html(figure: go.Figure) -> str:

@@ -18,10 +18,17 @@ from typing import Literal
 import msgspec
 
 from chaos.checker import Verdict
-from chaos.checker.verdict import reaches
+from chaos.checker.verdict import (
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    INCONCLUSIVE,
+    reaches,
+)
 from chaos.report.junit import JUNIT, Case, write_junit
 from chaos.report.page import render
 from chaos.report.records import load_record, save_record
+from chaos.report.style import reasons_label
 
 INDEX = "index.html"
 MATRIX = "matrix.json"
@@ -51,6 +58,8 @@ class RunEntry(msgspec.Struct, kw_only=True):
     report: str  # the run's report.html, relative to the comparison's directory
     wall_s: float
     truth_problem: str | None = None  # how the verdict departs from the truth table's claim
+    # Why it tested nothing, or what it asked for and never exercised (``Verdict``'s).
+    inconclusive_reasons: list[str] = []
 
     @classmethod
     def of(cls, verdict: Verdict, *, seed: int, run_dir: str, wall_s: float,
@@ -66,6 +75,7 @@ class RunEntry(msgspec.Struct, kw_only=True):
             explanations=verdict.explanations[:EXPLANATIONS_KEPT], counts=verdict.counts,
             notes=verdict.notes, run_dir=run_dir, report=f"{run_dir}/report.html",
             wall_s=round(wall_s, 3), truth_problem=truth_problem,
+            inconclusive_reasons=verdict.inconclusive_reasons,
         )  # fmt: skip
 
 
@@ -98,15 +108,29 @@ class CellEntry(msgspec.Struct, kw_only=True):
     first_hard_s: float | None  # the earliest first hard violation over the runs
     hard_runs: int  # runs with a hard violation
     report: str | None
-    why: str | None  # the worst run's first explanation
+    why: str | None  # the worst run's first explanation, or why it tested nothing
     runs: list[RunEntry]
     expected: Claim | None  # None: the truth table has no claim about this cell
     # The server the cell ran on (``compare --servers``); also in its row: ``lua @ redis-8.0``.
     server: str | None = None
+    # What a run of it did not test (an inconclusive run's reason, or a fault that had no
+    # effect beside violations below the gate: "client-pause-at:command=DEL never reached:
+    # this lock's release sends EVAL; try command=EVAL"); None: each run tested all it asked.
+    untested: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.lock} × {self.label}"
+
+    @property
+    def failed(self) -> bool:
+        """A run reached the kind the cell looks for (``stop_on``; hard when it runs on)."""
+        return any(reaches(run.verdict, self.stop_on or "hard") for run in self.runs)
+
+    @property
+    def untested_label(self) -> str:
+        """What ``untested`` is called beside the verdict (``reasons_label``)."""
+        return reasons_label(self.verdict or INCONCLUSIVE)
 
     @property
     def claim_held(self) -> bool | None:
@@ -163,6 +187,18 @@ def write_compare_reports(directory: Path, matrix: MatrixFile) -> Path:
     return index
 
 
+def exit_status(matrix: MatrixFile, *, allow_inconclusive: bool = False) -> int:
+    """``lockchaos compare``'s: 1 when a cell found what it looks for (a hard violation,
+    unless ``stop_on`` says another kind), else 3 when a cell did not test all it asked for
+    (``untested``; unless allowed), else 0 — as its junit.xml's failures say."""
+    done = [cell for cell in matrix.cells if cell.status == "done"]
+    if any(cell.failed for cell in done):
+        return EXIT_VIOLATION
+    if any(cell.untested for cell in done) and not allow_inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
 def _case(cell: CellEntry) -> Case:
     classname = f"lockchaos.{cell.lock}"
     time_s = sum(run.duration_s for run in cell.runs)
@@ -172,6 +208,7 @@ def _case(cell: CellEntry) -> Case:
     output = "\n".join(
         f"seed {run.seed}: {run.verdict} (hard {run.hard_violations}, soft "
         f"{run.soft_violations}, lost writes {run.lost_writes}) in {run.run_dir}"
+        + "".join(f"\n  {reasons_label(run.verdict)}: {why}" for why in run.inconclusive_reasons)
         for run in cell.runs
     )
     failure = None
@@ -179,4 +216,7 @@ def _case(cell: CellEntry) -> Case:
         text = "\n".join(f"seed {run.seed}: {why}" for run in failed
                          for why in run.explanations[:1])
         failure = (cell.verdict or "", text)  # a done cell has runs, so a verdict
+    elif cell.untested:  # a cell that tested nothing must not pass a CI step
+        failure = (INCONCLUSIVE, "\n".join(f"seed {run.seed}: {why}" for run in cell.runs
+                                           for why in run.inconclusive_reasons[:1]))
     return Case(cell.name, classname, time_s, failure, output=output)

@@ -22,21 +22,34 @@ class Look:
     ink: str  # text written on ``color``
     terminal: str  # rich style (the nearest a terminal has to ``color``)
     words: str  # the verdict in a phrase, for legends and page headers
+    meaning: str  # what it means for the lock, in a sentence (an audit's answer says it)
 
+
+# What a lease without fencing cannot prevent, and where to read what can.
+FENCING = ("the known limit of a lease without fencing: a holder stopped or slowed past its "
+           "TTL still acts, after the next one took the lock (docs/fencing.md)")
 
 # Keyed as ``chaos.checker.verdict.RANK``, least severe first.
 LOOKS: dict[str, Look] = {
-    "ok": Look("#2b9348", WHITE, "bold green", "no violation"),
+    "ok": Look("#2b9348", WHITE, "bold green", "no violation",
+               "no two clients held the lock at once, nothing was lost, it stayed available"),
     "inconclusive": Look("#f0ad4e", INK, "bold yellow",
-                         "the run did not exercise the lock (inconclusive)"),
-    "soft": Look("#f2b705", INK, "yellow", "overlaps only past a lease (soft)"),
+                         "the run did not exercise the lock (inconclusive)",
+                         "no violation, because the lock was not exercised: it says nothing"),
+    "soft": Look("#f2b705", INK, "yellow", "overlaps only past a lease (soft)",
+                 f"two clients held the lock at once only once a lease had run out: {FENCING}"),
     "fairness": Look("#4d9de0", WHITE, "bold blue",
-                     "a waiter was overtaken by a later one (fairness)"),
+                     "a waiter was overtaken by a later one (fairness)",
+                     "a lock that claims to be fair granted a later waiter first"),
     "liveness": Look("#f46036", WHITE, "bold dark_orange",
-                     "the lock stayed unavailable (liveness)"),
-    "data": Look("#7b2cbf", WHITE, "bold magenta", "acknowledged writes were lost (data)"),
+                     "the lock stayed unavailable (liveness)",
+                     "nobody could take the lock for far longer than its TTL"),
+    "data": Look("#7b2cbf", WHITE, "bold magenta", "acknowledged writes were lost (data)",
+                 f"acknowledged writes were lost, with no two valid leases at once: {FENCING}"),
     "hard": Look("#d7263d", WHITE, "bold red",
-                 "the lock granted overlapping valid leases (hard)"),
+                 "the lock granted overlapping valid leases (hard)",
+                 "the lock granted two clients valid leases at once: the lock itself is "
+                 "broken, however its holders behave"),
 }
 
 

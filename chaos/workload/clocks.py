@@ -68,18 +68,25 @@ def offset_ms(directory: str | os.PathLike[str], client: str) -> float:
         return 0.0
 
 
-def _wrapper(directory: str | os.PathLike[str], client: str) -> Path:
-    """The executable spawn runs for ``client``: sets libfaketime's environment, execs Python."""
-    path = Path(directory) / f"{client}.python"
+def faked_env(directory: str | os.PathLike[str], client: str) -> dict[str, str]:
+    """The environment under which a program's wall clock is ``client``'s clock file (made at
+    offset 0 if it has none yet) and its monotonic clock stays true; a driver started by the
+    client inherits it."""
     if not clock_file(directory, client).exists():
         set_offset(directory, client, 0.0)
-    env = {
+    return {
         "LD_PRELOAD": binaries.libfaketime(),
         "FAKETIME_TIMESTAMP_FILE": str(clock_file(directory, client).resolve()),
         "FAKETIME_NO_CACHE": "1",
         "FAKETIME_DONT_FAKE_MONOTONIC": "1",
         "FAKETIME_FORCE_MONOTONIC_FIX": "0",
     }
+
+
+def _wrapper(directory: str | os.PathLike[str], client: str) -> Path:
+    """The executable spawn runs for ``client``: sets libfaketime's environment, execs Python."""
+    path = Path(directory) / f"{client}.python"
+    env = faked_env(directory, client)
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     boot = "from chaos.workload.clocks import child_main; child_main()"
     script = (

@@ -91,6 +91,15 @@ ERROR_WORDS = 80  # characters of a library's error an effect quotes (they run t
 # announced command awaits its replies from nodes the driver does not name.
 DRIVER_REQUEST = -1
 MAX_WATCHED_NODE = 61  # a node's bit must fit a signed 64-bit mask: a watch names n0…n61
+# How a client met a watched fault: an ``effect`` event's ``how`` (``Crossing.how``; its
+# ``what`` says the same in words, ``Watch.describe``). Which one a firing's first crossing is
+# depends on timing: a command sent as the fault went on, one sent a moment before whose reply
+# the fault held, an operation that failed on the cut link. What a firing may report is the
+# set its watch admits (``Watch.admits``), never one of them.
+SENT = "sent"  # a command left over a faulted link
+REFUSED = "refused"  # a connection over a faulted link was refused
+AWAITED = "awaited"  # a command's reply was awaited over a faulted link once the fault was on
+FAILED = "failed"  # an operation of a lock that sends its own commands ended in an error
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,15 @@ class Crossing:
     awaited: bool = False
     error: str = ""
 
+    @property
+    def how(self) -> str:
+        """``SENT``, ``REFUSED``, ``AWAITED`` or ``FAILED``."""
+        if self.error:
+            return FAILED
+        if self.awaited:
+            return AWAITED
+        return SENT if self.command else REFUSED
+
 
 def _first_words(error: str) -> str:
     """``error`` cut at a word within ``ERROR_WORDS`` characters."""
@@ -159,6 +177,11 @@ class Watch:
     # downstream, a link cut): a command whose reply was awaited while it was on met it.
     holds_replies: bool = False
 
+    @property
+    def admits(self) -> frozenset[str]:
+        """The ``Crossing.how`` of each crossing this watch can report (``admitted``)."""
+        return admitted(self.holds_replies, self.everywhere)
+
     def bit(self, address: str | None) -> int:
         """The mask bit a command to ``address`` needs live (None: every node's)."""
         if address is None:
@@ -171,14 +194,24 @@ class Watch:
         index = self.nodes.get(met.address) if met.address is not None else (
             nodes[0] if len(nodes) == 1 else None)
         on = f"while {self.name} was on"
-        if met.error:
+        how = met.how
+        if how == FAILED:
             return f"{client}'s {met.command} failed {on} ({_first_words(met.error)})"
-        if met.awaited:
+        if how == AWAITED:
             node = f" from n{index}" if index is not None else ""
             return f"{client} awaited the reply to {met.command}{node} {on}"
         node = f" to n{index}" if index is not None else ""
-        did = f"sent {met.command}" if met.command else "could not connect"
+        did = f"sent {met.command}" if how == SENT else "could not connect"
         return f"{client} {did}{node} {on}"
+
+
+def admitted(holds_replies: bool, everywhere: bool) -> frozenset[str]:
+    """What a watch can report (``Watch.admits``): a command sent and a connection refused
+    over a watched link, always; a reply awaited there once the fault was on, when the fault
+    holds replies (``Watch.holds_replies``: ``check_awaited``); an operation's error, when it
+    watches every link of the client (a driver's error names no link: ``Injector.failed``)."""
+    return frozenset({SENT, REFUSED} | ({AWAITED} if holds_replies else set())
+                     | ({FAILED} if everywhere else set()))  # fmt: skip
 
 
 class Injector:
@@ -296,11 +329,12 @@ class Injector:
         reports it (``on_crossed``) and is disarmed, and a matching watch the harness ended
         is forgotten."""
         if address in self._watched if address is not None else self._everywhere:
-            slots = self.slots
+            slots, met = self.slots, Crossing(command, address, error=error)
             with self._lock:
                 matching = [w for w in self._watches.values()
                             if (address in w.nodes if address is not None else w.everywhere)]
-                hit = [w for w in matching if _on(live.get(w.serial, 0), w.bit(address))
+                hit = [w for w in matching if met.how in w.admits
+                       and _on(live.get(w.serial, 0), w.bit(address))
                        and slots[w.slot] == w.serial
                        and _on(slots[WATCH_SLOTS + w.slot], w.bit(address))]
                 for w in matching:
@@ -308,7 +342,7 @@ class Injector:
                         del self._watches[w.slot]
                 self._index()
             for w in hit:
-                self.on_crossed(w, Crossing(command, address, error=error))
+                self.on_crossed(w, met)
 
     def awaiting(self, connection: int, command: str, address: str,
                  live: Mapping[int, int]) -> None:
@@ -330,7 +364,7 @@ class Injector:
         slots, hits = self.slots, []
         with self._lock:
             for command, address, before in list(self._awaited.values()):  # a copy, atomic
-                for w in [w for w in self._watches.values() if w.holds_replies and (
+                for w in [w for w in self._watches.values() if AWAITED in w.admits and (
                           w.everywhere if address is None else address in w.nodes)]:
                     bit = w.bit(address)
                     if (slots[w.slot] == w.serial and _on(slots[WATCH_SLOTS + w.slot], bit)

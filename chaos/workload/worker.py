@@ -237,7 +237,7 @@ class Worker:
         awaited there while it was on, or a driver's operation failed while it was on every
         link): its effect."""
         self.history.log(h.INFO, self.cid, h.EFFECT, value={
-            "id": watch.fault, "what": watch.describe(self.cid, met)})
+            "id": watch.fault, "what": watch.describe(self.cid, met), "how": met.how})
 
     def _fired(self, point: PausePoint) -> None:
         value: dict[str, Any] = {"command": point.command, "action": point.action, "op": point.op}

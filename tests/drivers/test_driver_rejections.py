@@ -116,10 +116,11 @@ def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
         ctx.close()
 
 
-@pytest.mark.parametrize("driver", ["node-redlock", "redsync", "redisson-lease"])
+@pytest.mark.parametrize("driver", ["node-redlock", "redsync", "redisson-lease", "rust-redlock"])
 def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: str) -> None:
     """Connections opened again after a cut run their set-up (go-redis: HELLO, lazily inside
-    the next operation; ioredis: its INFO ready check; Redisson: PING, CLIENT SETNAME…)
+    the next operation; ioredis: its INFO ready check; Redisson: PING, CLIENT SETNAME…;
+    redis-rs: CLIENT SETINFO, on each connection the redlock crate opens per command)
     without announcing it: ``nth`` counts the lock's own commands only."""
     need(driver_gap(driver))
     announced = Announced()

@@ -15,7 +15,8 @@ import pytest
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = "tests/redis/test_pytest_plugin_example.py"  # docs/pytest.md shows this file
+EXAMPLE = "tests/redis/test_pytest_plugin_example.py"  # docs/pytest.md shows this file first
+FAULTS_EXAMPLE = "tests/redis/test_pytest_plugin_faults_example.py"  # … and this one second
 
 SHOW_LOCK = """
 import pytest
@@ -184,10 +185,10 @@ def test_the_root_conftest_loads_the_plugin_once(autoload: bool) -> None:
     assert "1 test collected" in done.stdout
 
 
-def test_docs_example_is_the_test_that_runs() -> None:
+def test_docs_examples_are_the_tests_that_run() -> None:
+    """docs/pytest.md leads with the audit, then the faults chosen by hand: each block is a
+    file the suite runs, word for word."""
     doc = (ROOT / "docs" / "pytest.md").read_text()
-    example = re.search(r"```python\n(.*?)```", doc, re.S)
-    assert example is not None
-    code = (ROOT / EXAMPLE).read_text()
-    assert example.group(1) == code
-    assert len(code.strip().splitlines()) <= 20
+    examples = re.findall(r"```python\n(.*?)```", doc, re.S)
+    assert examples[:2] == [(ROOT / EXAMPLE).read_text(), (ROOT / FAULTS_EXAMPLE).read_text()]
+    assert all(len(code.strip().splitlines()) <= 20 for code in examples[:2])

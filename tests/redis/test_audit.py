@@ -26,9 +26,17 @@ def test_a_broken_lock_fails_the_audit_fast_with_the_explanation(
     code = main(["audit", "--lock", "del-release", "--budget", "30", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert "audit: hard" in out and "released" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("audit: del-release fails (--fail-on hard;"), out
+    assert lines[1].startswith("  worst: hard — the lock granted two clients valid leases")
+    assert "released" in out
+    # What the hard violation left untried is one line, not a "never fired" line per fault.
+    assert out.count("skipped after the hard violation") == 1 and "never fired" not in out
     directory = _audit_dir(tmp_path)
     audit = load_audit(directory / AUDIT)
+    assert f"  replay: {audit.replay}" in lines  # whole, on one line, to paste
+    junit = (directory / "junit.xml").read_text()
+    assert f'name="replay" value="{audit.replay}"' in junit and f"replay: {audit.replay}" in junit
     assert audit.verdict == "hard" and audit.failed
     assert audit.first_hard_s is not None and audit.first_hard_s < 30
     assert audit.runs[0].verdict == "hard"

@@ -17,7 +17,7 @@ from chaos.checker import Verdict
 from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.experiments.truth_table import CELLS
-from chaos.report.matrix import load_matrix
+from chaos.report.matrix import exit_status, load_matrix
 from chaos.topology.node import wait_until
 from chaos.topology.processes import alive
 
@@ -31,7 +31,7 @@ def test_two_locks_by_two_faults_match_the_truth_table(
     lua × failover stops at its first hard violation."""
     code = main(["compare", "--locks", "lua,redlock", "--faults", "slow-work,failover",
                  "--duration", "6", "--out", str(tmp_path)])
-    assert code == 0
+    assert code == 1  # lua × failover is hard: a CI step running this fails
     index = Path(capsys.readouterr().out.strip().splitlines()[-1])
     (directory,) = tmp_path.iterdir()
     assert index == (directory / "index.html").resolve() and index.is_file()
@@ -90,6 +90,32 @@ def test_two_locks_by_two_faults_match_the_truth_table(
     assert {name: (directory / name).read_bytes() for name in pages} == pages
 
 
+def test_an_inconclusive_cell_says_why_everywhere_and_fails_the_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lua × client-pause-at: the fault's default point, before a DEL, is never reached (lua
+    releases with EVAL). The cell says so, with what would reach the lock, in the table,
+    index.html, matrix.json and junit.xml, and compare exits 3: a comparison that tested
+    nothing must not pass a CI step (it exited 0, with "why": null)."""
+    code = main(["compare", "--locks", "lua", "--faults", "client-pause-at", "--duration", "3",
+                 "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 3, out
+    said = "client-pause-at:command=DEL never reached"
+    assert said in out and "try command=EVAL" in " ".join(out.split())
+    (directory,) = tmp_path.iterdir()
+    (cell,) = load_matrix(directory / "matrix.json").cells
+    assert cell.verdict == "inconclusive" and cell.why and said in cell.why
+    assert cell.untested == cell.why and said in cell.runs[0].inconclusive_reasons[0]
+    assert said in (directory / "index.html").read_text()
+    (suite,) = list(JUnitXml.fromfile(str(directory / "junit.xml")))
+    (case,) = list(suite)
+    (failure,) = [result for result in case.result if isinstance(result, Failure)]
+    assert failure.type == "inconclusive" and said in (failure.text or "")
+    assert main(["compare", "--locks", "lua", "--faults", "client-pause-at", "--duration", "3",
+                 "--allow-inconclusive", "--out", str(tmp_path / "allowed")]) == 0
+
+
 SHARD_ARGS = ["compare", "--locks", "del-release,lua", "--faults", "slow-work,latency",
               "--duration", "2"]
 
@@ -98,9 +124,10 @@ def test_two_shards_merge_into_the_whole_comparison(tmp_path: Path) -> None:
     shard_dirs = []
     for k in (1, 2):
         out = tmp_path / f"shard{k}"
-        assert main([*SHARD_ARGS, "--shard", f"{k}/2", "--out", str(out)]) == 0
+        code = main([*SHARD_ARGS, "--shard", f"{k}/2", "--out", str(out)])
         (directory,) = out.iterdir()
-        assert load_matrix(directory / "matrix.json").shard == [k, 2]
+        shard = load_matrix(directory / "matrix.json")
+        assert shard.shard == [k, 2] and code == exit_status(shard)
         shard_dirs.append(directory)
     assert main(["merge", *map(str, reversed(shard_dirs)), "--out", str(tmp_path / "all")]) == 0
     (merged,) = (tmp_path / "all").iterdir()
@@ -122,10 +149,11 @@ def test_two_jobs_run_the_shards_at_once_and_merge_them(
     """``--jobs 2``: each job a process running one shard, every finished cell printed as it
     comes, one merged directory in plan order, and nothing of the jobs left running."""
     started = time.monotonic()
-    assert main([*SHARD_ARGS, "--jobs", "2", "--out", str(tmp_path)]) == 0
+    code = main([*SHARD_ARGS, "--jobs", "2", "--out", str(tmp_path)])
     wall_s = time.monotonic() - started
     (merged,) = tmp_path.iterdir()
     matrix = load_matrix(merged / "matrix.json")
+    assert code == exit_status(matrix) == 1  # del-release × slow-work is hard
     assert [(c.lock, c.faults) for c in matrix.cells] == [
         ("del-release", "slow-work"), ("del-release", "latency"),
         ("lua", "slow-work"), ("lua", "latency"),

@@ -125,6 +125,68 @@ def test_the_replay_file_fails_under_pytest_with_the_story(tmp_path: Path) -> No
     assert "c1 released c2's lock" in done.stdout
 
 
+# A user's lock whose release is GET, compare, then {delete}: DEL as 004's wrongReleaseLock2,
+# or UNLINK — just as wrong, and a program stopping its clients before DEL never stops them.
+USERS_LOCK = """
+from chaos.locks.parts import SetNxPxLock
+
+
+class Lock(SetNxPxLock):
+    def release(self, lease):
+        if self.redis.get(self.key) == lease.token:
+            return bool(self.redis.{delete}(self.key))
+        return False
+
+
+def make_lock(ctx):
+    return Lock(ctx)
+"""
+# The story explore shrinks GET-then-DEL to: c1 stops before its DEL, its key expires, c2
+# takes the lock, c1's DEL removes c2's key, c1 takes the lock too.
+STOPPED_BEFORE_DEL = Program(
+    lock="mylock:make_lock", ttl_ms=300, clients=2, topology="standalone", nodes=1,
+    steps=(
+        Step("contend", params={"order": ["c1", "c2"]}),
+        Step("release", "c1", ref="f1", params={"command": "DEL", "op": "release"}),
+        Step("sleep", ttls=1.5),
+        Step("contend", params={"order": ["c2", "c1"]}),
+    ),
+)
+
+
+def test_a_replay_finds_its_lock_anywhere_and_never_passes_on_a_point_not_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """test_replay.py of a user's ``mylock:make_lock`` (found in the directory explore ran
+    in) runs from another directory and fails as the lock broke; once the release is
+    GET-then-UNLINK the program's pause point before DEL is never reached, and the replay
+    fails as inconclusive, saying what the lock sends now, instead of passing on nothing."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mylock.py").write_text(USERS_LOCK.format(delete="delete"))
+    monkeypatch.chdir(project)
+    history = tmp_path / "found.jsonl"
+    verdict, outcomes = replay(STOPPED_BEFORE_DEL, history_path=history)
+    assert verdict.verdict == "hard", (outcomes, verdict.explanations)
+    failure = Failure(STOPPED_BEFORE_DEL, outcomes, verdict, history.read_bytes())
+    campaign = Campaign(lock="mylock:make_lock", ttl_ms=300, clients=2)
+    run_dir = write_run_dir(tmp_path / "out", campaign, failure, {"steps": 4})
+    monkeypatch.chdir(tmp_path)
+    text = (run_dir / REPLAY).read_text()
+    assert f"ROOT = {str(project)!r}" in text and "EFFECTIVE = ['f1']" in text
+
+    done = run_pytest(run_dir / REPLAY)  # from the run directory: not where the lock is
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "mylock:make_lock broke (hard) under this program" in done.stdout
+
+    (project / "mylock.py").write_text(USERS_LOCK.format(delete="unlink"))
+    done = run_pytest(run_dir / REPLAY)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "inconclusive: this replay did not test mylock:make_lock" in done.stdout
+    assert "client-pause-at:command=DEL never reached" in done.stdout
+    assert "try command=UNLINK" in done.stdout
+
+
 def test_an_exploration_of_a_lock_that_holds_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,6 +198,20 @@ def test_an_exploration_of_a_lock_that_holds_exits_0(
     assert code == 0, out
     assert "no violation at or above hard" in out
     assert not list(tmp_path.iterdir())  # no run directory without a failure
+
+
+def test_an_exploration_that_never_exercised_the_lock_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock whose acquire always raises: no program breaks it, and none tested it either.
+    explore said "no violation" and exited 0; now it says why it tested nothing, exit 3."""
+    lock = f"{Path(__file__).resolve().parent / 'broken_locks.py'}:acquire_raises"
+    code = main(["explore", "--lock", lock, "--max-examples", "3", "--steps", "4",
+                 "--out", str(tmp_path)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 3, out
+    assert "inconclusive — did not test the lock" in out
+    assert "the lock was never acquired: every acquire raised RuntimeError: boom" in out
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,9 @@ REDLOCK_TTL = 1000
 # lock whose commands the local Redis 7.0 lacks (delifeq) is tested on the servers that have
 # them (tests/docker/test_delifeq.py). These are the mutexes' contract: the locks with shared
 # holds (a semaphore, a read-write lock) have theirs in tests/redis/test_shared_locks.py.
-MUTEXES = {info.name for info in lockspec.catalog() if info.mutex}
+# The corpus of third-party libraries (LockInfo.extra) keeps its libraries' own key names,
+# tokens and whole-second TTLs: its contract and flaws are tested in tests/redis/test_corpus_py.py.
+MUTEXES = {info.name for info in lockspec.catalog() if info.mutex and not info.extra}
 ALL = [name for name in BUNDLED
        if name not in DRIVER_INFOS and name not in {cell.lock for cell in SERVER_CELLS}
        and name in MUTEXES]

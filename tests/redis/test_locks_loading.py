@@ -156,12 +156,14 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
         assert module.__doc__ and "Known flaw:" in module.__doc__
         if info.name in {cell.lock for cell in SERVER_CELLS}:
             continue  # its factory asks the server first: tests/docker/test_delifeq.py
-        offline = LockContext("c1", "k", 300, nodes=[redis.Redis(port=1)] * 3)
+        ttl = -(-300 // info.ttl_granularity_ms) * info.ttl_granularity_ms  # one it can keep
+        offline = LockContext("c1", "k", ttl, nodes=[redis.Redis(port=1)] * 3)
         client = resolve(info.name).factory(offline)
         assert isinstance(client, ExtendableLockClient) is info.extend, info.name
     assert cited == SEEDS, f"every seed must be the origin of some lock; missing {SEEDS - cited}"
     assert [i.name for i in infos if i.fencing] == ["fenced"]
-    assert [i.name for i in infos if i.topology != "any"] == ["redlock", "redsync", "node-redlock"]
+    assert [i.name for i in infos if i.topology != "any"] == [
+        "redlock", "pottery-redlock", "redsync", "node-redlock", "rust-redlock"]
 
 
 def test_check_topology_refuses_redlock_where_it_cannot_run() -> None:

@@ -104,11 +104,14 @@ class AuditResult:
     def untested(self) -> list[tuple[str, str]]:
         """What the audit asked for and never exercised, as (what, why): a tested fault with
         no effect on the lock in any run, a command it aimed at that was never reached, a
-        capability the lock has that the campaigns asking for it never exercised."""
+        capability the lock has that the campaigns asking for it never exercised. A fault
+        only the campaigns skipped after a hard violation would have injected is not among
+        them: the audit stopped before its turn (``skipped_faults``), and says so once."""
         covered = self.coverage
         missed = [(name, f"{name} had no effect on the lock in any run" if name in covered else
                    f"{name} never fired in any run") for name, _ in self.plan.tested()
-                  if name not in covered or not covered[name].effective]
+                  if (name not in covered or not covered[name].effective)
+                  and name not in self.skipped_faults]
         exercised = self.exercised
         missed += [(point_name(op, command), self._unreached(op, command))
                    for op, command in self._unreached_aims(exercised)
@@ -137,6 +140,14 @@ class AuditResult:
         if self.learned is None or (op, command) in named:
             return None
         return self.learned.optional(op, command)
+
+    @property
+    def skipped_faults(self) -> list[str]:
+        """The tested faults that only campaigns skipped after a hard violation would have
+        injected, in plan order."""
+        ran = {name for s in self.trials for name, _ in s.trial.faults}
+        return list(dict.fromkeys(name for trial in self.skipped for name, _ in trial.faults
+                                  if name not in ran))
 
     def _unreached(self, op: str, command: str) -> str:
         """Why no client stopped or crashed before ``command`` in ``op``, by how the warm-up

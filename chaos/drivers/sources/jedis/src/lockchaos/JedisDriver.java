@@ -1,26 +1,22 @@
 package lockchaos;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 
-import redis.clients.jedis.ClientSetInfoConfig;
-import redis.clients.jedis.CommandArguments;
-import redis.clients.jedis.Connection;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
+import io.lockchaos.kit.Description;
+import io.lockchaos.kit.Driver;
+import io.lockchaos.kit.Lock;
+import io.lockchaos.kit.Outcome;
+import io.lockchaos.kit.Request;
+import io.lockchaos.kit.jedis.JedisNode;
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.exceptions.JedisConnectionException;
-import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.SetParams;
 
 /**
- * Seed 004's Java locks (and 003's Lua SETNX+EXPIRE) run as Java, over Jedis, behind the
- * lockchaos driver protocol. One variant per lock name; the lock code is the posts' own, with
- * {@code jedis}, {@code lockKey}, {@code requestId} and {@code expireTime} as they name them.
+ * Seed 004's Java locks (and 003's Lua SETNX+EXPIRE) run as Java, over Jedis, on lockchaos's
+ * Java driver kit (chaos/drivers/kits/java: the protocol, the connection and its command hook).
+ * One variant per lock name; the lock code is the posts' own, with {@code jedis},
+ * {@code lockKey}, {@code requestId} (the kit's token) and {@code expireTime} as they name them.
  *
  *   java lockchaos.JedisDriver setnx-expire|getset-timestamp|del-release|get-then-del|lua
  */
@@ -28,6 +24,7 @@ public final class JedisDriver {
     // --- the posts' code ---------------------------------------------------------------------
 
     /** 004 错误示例1 wrongGetLock1: setnx, then expire in a second round trip. */
+    @SuppressWarnings("deprecation")  // setnx, as the post calls it
     static boolean wrongGetLock1(Jedis jedis, String lockKey, String requestId, int expireTime) {
         Long result = jedis.setnx(lockKey, requestId);
         if (result == 1) {
@@ -40,6 +37,7 @@ public final class JedisDriver {
     }
 
     /** 004 错误示例2 wrongGetLock2: the value is the client's own expiry timestamp. */
+    @SuppressWarnings("deprecation")  // setnx and getSet, as the post calls them
     static boolean wrongGetLock2(Jedis jedis, String lockKey, int expireTime) {
         long expires = System.currentTimeMillis() + expireTime;
         String expiresStr = String.valueOf(expires);
@@ -104,158 +102,56 @@ public final class JedisDriver {
         return false;
     }
 
-    // --- the harness side -----------------------------------------------------------------------
+    // --- on the lockchaos driver kit (io.lockchaos.kit) ------------------------------------------
 
-    /** A Jedis connection that announces every command (the pause-points capability). */
-    static final class AnnouncingConnection extends Connection {
-        private boolean ready;
-        int sent;
+    interface Acquire { boolean run(Jedis jedis, String requestId) throws Exception; }
+    interface Release { boolean run(Jedis jedis, String requestId) throws Exception; }
 
-        AnnouncingConnection(HostAndPort address, JedisClientConfig config) {
-            super(address, config);
-            ready = true;
-        }
-
-        @Override
-        public void sendCommand(CommandArguments args) {
-            if (ready) {
-                sent++;
-                try {
-                    Protocol.before(new String(args.getCommand().getRaw(), StandardCharsets.UTF_8));
-                } catch (IOException e) {
-                    throw new IllegalStateException(e);
-                }
+    /** A variant: the post's acquire and release on this client's connection (its proxy). */
+    static Lock<Void> lock(JedisNode redis, Acquire acquire, Release release, int validityMs) {
+        return new Lock<>() {
+            public Outcome acquire(Request request) throws Exception {
+                return redis.call(j -> acquire.run(j, request.token())) ? Outcome.granted(validityMs) : Outcome.refused();
             }
-            super.sendCommand(args);
-        }
-    }
 
-    static JedisClientConfig config;
-    static AnnouncingConnection connection;
-    static Jedis jedis;
-
-    /** Like taking a connection from a pool: a broken one is replaced by a fresh one. */
-    static Jedis jedis() throws Protocol.Failure {
-        if (jedis != null && !connection.isBroken() && connection.isConnected()) return jedis;
-        if (connection != null) connection.close();
-        jedis = null;
-        HostAndPort master = master();
-        try {
-            connection = new AnnouncingConnection(master, config);
-        } catch (JedisConnectionException e) {
-            // Nothing was sent: certainly not done.
-            throw new Protocol.Failure("cannot connect to " + master + ": " + e.getMessage(), true);
-        }
-        jedis = new Jedis(connection);
-        return jedis;
-    }
-
-    static HostAndPort address(Map<String, Object> m) {
-        return new HostAndPort(String.valueOf(m.get("host")), Protocol.intField(m, "port", 6379));
-    }
-
-    /** The first node, or with Sentinels this client's proxy for the master they report. */
-    @SuppressWarnings("unchecked")
-    static HostAndPort master() throws Protocol.Failure {
-        List<Map<String, Object>> sentinels = Protocol.addresses("sentinels");
-        if (sentinels.isEmpty()) return address(Protocol.addresses("nodes").get(0));
-        String name = String.valueOf(Protocol.hello.get("master_name"));
-        Map<String, Object> route = (Map<String, Object>) Protocol.hello.get("route");
-        for (Map<String, Object> s : sentinels) {
-            HostAndPort at = address(s);
-            try (Jedis sentinel = new Jedis(at, DefaultJedisClientConfig.builder()
-                    .socketTimeoutMillis(Protocol.socketTimeoutMs).connectionTimeoutMillis(Protocol.socketTimeoutMs)
-                    .clientSetInfoConfig(ClientSetInfoConfig.DISABLED).build())) {
-                List<String> hp = sentinel.sentinelGetMasterAddrByName(name);
-                if (hp == null || hp.size() < 2) continue;
-                Object mine = route.get(hp.get(0) + ":" + hp.get(1));
-                if (mine == null) throw new Protocol.Failure("no proxy for master " + hp, true);
-                return address((Map<String, Object>) mine);
-            } catch (JedisConnectionException e) {
-                // try the next Sentinel
+            public Outcome release(Request request, Void lease) throws Exception {
+                return redis.call(j -> release.run(j, request.token())) ? Outcome.released() : Outcome.refused();
             }
-        }
-        throw new Protocol.Failure("no Sentinel answered", true);
+        };
     }
 
-    /** Runs one operation; a connection error is indeterminate unless nothing was sent. */
-    interface Op<T> { T run(Jedis jedis) throws Exception; }
-
-    static <T> T call(Op<T> op) throws Exception {
-        Jedis j = jedis();
-        try {
-            return op.run(j);
-        } catch (JedisConnectionException e) {
-            connection.close();
-            jedis = null;
-            throw new Protocol.Failure(e.getMessage(), false);  // it may have reached Redis
-        } catch (JedisDataException e) {
-            if (String.valueOf(e.getMessage()).startsWith("READONLY")) {  // failed over: rediscover
-                connection.close();
-                jedis = null;
-            }
-            throw new Protocol.Failure(e.getMessage(), false);
-        }
-    }
-
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         String variant = args.length > 0 ? args[0] : "";
-        List<String> capabilities = List.of("pause-points");
-        Protocol.serve("jedis-" + variant, "jedis 8.0.2", capabilities, () -> {
-            config = DefaultJedisClientConfig.builder()
-                .socketTimeoutMillis(Protocol.socketTimeoutMs)
-                .connectionTimeoutMillis(Protocol.socketTimeoutMs)
-                .password((String) Protocol.hello.get("password"))
-                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED)
-                .build();
-            String lockKey = Protocol.lockName;
-            int ttl = Protocol.ttlMs;
+        Driver.serve(Description.of("jedis-" + variant, "jedis 8.0.2"), hello -> {
+            String lockKey = hello.lockName();
+            int ttl = hello.ttlMs();
+            if (variant.equals("null")) {  // no Redis at all: bench/throughput.py times the protocol with it
+                return new Lock<Void>() {
+                    public Outcome acquire(Request request) { return Outcome.granted(ttl); }
+                    public Outcome release(Request request, Void lease) { return Outcome.released(); }
+                };
+            }
+            JedisNode redis = JedisNode.master(hello);
             switch (variant) {
                 case "setnx-expire":
-                    return lock(j -> { String id = Protocol.newToken();
-                                       return wrongGetLock1(j, lockKey, id, ttl) ? id : null; },
+                    return lock(redis, (j, id) -> wrongGetLock1(j, lockKey, id, ttl),
                                 (j, id) -> releaseDistributedLock(j, lockKey, id), ttl);
                 case "getset-timestamp":
-                    return lock(j -> wrongGetLock2(j, lockKey, ttl) ? Protocol.newToken() : null,
-                                (j, id) -> wrongReleaseLock1(j, lockKey), ttl);
+                    return lock(redis, (j, id) -> wrongGetLock2(j, lockKey, ttl), (j, id) -> wrongReleaseLock1(j, lockKey), ttl);
                 case "del-release":
-                    return lock(j -> { String id = Protocol.newToken();
-                                       return tryGetDistributedLock(j, lockKey, id, ttl) ? id : null; },
+                    return lock(redis, (j, id) -> tryGetDistributedLock(j, lockKey, id, ttl),
                                 (j, id) -> wrongReleaseLock1(j, lockKey), ttl);
                 case "get-then-del":
-                    return lock(j -> { String id = Protocol.newToken();
-                                       return tryGetDistributedLock(j, lockKey, id, ttl) ? id : null; },
+                    return lock(redis, (j, id) -> tryGetDistributedLock(j, lockKey, id, ttl),
                                 (j, id) -> wrongReleaseLock2(j, lockKey, id), ttl);
                 case "lua":
                     int seconds = Math.max(1, (ttl + 999) / 1000);
-                    return lock(j -> { String id = Protocol.newToken();
-                                       return luaGetLock(j, lockKey, id, seconds) ? id : null; },
+                    return lock(redis, (j, id) -> luaGetLock(j, lockKey, id, seconds),
                                 (j, id) -> releaseDistributedLock(j, lockKey, id), seconds * 1000);
-                case "null":  // no Redis at all: bench/throughput.py times the protocol with it
-                    return new Protocol.Lock() {
-                        public Object[] acquire() { return new Object[] {Protocol.newToken(), ttl, null}; }
-                        public boolean release(String token) { return true; }
-                    };
                 default:
                     throw new IllegalArgumentException("unknown variant '" + variant
                         + "' (setnx-expire, getset-timestamp, del-release, get-then-del, lua)");
             }
         });
-    }
-
-    interface Acquire { String run(Jedis jedis) throws Exception; }
-    interface Release { boolean run(Jedis jedis, String token) throws Exception; }
-
-    static Protocol.Lock lock(Acquire acquire, Release release, int validityMs) {
-        return new Protocol.Lock() {
-            public Object[] acquire() throws Exception {
-                String token = call(acquire::run);
-                return token == null ? null : new Object[] {token, validityMs, null};
-            }
-
-            public boolean release(String token) throws Exception {
-                return call(j -> release.run(j, token));
-            }
-        };
     }
 }

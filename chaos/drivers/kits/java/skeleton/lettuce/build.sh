@@ -1,0 +1,1 @@
+../jedis/build.sh

@@ -1,0 +1,58 @@
+package driver;
+
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SetArgs;
+import io.lockchaos.kit.Description;
+import io.lockchaos.kit.Driver;
+import io.lockchaos.kit.Hello;
+import io.lockchaos.kit.Lock;
+import io.lockchaos.kit.Outcome;
+import io.lockchaos.kit.Request;
+import io.lockchaos.kit.Scripts;
+import io.lockchaos.kit.lettuce.LettuceNode;
+
+/**
+ * @NAME@: a lock driver for lockchaos (docs/driver-protocol.md) on its Java kit, over Lettuce.
+ *
+ * <p>As written, a correct compare-and-delete lock — SET NX PX, a Lua compare-and-delete
+ * release, a Lua compare-and-PEXPIRE extend — which {@code lockchaos run} passes. Put your
+ * lock's calls in the three methods. The kit does the rest: the protocol, the token
+ * ({@code request.token()}: store it as the lock's value), the bounded waits, and the pause
+ * points of every command sent through {@code LettuceNode}, whose connection is this client's
+ * proxy, with the rules' timeouts, no replay after a reconnect and no queue while
+ * disconnected. An exception is an indeterminate outcome (it may have happened); a failure to
+ * connect is a definite one. Rebuild with ./build.sh.
+ */
+public final class LockDriver {
+    private LockDriver() { }
+
+    public static void main(String[] args) {
+        Driver.serve(Description.of("@NAME@", "lettuce 6.8.1").extend(), LockDriver::lock);
+    }
+
+    /** This client's lock (built when the harness says hello; it connects meanwhile, in the background). */
+    public static Lock<Void> lock(Hello hello) {
+        LettuceNode redis = LettuceNode.master(hello);  // the first node, or the Sentinels' master
+        String[] key = {hello.lockName()};
+        int ttl = hello.ttlMs();
+        return new Lock<>() {
+            @Override
+            public Outcome acquire(Request request) throws Exception {
+                String set = redis.sync(r -> r.set(key[0], request.token(), SetArgs.Builder.nx().px(ttl)));
+                return "OK".equals(set) ? Outcome.granted(ttl) : Outcome.refused();  // valid for the TTL from the request
+            }
+
+            @Override
+            public Outcome release(Request request, Void lease) throws Exception {
+                Long deleted = redis.sync(r -> r.eval(Scripts.COMPARE_AND_DELETE, ScriptOutputType.INTEGER, key, request.token()));
+                return Long.valueOf(1).equals(deleted) ? Outcome.released() : Outcome.refused();
+            }
+
+            @Override
+            public Outcome extend(Request request, Void lease) throws Exception {
+                Long extended = redis.sync(r -> r.eval(Scripts.COMPARE_AND_PEXPIRE, ScriptOutputType.INTEGER, key, request.token(), String.valueOf(ttl)));
+                return Long.valueOf(1).equals(extended) ? Outcome.granted(ttl) : Outcome.refused();
+            }
+        };
+    }
+}
