@@ -214,11 +214,16 @@ class LockSpec:
             raise UsageError(f"lock {self.text!r} needs at least {self.min_nodes} nodes "
                              f"(got {nodes})")
 
+    @property
+    def ttl_granularity_ms(self) -> int:
+        """The TTLs it can express are multiples of this (1: any; whole seconds: 1000)."""
+        return 1 if self.info is None else self.info.ttl_granularity_ms
+
     def check_ttl(self, ttl_ms: int) -> None:
         """``UsageError`` if this lock cannot express ``ttl_ms``: its ``info`` says its TTLs
         are multiples of ``ttl_granularity_ms`` (whole seconds: 1000). The checker holds a
         lease to the TTL the run asked for, not to one the lock rounded it to."""
-        check_ttl_step(self.text, 1 if self.info is None else self.info.ttl_granularity_ms,
+        check_ttl_step(self.text, self.ttl_granularity_ms,
                        ttl_ms)
 
 

@@ -14,6 +14,16 @@ the audit aims there once. Its fault phases then aim at each command it learned;
 reading
 of every campaign's history says what the faults and capabilities really exercised
 (``Tally``): nested grants, and the pause points reached per operation and command.
+
+An operation's commands are those it sent from whichever thread (its own, or one it started
+that wrote the lock's keys: ``chaos.workload.inject.Injector.op_of_write``). Of those, some
+are the client's rather than the lock's (``Learned.optional``): connection set-up (go-redis
+sends ``HELLO`` through its hook in whatever operation opens a connection), subscriptions (a
+waiter's ``SUBSCRIBE`` after a failed ``SET``), script loading, and a command the lock sends
+once per process and never again (a probe of the server that it rejected, a script's first
+``EVAL`` after ``NOSCRIPT``). Those are shown, and aimed at when the budget allows, but never
+a point the audit must reach: a point before go-redis's ``HELLO`` that no campaign reached
+called a sound lock inconclusive.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from chaos.checker import read_timeline
-from chaos.checker.exercised import acts
+from chaos.checker.exercised import RELOADS, acts
 from chaos.checker.reader import HistoryReader, value_of
 from chaos.history import ACQUIRE, COMMAND, OK, PAUSE_POINT
 from chaos.report.audit_page import Declared
@@ -39,6 +49,16 @@ WARM_UP_NEST_DEPTH = 2  # an acquire while holding: a reentrant lock lets its ho
 # one that does not renew.
 WARM_UP_WORK_TTLS = 1.0
 CRASH = "crash"  # a pause point's action that killed its client
+# What a client library sends for itself, by name: never a point the audit must reach
+# (``Learned.optional``). Every driver kit skips set-up by name too (SETUP_COMMANDS).
+NOT_THE_LOCK = {
+    **dict.fromkeys(("HELLO", "AUTH", "SELECT", "CLIENT", "PING", "READONLY", "READWRITE",
+                     "INFO", "ECHO", "QUIT", "RESET", "COMMAND"), "connection set-up"),
+    **dict.fromkeys(("SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE", "SSUBSCRIBE",
+                     "SUNSUBSCRIBE"), "a subscription"),
+    **dict.fromkeys(RELOADS, "script loading"),
+}
+ONCE = "sent once per process, never again (a probe of the server, a script's first load)"
 
 
 def point_name(op: str, command: str) -> str:
@@ -89,6 +109,9 @@ class Sending(NamedTuple):
     # the fair semaphore sends ``MULTI``, ``ZREMRANGEBYSCORE``, ``ZINTERSTORE``, ``INCRBY``,
     # ``EXEC`` as one write, and a point before any of them fires before it.
     together: dict[str, dict[str, str]]
+    # The commands an operation that succeeded sent, and later ones of its kind that
+    # succeeded always left out (``"again": false``, never true): sent once per process.
+    once: dict[str, list[str]]
 
 
 def how_sent(history: Path) -> Sending:
@@ -97,10 +120,13 @@ def how_sent(history: Path) -> Sending:
     if any: the first announcement counts), and again (``"ok": true``) the first time an
     operation that succeeded did: a command never announced so is on the failing way only.
     (Judged by the operation each client first sent a command in, a reentrant lock's release
-    ``EVAL`` was: the warm-up's nested holds made each client's first release fail.)"""
+    ``EVAL`` was: the warm-up's nested holds made each client's first release fail.) And,
+    after a later operation of its kind succeeded, whether that one sent it again
+    (``"again"``): one no client ever sent again, and some left out, is sent once."""
     sent: dict[tuple[str, str], None] = {}  # first-seen order
     succeeded: set[tuple[str, str]] = set()
     together: dict[str, dict[str, str]] = {}
+    again: dict[tuple[str, str], bool] = {}  # True once any client sent it again
     for event in HistoryReader(history).events():
         if event.f != COMMAND:
             continue
@@ -111,31 +137,54 @@ def how_sent(history: Path) -> Sending:
         sent[key] = None
         if said.get("ok") is True:
             succeeded.add(key)
+        if isinstance(said.get("again"), bool):
+            again[key] = again.get(key, False) or said["again"]
     # An operation that never succeeded has no way that succeeds to tell its commands from.
     ops = {op for op, _ in succeeded}
     on_failure: dict[str, list[str]] = {}
+    once: dict[str, list[str]] = {}
     for op, command in sent:
         if op in POINT_OPS and op in ops and (op, command) not in succeeded:
             on_failure.setdefault(op, []).append(command)
-    return Sending(on_failure, together)
+        elif (op, command) in succeeded and again.get((op, command)) is False:
+            once.setdefault(op, []).append(command)
+    return Sending(on_failure, together, once)
 
 
 @dataclass(frozen=True)
 class Learned:
     """What the warm-up taught: per operation the commands sent, in first-seen order
-    (``background`` for a watchdog's), of those the ones sent only when the operation failed
-    and those first sent in one write with another (``how_sent``), and what the lock
-    declared or was found to do."""
+    (``background`` for a watchdog's), of those the ones sent only when the operation failed,
+    those first sent in one write with another and those sent once per process
+    (``how_sent``), and what the lock declared or was found to do."""
 
     surface: dict[str, list[str]]
     declared: Declared
     on_failure: dict[str, list[str]] = field(default_factory=dict)
     together: dict[str, dict[str, str]] = field(default_factory=dict)
+    once: dict[str, list[str]] = field(default_factory=dict)
 
     def points(self) -> list[tuple[str, str]]:
         """Every (operation, command) a pause point can stop a client before, acquire's
         first: one per write (``writes``)."""
         return [(op, command) for op in POINT_OPS for command in self.writes(op)]
+
+    def optional(self, op: str, command: str) -> str | None:
+        """Why a point before ``command`` in ``op`` is shown but never one the audit must
+        reach (None: it must): the client library's own command (``NOT_THE_LOCK``), or one
+        the lock sends once per process (``ONCE``)."""
+        if command in NOT_THE_LOCK:
+            return NOT_THE_LOCK[command]
+        return ONCE if command in self.once.get(op, []) else None
+
+    def optional_points(self) -> dict[str, dict[str, str]]:
+        """Per operation, its optional commands and why (``optional``): what audit.json shows."""
+        shown: dict[str, dict[str, str]] = {}
+        for op, commands in self.surface.items():
+            for command in commands:
+                if op in POINT_OPS and (why := self.optional(op, command)) is not None:
+                    shown.setdefault(op, {})[command] = why
+        return shown
 
     def writes(self, op: str) -> list[str]:
         """The writes of ``op``, each named by its first command, in first-seen order: its
@@ -146,11 +195,13 @@ class Learned:
 
     def every_time(self, op: str) -> list[str]:
         """The writes ``op`` sends every time it succeeds (``writes``), in first-seen order,
-        its act the last: none sent only on demand (``acts``) nor only when it failed —
-        unless nothing else is left."""
+        its act the last: none sent only on demand (``acts``), only when it failed, nor the
+        client's own or once (``optional``) — unless nothing else is left."""
         commands = acts(self.writes(op))
         failing = self.on_failure.get(op, [])
-        return [command for command in commands if command not in failing] or commands
+        kept = [command for command in commands
+                if command not in failing and self.optional(op, command) is None]
+        return kept or [command for command in commands if command not in failing] or commands
 
     def only_on_failure(self, op: str, command: str) -> bool:
         """Whether ``op`` was seen sending ``command`` only when it failed."""
@@ -177,4 +228,4 @@ def learn(history: Path, nodes: int | None) -> Learned:
     )
     sending = how_sent(history)
     return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared,
-                   sending.on_failure, sending.together)
+                   sending.on_failure, sending.together, sending.once)

@@ -145,7 +145,12 @@ class LockProgram(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
-        """Draw one step from the model and run it."""
+        """Draw one step from the model and run it — unless the exploration's time is up
+        (``Exploration.until``): an example at a 1 s TTL runs for seconds, and one begun just
+        in time took the audit 6 s past its budget. Its teardown still ends it."""
+        ex = self.exploration
+        if ex.until is not None and ex.failure is None and time.monotonic() >= ex.until:
+            raise TimeUp
         model = self.session.model
         kind = data.draw(st.sampled_from(self.kinds))
         if kind in CLIENT_OPS:

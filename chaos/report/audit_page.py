@@ -87,6 +87,14 @@ class AuditFile(msgspec.Struct, kw_only=True):
     exercised: Exercised = msgspec.field(default_factory=Exercised)
     explore_s: float = 0.0  # the explore phase's time (examples / explore_s: programs per s)
     required: int = 0  # campaigns that ran whatever the budget (every tested fault alone…)
+    # Per operation, the commands its surface shows that are never a point the audit must
+    # reach, and why (connection set-up, a subscription, script loading, sent once); and
+    # those of them aimed at and never reached (one line each, not a reason to be
+    # inconclusive).
+    optional: dict[str, dict[str, str]] = {}
+    unreached_optional: list[str] = []
+    # Planned campaigns not run because the budget had no time left for them: not tested.
+    not_fitted: list[str] = []
     # Tested faults that only the skipped campaigns would have injected: never tried.
     skipped_faults: list[str] = []
 

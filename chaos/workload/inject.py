@@ -8,6 +8,12 @@ operation: ``PausePoint("DEL", op="release")`` fires on the DEL of ``get-then-de
 not on any other DEL. A lock that sends its own commands (a driver process) reaches the same
 injector through its ``LockContext.pause_points`` (the worker hands it to ``build_context``).
 
+An operation's commands are those its own thread sends, and those a thread it started sends
+on the lock's keys while it runs (``Injector.op_of_write``): a Redlock that talks to its
+masters from a thread pool (pottery's) sends every ``SET`` from a pool thread, and a point
+naming ``acquire SET`` must stop it there. A thread that was already running when the
+operation began (a watchdog started by the acquire before) stays background.
+
 A pipeline (a ``MULTI`` … ``EXEC`` transaction included) is one write: redis-py packs its
 commands together and sends them at once. Every command in it is counted and recorded, and a
 point naming any of them fires before that write — before the whole pipeline, never between
@@ -210,7 +216,7 @@ def admitted(holds_replies: bool, everywhere: bool) -> frozenset[str]:
 
 class Injector:
     """Process-wide: the armed points, and the operation the worker is currently in (its
-    thread's: ``op_here``).
+    thread's, or a thread it started: ``op_of_write``).
 
     ``on_fire`` is called (with the point) just before the action is taken: the worker uses it
     to write a ``pause-point`` event and to ask the harness for a SIGCONT. ``on_new_command``
@@ -222,7 +228,9 @@ class Injector:
     before either fires before that one write, so the audit aims at one of them. The worker
     asks, once an operation succeeded, which of its commands no operation of its kind that
     succeeded had sent before (``succeeded``), and records those too: a command never
-    recorded so is one the lock sends only when the operation fails.
+    recorded so is one the lock sends only when the operation fails; and which it sent again,
+    or left out, of those an earlier one had sent (``recurring``): a command always left out
+    after the first is one the lock sends once.
     """
 
     def __init__(self) -> None:
@@ -237,6 +245,17 @@ class Injector:
         self._seen: set[tuple[str, str]] = set()
         self._in_op: dict[str, None] = {}  # the commands the current (or last) operation sent
         self._succeeded: set[tuple[str, str]] = set()  # sent in an operation that succeeded
+        # The lock's name: a write whose arguments hold it touches the lock's keys
+        # (``touches``). The threads alive when the current operation began: one of those
+        # (a watchdog the last acquire started) is not the operation's (``op_of_write``).
+        self.lock_name = ""
+        self._before_op: frozenset[threading.Thread] = frozenset()
+        self._threads = threading.local()  # per thread: ``helper``, ``background`` (flags)
+        # Whether every command of the current operation is seen (``recurring``), and per
+        # kind the commands the observed operations that succeeded sent, in first-seen order.
+        self._observed = False
+        self._sent_by_kind: dict[str, dict[str, None]] = {}
+        self._told: set[tuple[str, str, bool]] = set()  # what ``recurring`` said already
         self._begun: dict[str, int] = {}  # operations of each kind begun (``announcing``)
         self._ok_kinds: set[str] = set()  # kinds of operation that succeeded (``announcing``)
         self.written: Written = {}  # by the current (or last) acquire, per node address
@@ -358,9 +377,11 @@ class Injector:
 
     def begin(self, op: str) -> None:
         """The worker enters an operation (commands are counted per operation)."""
+        self._before_op = frozenset(threading.enumerate())
         self.current_op, self._sent_in_op, self._op_thread = op, 0, threading.get_ident()
         self._in_op = {}
         self._begun[op] = self._begun.get(op, 0) + 1
+        self._observed = self.announcing  # what a driver is asked (``DriverLock._request``)
         if op == "acquire":
             self.written = {}
 
@@ -389,12 +410,60 @@ class Injector:
         self._succeeded.update((op, command) for command in new)
         return new
 
-    def op_here(self) -> str | None:
-        """The operation the calling thread is in. A command another thread sends meanwhile
-        is background: a watchdog renewing while its holder acquires again (nested, in the
-        audit's warm-up), counted as the acquire's, put EVAL in the acquire's surface, and
-        the audit then aimed at a command the acquire never sends (2 loaded audits in 35)."""
-        return self.current_op if threading.get_ident() == self._op_thread else None
+    def recurring(self, op: str) -> list[tuple[str, bool]]:
+        """The last operation, ``op``, succeeded: for each command it or an earlier operation
+        of its kind that succeeded sent, not said before, whether it sent it again (True) or
+        left it out (False). Only for an operation whose every command was seen (a driver
+        announces them only while asked: ``announcing`` when it began). A command every
+        later operation left out is one the lock sends once per process — a probe of the
+        server, a script it loads — never a point the audit must reach
+        (``chaos.experiments.surface``): a JVM lock's first extend probes a command the
+        server rejects and falls back, and a point before the probe waited for ever."""
+        if not self._observed:
+            return []
+        earlier = self._sent_by_kind.setdefault(op, {})
+        said = [(command, command in self._in_op) for command in earlier]
+        earlier.update(self._in_op)
+        new = [told for told in said if (op, *told) not in self._told]
+        self._told.update((op, *told) for told in new)
+        return new
+
+    def touches(self, commands: Sequence[Sequence[object]]) -> bool:
+        """Whether any of ``commands`` (each its name, then its arguments) names the lock: one
+        of its keys (``redlock:<name>``, ``<name>:fence``: any key derived from its name), a
+        script's KEYS, a channel of it."""
+        name = self.lock_name
+        if not name:
+            return False
+        raw = name.encode()
+        return any(raw in bytes(arg) if isinstance(arg, bytes | memoryview) else name in str(arg)
+                   for args in commands for arg in list(args)[1:])
+
+    def op_of_write(self, touched: Callable[[], bool] | None) -> str | None:
+        """The operation a write from the calling thread belongs to: its own, or the one under
+        way when a thread it started sends on the lock's keys (``touched``: whether the write
+        names them; None, unknown). A Redlock on a thread pool sends every command from a
+        pool thread: taken for background, its surface was "background SET, EVALSHA, SCRIPT"
+        and a pause point aimed at its acquire never fired. A thread already running when the
+        operation began is not the operation's: a watchdog renewing while its holder acquires
+        again (nested, in the audit's warm-up), counted as the acquire's, put EVAL in the
+        acquire's surface, and the audit aimed at a command the acquire never sends (2 loaded
+        audits in 35). Nor is one that ever sent outside an operation, nor a write of no key
+        of the lock (a pool thread's ``SCRIPT LOAD``)."""
+        op = self.current_op
+        if threading.get_ident() == self._op_thread:
+            return op
+        flags = self._threads
+        if op is None:
+            flags.background = True  # it works on its own: a watchdog, a late reply's reader
+            return None
+        if touched is None or getattr(flags, "background", False):
+            return None
+        if not getattr(flags, "helper", False):
+            if threading.current_thread() in self._before_op:
+                return None
+            flags.helper = True  # started while the operation ran: its helper from now on
+        return op if touched() else None
 
     def before_command(self, command: str) -> None:
         """A command a driver announces, right before it sends it (to a node it does not
@@ -437,12 +506,15 @@ class Injector:
         self.on_new_command(op, command, with_)
         return True
 
-    def before_write(self, commands: Sequence[str]) -> None:
+    def before_write(self, commands: Sequence[str],
+                     touched: Callable[[], bool] | None = None) -> str | None:
         """Before one write of ``commands``: a single command, or a pipeline's, which reach
-        the server together. Each is counted and recorded in its turn; the first armed point
-        any of them matches (at its own count) fires once, before the whole write."""
+        the server together. Each is counted and recorded in its turn, as the operation's it
+        belongs to (``op_of_write``: ``touched``, whether the write names the lock's keys);
+        the first armed point any of them matches (at its own count) fires once, before the
+        whole write. Returns that operation (None: background)."""
         point = None
-        op = self.op_here()
+        op = self.op_of_write(touched)
         first_new = None  # the first command new in this write: those after it came with it
         for command in commands:
             if op is not None:
@@ -453,7 +525,7 @@ class Injector:
             if point is None and self._armed:  # the hot path: nothing armed, no lock taken
                 point = self._take(command, op, self._sent_in_op if op is not None else 1)
         if point is None:
-            return
+            return op
         self.on_fire(point)
         if point.action == "pause":
             _signal_self(signal.SIGSTOP)
@@ -461,6 +533,7 @@ class Injector:
             time.sleep(point.duration_ms / 1000)
         else:
             _signal_self(signal.SIGKILL)
+        return op
 
     def _take(self, command: str, op: str | None, count: int) -> PausePoint | None:
         """The first armed point ``command`` (the ``count``-th of its operation ``op``)
@@ -577,11 +650,11 @@ class InjectingConnection(redis.Connection):
 
     def _before_write(self, commands: list[tuple[object, ...]]) -> None:
         names = [_command_name(args) for args in commands]
-        injector.before_write(names)
+        op = injector.before_write(names, lambda: injector.touches(commands))
         self._sending = names[0] if names else ""
         if injector.watching:
             self._live = injector.live()
-        if injector.op_here() == "acquire":
+        if op == "acquire":
             for command, args in zip(names, commands, strict=True):
                 if command in WRITES:
                     injector.note_write(f"{self.host}:{self.port}", command, args[1:])

@@ -168,6 +168,7 @@ class Worker:
         injector.on_fire = self._fired
         injector.on_new_command = self._new_command
         injector.on_crossed = self._crossed
+        injector.lock_name = self.config.lock_name
         if watch_slots is not None:
             injector.slots = watch_slots
         context = build_context(
@@ -252,10 +253,14 @@ class Worker:
 
     def _succeeded(self, f: str) -> None:
         """Operation ``f`` succeeded: record the commands it sent that no ``f`` that succeeded
-        had sent before (``command`` events with ``"ok": true``)."""
+        had sent before (``command`` events with ``"ok": true``), and those an earlier one had
+        sent that it sent again or left out (``"again"``: true or false, once each)."""
         for command in injector.succeeded(f):
             self.history.log(h.INFO, self.cid, h.COMMAND,
                              value={"op": f, "command": command, "ok": True})
+        for command, again in injector.recurring(f):
+            self.history.log(h.INFO, self.cid, h.COMMAND,
+                             value={"op": f, "command": command, "again": again})
 
     def _new_command(self, op: str, command: str, with_: str | None) -> None:
         said = {"op": op, "command": command}

@@ -8,28 +8,36 @@ from pathlib import Path
 import msgspec
 import pytest
 from run_parsing import parse_audit
+from test_checker_support import History
 
 from chaos import history as h
-from chaos.campaign import Campaign, choose_layout
+from chaos.campaign import HISTORY, Campaign, choose_layout
 from chaos.cli import main
 from chaos.experiments.audit import EXPLORE_CLIENTS, MUST_SURVIVE, AuditPlan, AuditResult
-from chaos.experiments.audit.plan import CELL_S, NAMED_CELL_TTLS, fitted
+from chaos.experiments.audit.judge import TrialResult
+from chaos.experiments.audit.plan import CELL_S, NAMED_CELL_TTLS, Trial, fitted, kept_ttl
 from chaos.experiments.audit.record import replay_command
 from chaos.experiments.audit.trials import (
     CAMPAIGN_SHARE,
     EARLY_CAPABILITY_TRIALS,
     NEST_WORK_TTLS,
+    REQUIRED_SHARE,
     again_trials,
+    campaign_cost,
     capability_trials,
     cell_seconds,
     extend_work_ms,
+    packed,
     plan_trials,
     single_trials,
 )
-from chaos.experiments.surface import WARM_UP_WORK_TTLS, Learned, how_sent
+from chaos.experiments.execute import Outcome
+from chaos.experiments.surface import ONCE, WARM_UP_WORK_TTLS, Learned, how_sent
 from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
-from chaos.nemesis import FAULTS
+from chaos.locks.contract import LockContext, grants
+from chaos.locks.lua_extend import LuaExtendLock
+from chaos.nemesis import FAULTS, Schedule, generate
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
@@ -53,20 +61,51 @@ def test_plus_faults_add_to_the_defaults_and_plain_ones_replace_them() -> None:
     assert "slow-work" in AuditPlan(Campaign("lua"), selection="latency").assumed_away()
 
 
-def test_the_plan_fits_the_budget_but_always_tries_every_fault_alone() -> None:
-    short, _ = plan_trials(AuditPlan(Campaign("lua"), budget_s=10), learned(surface={}))
-    assert [trial.name for trial in short] == list(MUST_SURVIVE)
-    assert all(trial.required for trial in short)  # they run even past the budget
+def cost(plan: AuditPlan, trials: list[Trial], cell_s: float, overhead_s: float) -> float:
+    return sum(campaign_cost(plan.trial_campaign(i, trial, cell_s), overhead_s)
+               for i, trial in enumerate(trials))
+
+
+def test_the_plan_fits_the_budget_and_each_fault_still_fires() -> None:
+    """Those that come first fit in ``REQUIRED_SHARE`` of the budget at what a campaign of
+    the lock costs (``overhead_s``, measured by the warm-up): when they do not (a small
+    budget, a JVM's seconds a campaign), the first that fit run, then one campaign carrying
+    every fault none of those had — in its seeded schedule, each fires. Two audits of a
+    Spring lock took 142 and 144 s of a 60 s budget: every single ran whatever it cost."""
+    plan = AuditPlan(Campaign("lua"), budget_s=60)
+    room = 60 * REQUIRED_SHARE - 4.0 - 0.8
+    trials, cell_s = plan_trials(plan, learned(surface={}), overhead_s=0.8, spent_s=4.0)
+    assert [trial.name for trial in trials] == list(MUST_SURVIVE)  # lua: they fit
+    assert cost(plan, trials, cell_s, 0.8) <= room
+    # Five JVMs a campaign: one campaign carries every fault first, the singles come after
+    # as the time left allows.
+    room = 60 * REQUIRED_SHARE - 11.0 - 6.0
+    trials, cell_s = plan_trials(plan, learned(surface={}), overhead_s=6.0, spent_s=11.0)
+    carrying = trials[0]
+    # in order: those that need a holder at work to hit first, a pause after them, a crash
+    # last (it may wedge the lock)
+    assert carrying.carries and carrying.in_order
+    assert [name for name, _ in carrying.faults] == [
+        "latency", "partition", "reset", "server-pause", "reply-lost", "client-pause",
+        "client-pause-at", "slow-work", "client-crash"]
+    assert cost(plan, [carrying], cell_s, 6.0) <= room
+    schedule = generate(carrying.faults, seed=1 + (carrying.seed_offset or 0), ttl_ms=200,
+                        duration_s=plan.trial_length(carrying, cell_s), in_order=True)
+    assert {event.fault for event in schedule.events} == set(MUST_SURVIVE)  # each fires
+    assert [trial.name for trial in trials[1:]] == list(MUST_SURVIVE)
+    assert all(trial.required for trial in trials)
     long, cell_s = plan_trials(AuditPlan(Campaign("lua-extend"), budget_s=300),
                               learned(extend=True))
     assert any(trial.extend for trial in long)
     assert any(len(trial.faults) == 2 for trial in long)
-    assert len(long) * (cell_s + 0.8) <= 300 * CAMPAIGN_SHARE + 1e-9
+    assert cost(AuditPlan(Campaign("lua-extend"), budget_s=300), long, cell_s, 0.8) \
+        <= 300 * CAMPAIGN_SHARE + 1e-9
     singles = [trial for trial in long if len(trial.faults) == 1 and not trial.extend]
     assert all(trial.required for trial in singles)
     assert not any(trial.required for trial in long if len(trial.faults) == 2)  # pairs: if time
-    lua = Campaign("lua")
-    assert cell_seconds(AuditPlan(lua, budget_s=20), 8) < cell_seconds(AuditPlan(lua), 8)
+    lua = AuditPlan(Campaign("lua"))
+    singles = single_trials(lua, learned())
+    assert cell_seconds(lua, singles, 20) < cell_seconds(lua, singles, 60) == CELL_S
 
 
 def test_a_campaign_lasts_as_much_longer_as_its_faults_take_to_act() -> None:
@@ -136,7 +175,8 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
     process's first acquire. Its point is armed on every client (and their replacements),
     then the flush comes, then c1 crashes at its next acquire (in that order, full length);
     the act (EVALSHA) is aimed before it, and the capability campaigns aim at the act, never
-    at the load."""
+    at the load. Script loading is no point the audit must reach: its points come last, and
+    only if time."""
     plan = AuditPlan(Campaign("redis-py"), selection="client-pause-at,client-crash")
     surface = {"acquire": ["SET"], "release": ["EVALSHA", "SCRIPT"],
                "extend": ["EVALSHA", "SCRIPT"]}
@@ -145,14 +185,17 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
     assert [(trial.name, trial.in_order) for trial in trials[:5]] == [
         ("client-pause-at:command=SET:op=acquire:nth=1:duration_ms=60", False),
         ("client-pause-at:command=EVALSHA:op=release:nth=1", False),
-        (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=*:replaced=1 {then}", True),
         ("client-pause-at:command=EVALSHA:op=extend:nth=1 (extending)", False),
+        (f"client-pause-at:command=SCRIPT:op=release:nth=1:client=*:replaced=1 {then}", True),
         (f"client-pause-at:command=SCRIPT:op=extend:nth=1:client=*:replaced=1 {then} "
          "(extending)", True),
     ]
     crash = next(trial for trial in trials if trial.name.startswith("client-crash:command=SCRIPT"))
     assert crash.faults[0][1]["client"] == "*" and crash.aim() == ("release", "SCRIPT")
-    paired = plan.trial_campaign(0, trials[2], cell_s=1.5)
+    planned, _ = plan_trials(plan, learned(extend=True, surface=surface))
+    assert not any(trial.required for trial in planned
+                   if trial.aim() in (("release", "SCRIPT"), ("extend", "SCRIPT")))
+    paired = plan.trial_campaign(0, trials[3], cell_s=1.5)
     assert paired.faults_in_order and paired.duration_s == CELL_S
     assert not plan.trial_campaign(0, trials[1], cell_s=1.5).faults_in_order
     capabilities = capability_trials(plan, learned(extend=True, surface=surface))
@@ -162,12 +205,15 @@ def test_a_point_on_a_script_load_is_armed_on_every_client_then_the_scripts_are_
 def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
     """At a 1 s TTL the early capability campaigns' long holds took 19 s, and a
     ``+client-clock`` that breaks the lock in its first second waited behind them."""
-    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), selection="+client-clock:client=c2")
+    plan = AuditPlan(Campaign("lua-extend", ttl_ms=1000), budget_s=300,
+                     selection="+client-clock:client=c2")
     trials, _ = plan_trials(plan, learned(extend=True))
     assert trials[0].name == "client-clock:client=c2"
     # not squeezed, and at a long TTL long enough for its races (6 TTLs: 6 s at 1 s)
     assert plan.trial_campaign(0, trials[0], 1.5).duration_s == NAMED_CELL_TTLS * 1.0 > CELL_S
-    assert plan.trial_campaign(1, trials[1], 1.5).duration_s == 1.5
+    # an extending one lasts until a second hold has begun (its holder works 3.6 s)
+    assert plan.trial_campaign(1, trials[1], 1.5).duration_s == \
+        pytest.approx((extend_work_ms(0, 1000) + 1000) / 1000)
     assert all(trial.extend for trial in trials[1:1 + EARLY_CAPABILITY_TRIALS])
     assert trials[1 + EARLY_CAPABILITY_TRIALS].name == MUST_SURVIVE[0]
     assert plan_trials(AuditPlan(Campaign("lua-extend")), learned(extend=True))[0][0].extend
@@ -177,24 +223,31 @@ def test_a_fault_added_by_name_runs_alone_first_and_full_length() -> None:
 
 
 def test_capabilities_run_extending_long_and_short_and_nested_for_a_reentrant_lock() -> None:
-    plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=60)
+    plan = AuditPlan(Campaign("reentrant", ttl_ms=200), budget_s=120)
     trials, _ = plan_trials(plan, learned(extend=True, reentrant=True))
     singles = len(single_trials(plan, learned(extend=True, reentrant=True)))
     # The first capability campaigns run before the singles (right after the warm-up), the
     # next ones after them.
     capabilities = [*trials[:EARLY_CAPABILITY_TRIALS],
-                    *trials[EARLY_CAPABILITY_TRIALS + singles:][:1]]
+                    *trials[EARLY_CAPABILITY_TRIALS + singles:][:2]]
+    long, nested = extend_work_ms(0, 200), NEST_WORK_TTLS * 200
     assert [(s.extend, s.work_ms, s.nest_depth) for s in capabilities] == [
-        (True, extend_work_ms(0, 200), 1), (False, NEST_WORK_TTLS * 200, 2),
-        (True, extend_work_ms(0, 200), 1),
+        (True, long, 1), (False, nested, 2), (True, long, 1), (False, nested, 2),
+        (True, long, 1),
     ]
     # First the faults that stop the holder a while, in long work (the aimed pause first:
     # right before the extend's command): the holder outlives its lease, then extends again;
-    # nested next.
+    # nested next; then, taking turns in one campaign, those that make its extends fail
+    # (latency past the client's timeout), the holder working on after each.
     assert capabilities[0].name == \
         "client-pause-at:command=EVAL:op=extend:nth=1:duration_ms=250 (extending, work 1200 ms)"
     assert capabilities[1].name == "client-pause (nested, work 100 ms)"
-    assert capabilities[2].name == "client-pause:duration_ms=250 (extending, work 1200 ms)"
+    assert capabilities[2].faults == [
+        ("latency", {"latency_ms": 750, "duration_ms": 1000}),
+        ("partition", {"duration_ms": 250}), ("reset", {"duration_ms": 250}),
+        ("reply-lost", {"duration_ms": 250})]
+    assert capabilities[2].length_s is not None and capabilities[2].length_s >= CELL_S
+    assert capabilities[4].name == "client-pause:duration_ms=250 (extending, work 1200 ms)"
     every = capability_trials(plan, learned(extend=True, reentrant=True))
     aimed = [s.name for s in every if s.faults[0][0] == "client-pause-at"]
     assert aimed[1] == "client-pause-at:command=EVAL:op=release:nth=1 (nested, work 100 ms)"
@@ -212,6 +265,8 @@ def test_a_lock_that_renews_gets_the_long_holds_without_extending() -> None:
     trials, _ = plan_trials(AuditPlan(Campaign("watchdog", ttl_ms=200)), renews)
     assert [s.name for s in trials[:EARLY_CAPABILITY_TRIALS]] == [
         "client-pause-at:command=EVAL:op=release:nth=1:duration_ms=250 (work 1200 ms)",
+        "latency:latency_ms=750:duration_ms=1000 then partition:duration_ms=250 then "
+        "reset:duration_ms=250 then reply-lost:duration_ms=250 (work 1200 ms)",
         "client-pause:duration_ms=250 (work 1200 ms)",
     ]
     assert not any(trial.extend for trial in trials)
@@ -512,3 +567,111 @@ def test_an_unreached_point_says_how_the_lock_sends_its_command_or_that_it_never
     assert result._unreached("release", "HGET") == (
         f"{said} release HGET: this lock's release never sent it in the warm-up (it sent MULTI, "
         "ZREM, EXEC)")
+
+
+def test_a_client_s_own_commands_are_shown_but_never_a_point_to_reach(tmp_path: Path) -> None:
+    """Connection set-up (go-redis's HELLO), a subscription (a waiter's SUBSCRIBE), script
+    loading, and a command sent once per process (a probe of the server, rejected, then a
+    script for good: told left out by a later extend, never sent again) are optional; a
+    command sent again, or only ever sent by a first operation (no later one to tell), is
+    not. Their points come after every other, and only if time."""
+    def sent(process: str, op: str, command: str, **said: bool) -> h.Event:
+        return h.Event(t=1, type=h.INFO, process=process, f=h.COMMAND,
+                       value={"op": op, "command": command, **said})
+
+    path = tmp_path / "history.jsonl"
+    h.write_history(path, [
+        sent("c1", "acquire", "HELLO"), sent("c1", "acquire", "SET"),
+        sent("c1", "acquire", "SUBSCRIBE"), sent("c1", "acquire", "SET", ok=True),
+        sent("c1", "extend", "SET"), sent("c1", "extend", "EVAL"),
+        sent("c1", "extend", "SET", ok=True), sent("c1", "extend", "EVAL", ok=True),
+        sent("c1", "extend", "SET", again=False), sent("c1", "extend", "EVAL", again=True),
+        sent("c2", "extend", "SET"), sent("c2", "extend", "SET", ok=True),  # its first only
+        sent("c1", "release", "EVAL"), sent("c1", "release", "EVAL", ok=True),
+    ])
+    assert how_sent(path).once == {"extend": ["SET"]}
+    surface = {"acquire": ["HELLO", "SET", "SUBSCRIBE"], "extend": ["SET", "EVAL"],
+               "release": ["EVAL"]}
+    known = Learned(surface, Declared(extend=True, renews=False, reentrant=False,
+                                      fencing=False, nodes=1), once=how_sent(path).once)
+    assert known.optional_points() == {
+        "acquire": {"HELLO": "connection set-up", "SUBSCRIBE": "a subscription"},
+        "extend": {"SET": ONCE}}
+    assert known.every_time("acquire") == ["SET"] and known.every_time("extend") == ["EVAL"]
+    plan = AuditPlan(Campaign("lua-extend"), selection="client-pause-at")
+    assert [trial.aim() for trial in single_trials(plan, known)] == [
+        ("acquire", "SET"), ("release", "EVAL"), ("extend", "EVAL"), ("acquire", "HELLO"),
+        ("acquire", "SUBSCRIBE"), ("extend", "SET")]
+    trials, _ = plan_trials(plan, known)
+    assert {trial.aim() for trial in trials if trial.required and trial.aim()} == {
+        ("acquire", "SET"), ("release", "EVAL"), ("extend", "EVAL")}
+
+
+def test_a_lock_that_speaks_whole_seconds_is_given_a_ttl_it_can_keep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At the default 200 ms its audit exited 2; now every phase runs at 1 s (explore too),
+    unless the user chose a TTL: one it cannot keep is still one line and exit 2."""
+    plan = kept_ttl(AuditPlan(Campaign(WHOLE_SECONDS)))
+    assert plan.base.ttl_ms == 1000
+    trials, cell_s = plan_trials(plan, learned(extend=True))
+    assert {plan.trial_campaign(i, trial, cell_s).ttl_ms for i, trial in enumerate(trials)} \
+        | {c.ttl_ms for c in [*plan.explore_campaigns(), plan.warm_up_campaign()]} == {1000}
+    assert kept_ttl(AuditPlan(Campaign("lua"))).base.ttl_ms == 200
+    assert main(["audit", "--lock", WHOLE_SECONDS, "--ttl-ms", "1500", "--out",
+                 str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "whole seconds" in err and "--ttl-ms 1000 or 2000" in err and err.count("\n") == 1
+
+
+@grants(ttl_granularity_ms=1000)
+def whole_seconds(ctx: LockContext) -> LuaExtendLock:
+    """A user's lock that speaks whole seconds (tests/redis/seconds_lock.py, runs it)."""
+    return LuaExtendLock(ctx)
+
+
+WHOLE_SECONDS = "test_audit_plan:whole_seconds"
+
+
+def test_a_point_the_lock_need_not_reach_is_one_line_when_unreached(tmp_path: Path) -> None:
+    """A point before go-redis's HELLO, aimed at and never reached, called a sound lock
+    inconclusive ("no client ever stopped or crashed before acquire HELLO"): it is one line
+    (``unreached_optional``); a point the lock must reach, unreached, is still a reason."""
+    history = (History().acquire("c1", 10)
+               .fault("f1", "client-pause-at", 20, 300, target={"client": "c1"})
+               .add(100, "info", "c1", "pause-point",
+                    value={"command": "EVAL", "action": "pause", "op": "release", "fault": "f1"})
+               .release("c1", 320).acquire("c2", 330).release("c2", 400)
+               .final_read(500, []))  # fmt: skip
+    history.save(tmp_path / HISTORY)
+    outcome = Outcome(run_dir=tmp_path, verdict=history.check(), schedule=Schedule(1, ()),
+                      completed_ops=4, nemesis_errors=[])
+    known = learned(surface={"acquire": ["HELLO", "SET"], "release": ["EVAL", "DEL"]})
+    result = AuditResult(AuditPlan(Campaign("lua"), selection="client-pause-at"), tmp_path,
+                         known)
+
+    def aimed(op: str, command: str) -> TrialResult:
+        point = {"command": command, "op": op, "nth": 1}
+        return TrialResult(Trial([("client-pause-at", point)]), outcome, 0.0)
+
+    result.trials = [aimed("release", "EVAL"), aimed("acquire", "HELLO")]
+    assert result.unreached_optional == ["acquire HELLO (connection set-up)"]
+    assert result.inconclusive_reasons == [] and result.exit_status == 0
+    result.trials.append(aimed("release", "DEL"))
+    assert result.inconclusive_reasons == [
+        "no client ever stopped or crashed before release DEL: this lock sends it, but never "
+        "while a point was armed"]
+
+
+def test_a_carrying_campaign_runs_again_with_the_faults_that_did_nothing_only() -> None:
+    """A campaign carrying the faults the budget could not try one by one, whose latency had
+    no effect, runs again with the latency alone, as its single would (its own length, 24 s
+    at a 2 s TTL, never fitted again)."""
+    plan = AuditPlan(Campaign("lua", ttl_ms=2000))
+    carried = packed(plan, Trial([("latency", {}), ("reset", {}), ("partition", {})],
+                                 seed_offset=40), 6.0, 60.0)
+    assert carried.carries and carried.tests() == {"latency", "reset", "partition"}
+    (again,) = again_trials([carried], {"latency"}, 0)
+    assert again.faults == [("latency", {"duration_ms": 1000})] and not again.carries
+    (again,) = again_trials([carried], {"latency", "reset"}, 0)
+    assert [name for name, _ in again.faults] == ["latency", "reset"] and again.carries

@@ -121,3 +121,62 @@ def test_a_driver_announces_until_an_operation_of_the_kind_succeeded() -> None:
     injector.end()
     injector.begin("release")
     assert injector.announcing  # another kind learns on its own
+
+
+def test_a_thread_the_operation_started_is_its_own_on_the_lock_s_keys() -> None:
+    """pottery's Redlock sends every command from a pool thread it starts for the call: its
+    SETs and EVALSHAs on the lock's keys are the operation's (a point before them fires
+    there), its SCRIPT LOAD, on no key, is background; a thread already running when the
+    operation began (a watchdog the last acquire started) stays background, as does one that
+    ever sent outside an operation."""
+    injector = Injector()
+    injector.lock_name = "lock-k"
+    seen: list[tuple[str, str]] = []
+    fired: list[PausePoint] = []
+    injector.on_new_command = lambda op, command, with_: seen.append((op, command))
+    injector.on_fire = fired.append
+    watchdog = threading.Event()
+
+    def renew() -> None:
+        watchdog.wait(5)
+        injector.before_write(("EVAL",), lambda: injector.touches([("EVAL", "s", 1, "lock-k")]))
+
+    running = threading.Thread(target=renew)
+    running.start()  # before the operation below began
+    injector.arm(PausePoint("SET", action="sleep", op="acquire"))
+    injector.begin("acquire")
+    ops: list[str | None] = []
+
+    def send(*args: object) -> str | None:
+        return injector.before_write((str(args[0]).split()[0],),
+                                     lambda: injector.touches([args]))
+
+    def pool_thread() -> None:
+        ops.append(send("SET", "redlock:lock-k", "t", "NX"))
+        ops.append(send("SCRIPT LOAD", "return 1"))
+
+    helper = threading.Thread(target=pool_thread)
+    helper.start()
+    helper.join()
+    watchdog.set()
+    running.join()
+    injector.end()
+    assert ops == ["acquire", None]
+    assert seen == [("acquire", "SET"), (BACKGROUND, "SCRIPT"), (BACKGROUND, "EVAL")]
+    assert [point.command for point in fired] == ["SET"]
+
+
+def test_a_command_every_later_operation_left_out_is_told_as_sent_once() -> None:
+    """A JVM lock's first extend probes a command the server rejects (a SET … IFEQ) and falls
+    back to a script for good: after its next extend that succeeded, the probe is told as
+    left out, the script as sent again, each once."""
+    injector = Injector()
+    told = []
+    for sent in [("SET", "EVAL"), ("EVAL",), ("EVAL",)]:
+        injector.begin("extend")
+        for command in sent:
+            injector.before_write((command,))
+        injector.end()
+        injector.succeeded("extend")
+        told.append(injector.recurring("extend"))
+    assert told == [[], [("SET", False), ("EVAL", True)], []]

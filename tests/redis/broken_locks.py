@@ -42,7 +42,18 @@ in the lock (issue 12): each must be reported, never pass as "this lock survived
 * ``leaky_semaphore`` — ``lua-semaphore`` whose permits never expire (scored ``+inf``, as a
   semaphore without timeouts keeps them): a holder that crashes keeps its permits for ever,
   and the others make do with fewer (the checker must call it leaked permits); declared as
-  ``racy_semaphore`` is.
+  ``racy_semaphore`` is;
+* ``extend_error_unlocks`` — ``redlock`` with the extend several Redlock ports have: a
+  compare-and-``PEXPIRE`` on each master in turn, and at the first error the lock is
+  "unlocked" (its key deleted on every master) while the caller's lock object keeps its old
+  expiry and claims it: another client takes the lock the holder still claims (issue 35: the
+  audit's extends must be made to fail);
+* ``extend_adds_to_whole_seconds`` — ``lua-extend`` whose extend reads the key's remaining
+  life in whole seconds (``PTTL`` divided down, as ``TimeUnit.MILLISECONDS.toSeconds`` or
+  Python's ``//`` does) and adds the TTL to it, while the caller's lock object adds the TTL
+  to its own expiry: each extend loses what the division dropped (up to a second), and a
+  holder that stops extending for less than it believes it has left loses the lock
+  (issue 35); it speaks whole seconds (``ttl_granularity_ms=1000``).
 """
 
 from __future__ import annotations
@@ -53,9 +64,12 @@ from typing import cast
 
 import redis
 
+from chaos.history import now
+from chaos.locks import scripts
 from chaos.locks.contract import SHARED, Lease, LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
 from chaos.locks.lua_semaphore import DEFAULT_CAPACITY, LuaSemaphore
+from chaos.locks.redlock import MIN_NODES, Redlock
 from chaos.locks.reentrant import ReentrantLock
 from chaos.locks.scripts import Lua
 from chaos.locks.watchdog import Watchdog, WatchdogLock
@@ -231,3 +245,59 @@ class _LeakySemaphore(LuaSemaphore):
 @grants(capacity=DEFAULT_CAPACITY, modes=(SHARED,))
 def leaky_semaphore(ctx: LockContext) -> _LeakySemaphore:
     return _LeakySemaphore(ctx)
+
+
+def _expiring(lease: Lease | None) -> Lease | None:
+    """``lease`` with the expiry its lock object keeps (``state``: monotonic ns)."""
+    if lease is None or lease.validity_ms is None:
+        return lease
+    return replace(lease, state=now() + int(lease.validity_ms * 1e6))
+
+
+class _ExtendErrorUnlocks(Redlock):
+    def acquire(self) -> Lease | None:
+        return _expiring(super().acquire())
+
+    def extend(self, lease: Lease) -> Lease | None:
+        started = now()
+        extended = 0
+        for node in self.nodes:
+            try:
+                extended += int(scripts.COMPARE_AND_PEXPIRE(node, [self.key],
+                                                            [lease.token, self.ttl_ms]))
+            except redis.RedisError:
+                self._unlock_all(lease.token)  # "the lock is lost": let go of it everywhere
+                return replace(lease, validity_ms=(lease.state - started) / 1e6)  # old expiry
+        validity_ms = self.ttl_ms - (now() - started) / 1e6 - self.drift_ms
+        if extended >= self.quorum and validity_ms > 0:
+            return _expiring(replace(lease, validity_ms=validity_ms))
+        return None
+
+
+@grants(topology="standalone", min_nodes=MIN_NODES)
+def extend_error_unlocks(ctx: LockContext) -> _ExtendErrorUnlocks:
+    return _ExtendErrorUnlocks(ctx)
+
+
+_ADD_TO_WHOLE_SECONDS = Lua("compare-and-add-to-whole-seconds", """
+    if redis.call("get",KEYS[1]) ~= ARGV[1] then return 0 end
+    local left = math.floor(redis.call("pttl",KEYS[1]) / 1000)
+    return redis.call("expire",KEYS[1],left + tonumber(ARGV[2]))
+""")
+
+
+class _ExtendAddsToWholeSeconds(LuaExtendLock):
+    def acquire(self) -> Lease | None:
+        return _expiring(super().acquire())
+
+    def extend(self, lease: Lease) -> Lease | None:
+        started = now()
+        if not _ADD_TO_WHOLE_SECONDS(self.redis, [self.key], [lease.token, self.ttl_ms // 1000]):
+            return None
+        expiry = lease.state + self.ttl_ms * 1_000_000  # its own: the old one, plus the TTL
+        return replace(lease, validity_ms=(expiry - started) / 1e6, state=expiry)
+
+
+@grants(ttl_granularity_ms=1000)
+def extend_adds_to_whole_seconds(ctx: LockContext) -> _ExtendAddsToWholeSeconds:
+    return _ExtendAddsToWholeSeconds(ctx)

@@ -77,10 +77,10 @@ def test_a_campaign_that_did_nothing_runs_again_and_then_the_audit_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A point the lock never reaches (lua's release sends no HGET): its campaign runs again
-    with a new seed, twice, whatever the budget, and the audit, still untested, is
+    with a new seed, twice, as the budget allows, and the audit, still untested, is
     inconclusive with the reason."""
     code = main(["audit", "--lock", "lua", "--faults", "client-pause-at:command=HGET:op=release",
-                 "--budget", "15", "--out", str(tmp_path), "--json"])
+                 "--budget", "30", "--out", str(tmp_path), "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 3, record
     names = [run["name"] for run in record["runs"]]
@@ -102,7 +102,7 @@ def test_the_audit_learns_the_surface_and_pauses_before_each_release_command(
     """The warm-up learns which commands the release sends (lua: one script; get-then-del: a
     GET, then a DEL) and audit.json lists them; then a pause point before each of them was
     reached (its campaign's coverage says the pause had an effect)."""
-    code = main(["audit", "--lock", lock, "--faults", "client-pause-at", "--budget", "15",
+    code = main(["audit", "--lock", lock, "--faults", "client-pause-at", "--budget", "30",
                  "--full", "--allow-inconclusive", "--out", str(tmp_path)])
     directory = _audit_dir(tmp_path)
     audit = load_audit(directory / AUDIT)
@@ -165,3 +165,44 @@ def test_a_watchdog_that_dies_fails_the_audit_as_not_renewed(tmp_path: Path) -> 
         run.explanation for run in audit.runs
     ]
     assert "--renews" in audit.replay
+
+
+@pytest.mark.parametrize(("lock", "budget"), [("broken_locks:extend_error_unlocks", 30),
+                                              ("broken_locks:extend_adds_to_whole_seconds", 60)])
+def test_an_extend_that_fails_or_adds_badly_is_found_within_the_budget(
+    lock: str, budget: int, tmp_path: Path
+) -> None:
+    """A failed extend that deletes the still-valid lease while the lock object keeps its old
+    expiry (several Redlock ports), and an extend that adds the TTL to the whole seconds the
+    key has left, dropping the rest (a lock that speaks whole seconds: the audit picks 1 s):
+    both passed as ``data``, exit 0, the audit's extends only ever succeeding; the second
+    took 161 s of a 60 s budget at a 2 s TTL."""
+    code = main(["audit", "--lock", lock, "--budget", str(budget), "--out", str(tmp_path)])
+    audit = load_audit(_audit_dir(tmp_path) / AUDIT)
+    assert code == 1 and audit.verdict == "hard", [(run.name, run.verdict) for run in audit.runs]
+    assert audit.wall_s <= budget * 1.1, audit.wall_s
+
+
+@pytest.mark.parametrize(("lock", "ttl"), [("seconds_lock:make", []),
+                                           ("lua-extend", ["--ttl-ms", "2000"])])
+def test_the_audit_keeps_its_budget_and_explores_a_quarter_of_it(
+    lock: str, ttl: list[str], tmp_path: Path
+) -> None:
+    """Within its budget (and a tenth) at a long TTL, its extending holders working seconds:
+    two audits of a lock at a 2 s TTL took 161 s of 60 and explored nothing. What did not fit
+    is listed as not tested, and explore has a quarter of the budget. A lock that speaks
+    whole seconds gets a TTL it can keep, explore included (at the default 200 ms the audit
+    exited 2)."""
+    code = main(["audit", "--lock", lock, *ttl, "--budget", "60", "--out", str(tmp_path)])
+    directory = _audit_dir(tmp_path)
+    audit = load_audit(directory / AUDIT)
+    assert code in (0, 3) and audit.verdict != "hard", audit.verdict  # sound: soft at worst
+    assert audit.wall_s <= 60 * 1.1, audit.wall_s
+    assert audit.explore_s >= 60 * 0.25 * 0.9 and audit.examples > 0, audit.explore_s
+    ran = {run.name for run in audit.runs}
+    assert not ran & set(audit.not_fitted)
+    campaigns = [load_run((directory / run.report).parent).campaign for run in audit.runs]
+    assert {campaign.ttl_ms for campaign in campaigns if campaign} == {int(ttl[1]) if ttl
+                                                                       else 1000}
+    if not ttl:  # at 1 s, every fault tested in 60 s
+        assert code == 0, (audit.inconclusive_reasons, audit.not_fitted)

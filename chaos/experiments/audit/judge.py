@@ -60,8 +60,9 @@ class AuditResult:
     trials: list[TrialResult] = field(default_factory=list)
     explored: list[ExploreResult] = field(default_factory=list)
     skipped: list[Trial] = field(default_factory=list)  # planned, not run: a hard one was found
+    not_fitted: list[Trial] = field(default_factory=list)  # planned, not run: no time left
     explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
-    required: int = 0  # planned campaigns that run whatever the budget
+    required: int = 0  # planned campaigns that come first (``Trial.required``)
     wall_s: float = 0.0
 
     @property
@@ -119,11 +120,33 @@ class AuditResult:
                   if (name not in covered or not covered[name].effective)
                   and name not in self.skipped_faults]
         exercised = self.exercised
-        reached = {**exercised.pause_points, **exercised.crashes}
-        for op, command in dict.fromkeys(aim for s in self.trials if (aim := s.trial.aim())):
-            if not reached.get(point := point_name(op, command)):
-                missed.append((point, self._unreached(op, command)))
+        missed += [(point_name(op, command), self._unreached(op, command))
+                   for op, command in self._unreached_aims(exercised)
+                   if not self._optional(op, command)]
         return missed + self._capabilities_unused(exercised)
+
+    @property
+    def unreached_optional(self) -> list[str]:
+        """The points aimed at that the lock's surface shows but the audit need not reach
+        (``Learned.optional``: connection set-up, subscriptions, script loading, a command
+        sent once), and no client reached: one line each, never inconclusive by itself."""
+        return [f"{point_name(op, command)} ({why})" for op, command in
+                self._unreached_aims(self.exercised) if (why := self._optional(op, command))]
+
+    def _unreached_aims(self, exercised: Exercised) -> list[tuple[str, str]]:
+        """The (operation, command) points the campaigns aimed at that no client reached."""
+        reached = {**exercised.pause_points, **exercised.crashes}
+        aims = dict.fromkeys(aim for s in self.trials if (aim := s.trial.aim()))
+        return [(op, command) for op, command in aims if not reached.get(point_name(op, command))]
+
+    def _optional(self, op: str, command: str) -> str | None:
+        """Why the point before ``command`` in ``op`` need not be reached
+        (``Learned.optional``); None when it must, or when the user aimed at it by name."""
+        named = {(str(overrides.get("op")), str(overrides["command"]))
+                 for _, overrides in self.plan.tested() if "command" in overrides}
+        if self.learned is None or (op, command) in named:
+            return None
+        return self.learned.optional(op, command)
 
     @property
     def skipped_faults(self) -> list[str]:

@@ -5,6 +5,7 @@ what the warm-up learned.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +42,11 @@ MUST_SURVIVE = (
 # EVALSHA relies on the servers' script cache, which a restart or a failover empties.
 CALLED_FOR = {"EVALSHA": ScriptFlush.name}
 CELL_S = 3.0  # each campaign runs at most this long (less when it breaks the lock)
+# ... and, whatever the budget, at least this many TTLs (``AuditPlan.cell_bounds``): at a 2 s
+# TTL a campaign squeezed to 1.5 s saw one lock cycle (inconclusive), and a pause of 1.5-3
+# TTLs outlived it.
+MIN_CELL_TTLS = 3.0
+MIN_CELL_S = 1.5  # shorter than ``CELL_S``, when a small budget must still try every fault
 # A fault added by name runs alone at least this many TTLs (``CELL_S`` is 15 at the default
 # TTL, 3 at 1 s). At 3 s, ``+client-clock:client=c2`` missed Redis in Action's semaphore with a
 # lock (1 s TTL) in 1 seed of 10: c2 took the permit again right after each release, so it
@@ -51,6 +57,9 @@ EXPLORE_CLIENTS = 2  # in the explore phase, unless told
 # The faults that aim at a command (``command=``, ``op=``): once before each command learned.
 AIMED = (ClientPauseAt.name, ClientCrash.name)
 MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
+# The shortest TTL the audit gives a lock whose TTLs come in steps (whole seconds):
+# ``kept_ttl``.
+MIN_COARSE_TTL_MS = 1000
 
 # The campaign options ``lockchaos audit`` takes: every campaign of the audit (and its
 # explore batches) runs with them.
@@ -143,17 +152,35 @@ class AuditPlan:
                              work_ms=WARM_UP_WORK_TTLS * self.base.ttl_ms)
         return msgspec.structs.replace(warm, fail_on="hard")
 
-    def trial_campaign(self, index: int, trial: Trial, cell_s: float) -> Campaign:
-        """The campaign of the ``index``-th trial: its own seed, ``cell_s`` long (if ``named``
-        or ``in_order``, ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer: a point armed
-        first waits for the fault that follows) after its faults had time to act
-        (``Trial.acts_after_s``)."""
-        offset = index if trial.seed_offset is None else trial.seed_offset
+    @property
+    def cell_bounds(self) -> tuple[float, float]:
+        """The shortest and the longest a campaign runs (``cell_s``): ``MIN_CELL_S`` and
+        ``CELL_S``, each at least ``MIN_CELL_TTLS``."""
+        ttls = MIN_CELL_TTLS * self.base.ttl_ms / 1000
+        return max(MIN_CELL_S, ttls), max(CELL_S, ttls)
+
+    def trial_length(self, trial: Trial, cell_s: float) -> float:
+        """How long ``trial``'s campaign runs: its own ``length_s``, or ``cell_s`` (if
+        ``named`` or ``in_order``, ``CELL_S`` or ``NAMED_CELL_TTLS``, whichever is longer: a
+        point armed first waits for the fault that follows); with holders told to work long
+        (an extending one's 3 TTLs and more), until a second hold has begun, a TTL after the
+        first ended — one hold is no lock cycle to judge; all after its faults had time to
+        act (``Trial.acts_after_s``)."""
         named_s = max(CELL_S, NAMED_CELL_TTLS * self.base.ttl_ms / 1000)
         length = named_s if trial.named or trial.in_order else cell_s
+        if trial.length_s is not None:
+            length = trial.length_s
+        if trial.work_ms is not None:
+            length = max(length, (trial.work_ms + self.base.ttl_ms) / 1000)
+        return length + trial.acts_after_s
+
+    def trial_campaign(self, index: int, trial: Trial, cell_s: float) -> Campaign:
+        """The campaign of the ``index``-th trial: its own seed, ``trial_length`` long."""
+        offset = index if trial.seed_offset is None else trial.seed_offset
         return self.campaign(trial.faults, seed=self.base.seed + offset, extend=trial.extend,
-                             duration_s=length + trial.acts_after_s, nest_depth=trial.nest_depth,
-                             work_ms=trial.work_ms, in_order=trial.in_order)
+                             duration_s=self.trial_length(trial, cell_s),
+                             nest_depth=trial.nest_depth, work_ms=trial.work_ms,
+                             in_order=trial.in_order)
 
     def explore_campaigns(self) -> list[Campaign]:
         """The explorations of the explore phase, one after the other: first with the
@@ -196,9 +223,10 @@ class Trial:
     # in the run order, so that running some capability campaigns first leaves every other
     # campaign's seed (and schedule) as it was. None: its index.
     seed_offset: int | None = None
-    # It runs whatever the budget: a fault alone, or one of the first capability campaigns
-    # (``plan_trials``). Under load those took longer than the budget and the last singles
-    # were skipped: a fault never tried, and the audit still went green.
+    # It comes first: a fault alone, or one of the first capability campaigns
+    # (``plan_trials``), run within ``REQUIRED_SHARE`` of the budget. Under load those took
+    # longer than the budget and the last singles were skipped: a fault never tried, and
+    # the audit still went green — now one campaign carries those faults (``packed``).
     required: bool = False
     # A fault added by name alone (``AuditPlan.added``): it runs at least ``CELL_S`` long
     # (``NAMED_CELL_TTLS``), not as short as a small budget squeezes the others. Squeezed to
@@ -212,6 +240,10 @@ class Trial:
     in_order: bool = False
     # A run again of a campaign that did not do what it was there for (``again_trials``).
     again: bool = False
+    # Its own length (None: the cell's, ``AuditPlan.trial_length``): several faults the
+    # budget could not try one by one run as long as it takes each to fire once
+    # (``chaos.experiments.audit.trials.packed``).
+    length_s: float | None = None
 
     @property
     def name(self) -> str:
@@ -240,13 +272,32 @@ class Trial:
             return None
         return str(overrides.get("op")), str(overrides["command"])
 
+    @property
+    def carries(self) -> bool:
+        """Whether it carries faults the budget could not try one by one (``length_s``)."""
+        return self.length_s is not None
+
     def tests(self) -> set[str]:
-        """What it is there for, as ``AuditResult.untested`` names it: its fault, if alone,
-        and the point it aims at."""
+        """What it is there for, as ``AuditResult.untested`` names it: its fault, if alone
+        (each of them, if it ``carries`` several), and the point it aims at."""
         aim = self.aim()
-        return ({self.faults[0][0]} if len(self.faults) == 1 else set()) | (
+        alone = len(self.faults) == 1 or self.carries
+        return ({name for name, _ in self.faults} if alone else set()) | (
             {point_name(*aim)} if aim else set())
 
+
+
+def kept_ttl(plan: AuditPlan) -> AuditPlan:
+    """``plan`` with a TTL its lock can keep in every phase. A lock whose TTLs are multiples
+    of a step (``ttl_granularity_ms``: whole seconds, 1000) gets, unless the user chose one
+    (which the campaigns then check, one line if the lock cannot keep it), the first multiple
+    of its step from ``MIN_COARSE_TTL_MS``: at the default 200 ms the audit exited 2 for it.
+    The TTL is the base's, so explore keeps it too (its own, 50 ms, is no whole second)."""
+    step = plan.base.lock_spec.ttl_granularity_ms
+    if "ttl_ms" in plan.kept or plan.base.ttl_ms % step == 0:
+        return plan
+    ttl_ms = step * math.ceil(MIN_COARSE_TTL_MS / step)
+    return replace(plan, base=msgspec.structs.replace(plan.base, ttl_ms=ttl_ms))
 
 
 def fitted(plan: AuditPlan, learned: Learned) -> AuditPlan:

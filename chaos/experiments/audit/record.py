@@ -48,6 +48,9 @@ def record(result: AuditResult) -> AuditFile:
         declared=learned.declared if learned else None, exercised=result.exercised,
         explore_s=round(sum(explored.elapsed_s for explored in result.explored), 3),
         required=result.required, skipped_faults=result.skipped_faults,
+        optional=learned.optional_points() if learned else {},
+        unreached_optional=result.unreached_optional,
+        not_fitted=[trial.name for trial in result.not_fitted],
     )  # fmt: skip
 
 

@@ -10,17 +10,22 @@ of the pairs, from the same ``Seeded`` choices.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from itertools import combinations, zip_longest
 
+from chaos.campaign import Campaign
 from chaos.checker.exercised import RELOADS
-from chaos.experiments.audit.plan import AIMED, CELL_S, AuditPlan, Trial
+from chaos.experiments.audit.plan import AIMED, AuditPlan, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
-from chaos.history import STALLS_CLIENT
-from chaos.nemesis import FAULTS, FaultSpec
+from chaos.history import DISTURBS_NETWORK, KILLS_CLIENT, STALLS_CLIENT
+from chaos.locks.context import DEFAULT_SOCKET_TIMEOUT_S
+from chaos.nemesis import FAULTS, FaultSpec, generate
 from chaos.nemesis.client_faults import ClientCrash, ClientPause
 from chaos.nemesis.fault import DURATION
 from chaos.nemesis.generator import FIRST_AT_S, Seeded
+from chaos.nemesis.link_faults import Latency
 from chaos.nemesis.server_faults import ScriptFlush
 
 # The fault that makes a lock send a command it sends only on demand (``RELOADS``): a point
@@ -42,9 +47,16 @@ RESTARTED = "c1"
 # extend that no fault made fail: never reached, in 2 audits of 10. (An acquire fails
 # without a fault: another client holds the lock.)
 FAILED_BY = {"extend": ClientPause.name, "release": ClientPause.name}
-MIN_CELL_S = 1.5  # shorter than ``CELL_S``, when a small budget must still try every fault alone
-CELL_OVERHEAD_S = 0.8  # a fresh topology, the checker and the reports, per campaign
-CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
+CELL_STEP_S = 0.1
+# A fresh topology, the checker and the reports, per campaign, at least: the runner measures
+# what a campaign of the lock really costs beyond its length (the warm-up's first: five JVMs
+# starting on two busy cores took 6 s a campaign), and plans and cuts with that.
+CELL_OVERHEAD_S = 0.8
+CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns beyond those that come first
+# ... and those (``Trial.required``) no further than this share: the rest of the budget always
+# explores. Two audits of a Spring lock (JVMs) took 142 and 144 s of a 60 s budget and
+# explored nothing: the campaigns that ran whatever the budget did not fit in it.
+REQUIRED_SHARE = 0.75
 # A campaign that did not do what it was there for — its fault, alone, had no effect; its point
 # was never reached — runs again with a new seed, in up to this many rounds, whatever the
 # budget. One reset of 100 ms on a Redisson holder whose renewal, late on a loaded machine,
@@ -52,6 +64,8 @@ CAMPAIGN_SHARE = 0.6  # of the budget, for the campaigns; the rest explores
 # budget: inconclusive, 1 seed of 10.
 AGAIN_ROUNDS = 2
 AGAIN_SEED_OFFSET = 2000  # above every planned campaign's and the explorations' (1000 + i)
+# The seed of the campaign carrying the faults no campaign ran (the runner's, at the end).
+LATE_SEED_OFFSET = 3000
 # Extending holders' work, alternately long (extends keep the lease alive through work
 # longer than the TTL, every TTL/3) and short (``EXTEND_SHORT_TTLS``: one extend, halfway). In
 # a long one a fault that stays on lasts ``OUTLAST_TTLS``: longer than what the last extend
@@ -80,19 +94,32 @@ NEST_WORK_TTLS = 0.5
 # then acts on what it checked before, its lease still valid: a check-then-act race is hard
 # (the truth table's cells pause 0.3 and 0.5 TTLs there).
 ACQUIRE_PAUSE_TTLS = 0.3
-MIN_CAPABILITY_TRIALS = 3  # capability campaigns that run whatever the budget
-EARLY_CAPABILITY_TRIALS = 2  # of those, run right after the warm-up, before the singles
+MIN_CAPABILITY_TRIALS = 3  # capability campaigns that come first, at least
+EARLY_CAPABILITY_TRIALS = 3  # of those, run right after the warm-up, before the singles
+# In a campaign carrying several faults (``packed``) each is on for this long at most: at a
+# 2 s TTL, eight faults of 2.5 s each took 24 s, a budget's campaigns.
+CARRIED_ON_S = 1.0
+# A failing campaign's latency, in the client's timeouts (``DEFAULT_SOCKET_TIMEOUT_S``): an
+# extend or a renewal under it times out. At its default (0.3-0.6 TTLs) every extend of a
+# 200 ms lease arrived late and succeeded; a lock whose failed extend deletes its still-valid
+# lease was never made to fail one.
+FAILING_LATENCY_TIMEOUTS = 1.5
 # Of those, the one whose default does something no point does (kill a holder mid-work):
 # its default campaign runs too.
 KEEPS_DEFAULT = (ClientCrash.name,)
 
 
-def cell_seconds(plan: AuditPlan, trials: int) -> float:
-    """How long each campaign may run: ``CELL_S``, or less when the campaigns' share of the
-    budget could not otherwise run the ``trials`` that always run (never under
-    ``MIN_CELL_S``)."""
-    share = plan.budget_s * CAMPAIGN_SHARE / max(trials, 1) - CELL_OVERHEAD_S
-    return max(MIN_CELL_S, min(CELL_S, share))
+def cell_seconds(plan: AuditPlan, first: list[Trial], available_s: float,
+                 overhead_s: float = CELL_OVERHEAD_S) -> float:
+    """How long each campaign may run: the longest of ``AuditPlan.cell_bounds``, or less
+    (a ``CELL_STEP_S`` at a time, never under the shortest) when the campaigns that come
+    first (``first``) would not otherwise fit in ``available_s``, each costing
+    ``campaign_cost``."""
+    shortest, cell = plan.cell_bounds
+    while cell > shortest and sum(campaign_cost(plan.trial_campaign(0, trial, cell),
+                                                overhead_s) for trial in first) > available_s:
+        cell = max(shortest, round(cell - CELL_STEP_S, 3))
+    return cell
 
 
 def _aimed(fault: FaultSpec, op: str, command: str, ttl_ms: int,
@@ -120,7 +147,9 @@ def _aim_order(learned: Learned) -> list[tuple[str, str]]:
     client before it asks, as ``client-pause`` and ``client-crash`` alone do. Redis in
     Action's fair semaphore sends eight commands in its acquire, the act (``ZADD``) sixth.
     A command sent only on demand (``RELOADS``, seen after the one that asked for it) or only
-    when the operation failed comes after those sent every time (``Learned.every_time``)."""
+    when the operation failed comes after those sent every time (``Learned.every_time``); a
+    point the audit need not reach (``Learned.optional``: a client's set-up, a command sent
+    once) after every other."""
     points = learned.points()
     order = []
     for op in dict.fromkeys(op for op, _ in points):
@@ -128,7 +157,7 @@ def _aim_order(learned: Learned) -> list[tuple[str, str]]:
         every_time = learned.every_time(op)
         order += [(op, command) for command in [*reversed(every_time),
                                                 *(c for c in commands if c not in every_time)]]
-    return order
+    return sorted(order, key=lambda point: learned.optional(*point) is not None)
 
 
 
@@ -201,15 +230,24 @@ def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
     # First the faults that stop the holder for a while (a pause; one aimed at the extend's
     # command, so always mid-work, first), each with long work: the holder outlives its
     # lease, another client takes the lock, and the holder then extends again — the one
-    # history that tells an extend checking its owner from one that does not. The others
-    # after, alternately long and short.
+    # history that tells an extend checking its owner from one that does not. Second, in
+    # one campaign taking turns, those that make its commands fail (``failing_overrides``),
+    # with long work too: its extends (or its watchdog's renewals) fail while it works, and
+    # it works on after the heal — what a lock whose failed extend deleted its still-valid
+    # lease, or whose renewal thread died, does next. The others after, alternately long
+    # and short.
     stalling = sorted((fault for fault in tested if _stalls_for_a_while(fault[0])),
                       key=lambda fault: fault[0] not in AIMED)
-    others = [fault for fault in tested if fault not in stalling]
+    failing = [fault for fault in tested if _fails_commands(fault[0])]
+    others = [fault for fault in tested if fault not in stalling and fault not in failing]
+    failed = [Trial([extending(0, failing_overrides(fault, plan.base.ttl_ms)).faults[0]
+                     for fault in failing], extend=declared.extend,
+                    work_ms=extend_work_ms(0, plan.base.ttl_ms))] if failing else []
     # A lock that renews in the background gets the same campaigns: its watchdog, not the
     # holder, extends then (a renewal that does not check its owner shows the same way).
-    extend_trials = [*(extending(0, fault) for fault in stalling),
-                    *(extending(i, fault) for i, fault in enumerate(others))] \
+    stopped = [extending(0, fault) for fault in stalling]
+    extend_trials = [*stopped[:1], *failed, *stopped[1:],
+                     *(extending(i, fault) for i, fault in enumerate(others))] \
         if declared.extend or declared.renews else []
     nest_ms = NEST_WORK_TTLS * plan.base.ttl_ms
     nesting = [Trial([aim(fault, "release")], work_ms=nest_ms, nest_depth=WARM_UP_NEST_DEPTH)
@@ -231,45 +269,200 @@ def _stalls_for_a_while(name: str) -> bool:
     return STALLS_CLIENT in fault.effects and fault.parameters.get("duration_ms") is DURATION
 
 
+def _fails_commands(name: str) -> bool:
+    """A fault on a client's links, under which its commands fail (a partition, a reset, a
+    lost reply; a latency past its timeout: ``failing_overrides``)."""
+    return DISTURBS_NETWORK in FAULTS[name].effects
+
+
+def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
+    """``fault`` as a failing campaign has it: a latency the user did not set past the
+    client's timeout (``FAILING_LATENCY_TIMEOUTS``), on long enough for a holder's extend
+    every TTL/3 to meet it whole and the lease to lapse (``OUTLAST_TTLS`` more); the others
+    as they are (their commands fail at any setting)."""
+    name, overrides = fault
+    if name != Latency.name or "latency_ms" in overrides:
+        return fault
+    latency_ms = round(FAILING_LATENCY_TIMEOUTS * DEFAULT_SOCKET_TIMEOUT_S * 1000)
+    return name, {"latency_ms": latency_ms,
+                  "duration_ms": latency_ms + round(OUTLAST_TTLS * ttl_ms), **overrides}
+
+
 def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
     """The first of ``trials`` there for each of ``untested`` (a fault that had no effect, a
-    point never reached), to run again in round ``round_``, each with a new seed."""
+    point never reached), to run again in round ``round_``, each with a new seed; one that
+    ``carries`` several faults, with those of them only (one alone runs as its single
+    would: a carrying campaign's length at a 2 s TTL, 24 s, never fitted again)."""
     again, left = [], set(untested)
     for trial in trials:
         if trial.tests() & left:
+            if trial.carries:  # those of its faults only, one alone a plain single
+                faults = [fault for fault in trial.faults if fault[0] in left]
+                trial = replace(trial, faults=faults, in_order=len(faults) > 1,
+                                length_s=trial.length_s if len(faults) > 1 else None)
             left -= trial.tests()
             again.append(trial)
     return [replace(trial, again=True, seed_offset=AGAIN_SEED_OFFSET + round_ * len(trials) + index)
             for index, trial in enumerate(again)]
 
 
-def plan_trials(plan: AuditPlan, learned: Learned) -> tuple[list[Trial], float]:
-    """The singles of the faults added to the defaults (``AuditPlan.added``), the first
-    ``EARLY_CAPABILITY_TRIALS`` capability campaigns, the other singles, the other capability
-    campaigns, then pairs in a seeded order, cut to what fits in the campaigns' share of the
-    budget (at least every single and ``MIN_CAPABILITY_TRIALS`` capability campaigns); and how
-    long each may run. A fault added is one the user suspects, or the lock's commands call
-    for: at a 1 s TTL the early capability campaigns' long holds took 19 s, and a
-    ``+client-clock`` that broke the lock in its first second waited behind them."""
+def plan_trials(plan: AuditPlan, learned: Learned, *, overhead_s: float = CELL_OVERHEAD_S,
+                spent_s: float = 0.0) -> tuple[list[Trial], float]:
+    """The campaigns to run, in order, and how long each may run (``cell_seconds``).
+
+    First those that come first (``Trial.required``): the singles of the faults added to the
+    defaults (``AuditPlan.added``: the user suspects them, or the lock's commands call for
+    them — at a 1 s TTL the early capability campaigns' long holds took 19 s, and a
+    ``+client-clock`` that broke the lock in its first second waited behind them), the first
+    ``EARLY_CAPABILITY_TRIALS`` capability campaigns, every other single but those aimed at a
+    point the audit need not reach, and the capability campaigns that stop or fail a holder
+    at work (at least ``MIN_CAPABILITY_TRIALS``). Then, if time: the optional points' singles,
+    the other capability campaigns, pairs in a seeded order.
+
+    Each costs its length and ``overhead_s`` (what the warm-up showed a campaign of this lock
+    costs beyond its length), and the budget left (``spent_s`` of it spent) runs those that
+    come first within ``REQUIRED_SHARE`` of it, the others within ``CAMPAIGN_SHARE``. When
+    those that come first do not fit, the singles of the faults added and the early
+    capability campaigns run, as many as fit, then one campaign carrying every tested fault
+    none of those had (``packed``): each fault still fires once; then the rest of them, as
+    the time left allows (the runner lists those it had no time for as not tested)."""
     singles = single_trials(plan, learned)
     capabilities = capability_trials(plan, learned)
     tested = plan.tested()
     pairs = [Trial(list(pair)) for pair in combinations(tested, 2)]
     Seeded(plan.base.seed).shuffle(pairs)
-    always = len(singles) + min(len(capabilities), MIN_CAPABILITY_TRIALS)
-    cell_s = cell_seconds(plan, always)
-    fit = int(plan.budget_s * CAMPAIGN_SHARE // (cell_s + CELL_OVERHEAD_S))
     seeded = [replace(trial, seed_offset=i) for i, trial in
               enumerate([*singles, *capabilities, *pairs])]
     singles, capabilities, pairs = (seeded[:len(singles)],
                                     seeded[len(singles):len(singles) + len(capabilities)],
                                     seeded[len(singles) + len(capabilities):])
-    early, late = capabilities[:EARLY_CAPABILITY_TRIALS], capabilities[EARLY_CAPABILITY_TRIALS:]
+    capabilities = [packed(plan, trial, plan.cell_bounds[1], plan.budget_s * REQUIRED_SHARE)
+                    if len(trial.faults) > 1 else trial for trial in capabilities]
+    leading = [i for i, trial in enumerate(capabilities) if _leads(trial, plan.base.ttl_ms)]
+    first_capabilities = min(len(capabilities),
+                             max(MIN_CAPABILITY_TRIALS, leading[-1] + 1 if leading else 0))
+    early = capabilities[:min(EARLY_CAPABILITY_TRIALS, first_capabilities)]
+    late_first = capabilities[len(early):first_capabilities]
+    optional = [trial for trial in singles if (aim := trial.aim()) and learned.optional(*aim)]
     added = plan.added()
-    named = [replace(trial, named=True) for trial in singles if trial.faults[0][0] in added]
-    others = [trial for trial in singles if trial.faults[0][0] not in added]
-    ordered = [*named, *early, *others, *late, *pairs]
-    required = [replace(trial, required=True) for trial in ordered[:always]]
-    return [*required, *ordered[always:max(fit, always)]], cell_s
+    named = [replace(trial, named=True) for trial in singles
+             if trial.faults[0][0] in added and trial not in optional]
+    others = [trial for trial in singles if trial.faults[0][0] not in added
+              and trial not in optional]
+    first = [*named, *early, *others, *late_first]
+    later = [*optional, *capabilities[first_capabilities:], *pairs]
+
+    # Their campaigns as long as lets them fit in the campaigns' share; they may run on to
+    # ``REQUIRED_SHARE`` (a loaded machine), explore keeping the rest.
+    cell_s = cell_seconds(plan, first, plan.budget_s * CAMPAIGN_SHARE - spent_s - overhead_s,
+                          overhead_s)
+    available = plan.budget_s * REQUIRED_SHARE - spent_s - overhead_s
+
+    def cost(trial: Trial) -> float:
+        return campaign_cost(plan.trial_campaign(0, trial, cell_s), overhead_s)
+
+    kept = _prefix(first, cost, available)
+    if len(kept) < len(first):
+        # The faults added and the early capability campaigns that fit beside one campaign
+        # carrying every fault those did not, in which each fires (as many of them as leave
+        # it room: at a 2 s TTL the early campaign that finds an extend's bug, 17 s, and one
+        # carrying the other eight faults, 17 s, fit in 36), then the rest of those that
+        # come first, as the time left allows: a campaign often costs less than the
+        # warm-up's first did (a driver's processes start faster once cached).
+        ahead = [*named, *early]
+        for count in range(len(ahead), -1, -1):
+            head = _prefix(ahead[:count], cost, available - cell_s - overhead_s)
+            # A fault alone in one of them has had its turn; the network faults taking turns
+            # on holders working long have not: a holder whose library stops extending after
+            # three (pottery's) sent nothing, and "partition had no effect on the lock".
+            carried = {trial.faults[0][0] for trial in head if len(trial.faults) == 1}
+            rest = [fault for fault in tested if fault[0] not in carried]
+            room = available - sum(map(cost, head)) - overhead_s
+            carried_rest = [carrying(plan, learned, rest, len(seeded), cell_s, room)] \
+                if rest else []
+            if all(map(partial(_all_fire, plan), carried_rest)):
+                break
+        kept = [*head, *carried_rest, *(trial for trial in first if trial not in head)]
+    extra = plan.budget_s * CAMPAIGN_SHARE - spent_s - sum(map(cost, kept))
+    return [*(replace(trial, required=True) for trial in kept),
+            *_prefix(later, cost, extra)], cell_s
 
 
+def campaign_cost(campaign: Campaign, overhead_s: float) -> float:
+    """What running ``campaign`` is expected to take: its length, its holders' work (one
+    may begin as it ends: the campaign waits for it), and ``overhead_s``."""
+    return campaign.duration_s + campaign.holder_work_ms / 1000 + overhead_s
+
+
+def _prefix(trials: list[Trial], cost: Callable[[Trial], float], room_s: float) -> list[Trial]:
+    """The first of ``trials`` whose costs add up to ``room_s`` at most."""
+    total = 0.0
+    for index, trial in enumerate(trials):
+        total += cost(trial)
+        if total > room_s:
+            return trials[:index]
+    return trials
+
+
+def _outlasting(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
+    """``fault`` on for ``OUTLAST_TTLS``, and ``CARRIED_ON_S`` at most (if it lasts a while
+    and nobody said how long)."""
+    name, overrides = fault
+    if "duration_ms" in overrides or FAULTS[name].parameters.get("duration_ms") is not DURATION:
+        return fault
+    return name, {**overrides,
+                  "duration_ms": round(min(OUTLAST_TTLS * ttl_ms, CARRIED_ON_S * 1000))}
+
+
+def _all_fire(plan: AuditPlan, trial: Trial) -> bool:
+    """Whether each fault of ``trial`` fires in its seeded schedule, as long as it runs."""
+    schedule = generate(trial.faults, seed=plan.base.seed + (trial.seed_offset or 0),
+                        duration_s=plan.trial_length(trial, 0.0), ttl_ms=plan.base.ttl_ms,
+                        in_order=trial.in_order)
+    return {event.fault for event in schedule.events} >= {name for name, _ in trial.faults}
+
+
+def _leads(trial: Trial, ttl_ms: int) -> bool:
+    """A capability campaign that comes first: a holder working long (extending, or renewing
+    in the background) stopped past its lease, or made to fail its extends."""
+    name = trial.faults[0][0]
+    return (trial.nest_depth == 1 and trial.work_ms == extend_work_ms(0, ttl_ms)
+            and (_stalls_for_a_while(name) or _fails_commands(name)))
+
+
+def carrying(plan: AuditPlan, learned: Learned, faults: list[FaultSpec], seed_offset: int,
+             cell_s: float, room_s: float) -> Trial:
+    """One campaign carrying ``faults`` the budget could not try one by one (``packed``),
+    those of ``AIMED`` aimed before the release's act (``Learned.every_time``): their
+    defaults aim at a second round trip of an acquire and a release's ``DEL``, which a lock
+    with neither never reaches — a crash in such a campaign "had no effect on the lock"."""
+    act = learned.every_time("release")[-1:]
+    aimed = [_aimed(fault, "release", act[0], plan.base.ttl_ms)
+             if act and fault[0] in AIMED and "command" not in fault[1] else fault
+             for fault in faults]
+    return packed(plan, Trial(aimed, seed_offset=seed_offset), cell_s, room_s)
+
+
+def packed(plan: AuditPlan, trial: Trial, cell_s: float, room_s: float) -> Trial:
+    """``trial``, several faults taking turns in order, those that kill a client last, each
+    on for ``OUTLAST_TTLS`` at most unless told (at a 2 s TTL a partition's default, up to
+    10 s, took a budget's campaigns alone), as long as it takes every one of them to fire
+    once in its seeded schedule — from ``cell_s``, a quarter longer at a time, up to
+    ``room_s``. A crash first left a lock with no expiry wedged, and every fault after it,
+    waiting for a holder to hit, never fired."""
+    faults = sorted((_outlasting(fault, plan.base.ttl_ms) for fault in trial.faults),
+                    key=lambda fault: _carried_rank(fault[0]))
+    trial = replace(trial, faults=faults, in_order=len(faults) > 1, length_s=cell_s)
+    longest = max(cell_s, room_s)
+    while not _all_fire(plan, trial) and trial.length_s is not None and trial.length_s < longest:
+        trial = replace(trial, length_s=round(min(longest, trial.length_s * 1.25), 3))
+    return trial
+
+
+def _carried_rank(name: str) -> int:
+    """Where ``name`` goes in a campaign carrying several faults: those that need a holder
+    at work to hit (a network or a server fault) first, those that stop one (a pause, slow
+    work) after, those that kill one last — a latency after a pause hit the paused holder,
+    which sent nothing: "latency had no effect on the lock in any run"."""
+    effects = FAULTS[name].effects
+    return 2 if KILLS_CLIENT in effects else 1 if STALLS_CLIENT in effects else 0
