@@ -161,7 +161,7 @@ def test_catalog_lists_every_bundled_lock_with_seed_and_one_sentence_flaw() -> N
         client = resolve(info.name).factory(offline)
         assert isinstance(client, ExtendableLockClient) is info.extend, info.name
     assert cited == SEEDS, f"every seed must be the origin of some lock; missing {SEEDS - cited}"
-    assert [i.name for i in infos if i.fencing] == ["fenced"]
+    assert [i.name for i in infos if i.fencing] == ["fenced", "redisson-fenced"]
     assert [i.name for i in infos if i.topology != "any"] == [
         "redlock", "pottery-redlock", "redsync", "node-redlock", "rust-redlock", "sesame-redlock"]
 

@@ -1,0 +1,252 @@
+"""The corpus of real lock libraries, each audited as a CI user would audit it, against what its
+own source predicts: the table behind docs/libraries.md.
+
+Every library of ``CORPUS`` (a bundled lock: ``lockchaos list`` shows its library, version and
+language) is audited with the audit's own fault choice, ``--budget 60`` and nothing but its
+deployment, once per seed. A row holds the audit's exit status and worst verdict, the first
+violation's explanation, the campaign that found it and the command that replays it (the
+``lockchaos run`` of that campaign), and the time to the first hard violation. A library is
+judged as its source predicts (``Library.expected``) when every seed's audit says so: a sound
+one passes (exit 0: no violation at or above ``hard``, everything it asked for exercised —
+soft and lost writes are the known limit of a lease without fencing), a broken one fails
+(exit 1) for the reason its source gives.
+
+An hour of audits belongs on several machines, so it shards like ``compare``: each of N jobs
+(a CI matrix, a Kubernetes Indexed Job running the lockchaos image) runs every N-th audit from
+the K-th and writes one JSON file per audit; ``merge`` joins the files of every shard and
+writes the page, stamped with the commit it was made at:
+
+    python bench/libraries.py run [--seeds 5] [--budget 60] [--libraries a,b] [--shard K/N] \
+        --out DIR
+    python bench/libraries.py merge DIR [DIR …] [--page docs/libraries.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.campaign import Campaign
+from chaos.campaign.rundir import load_campaign
+from chaos.experiments.audit import AuditPlan, run_audit
+from chaos.experiments.shard import parse_shard, take_shard
+from chaos.lockspec import resolve
+
+PASSES, FAILS = "passes", "fails"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Library:
+    """One library of the corpus: the bundled lock that wraps it, and what its source says
+    the audit must find — ``expected`` (``passes``/``fails``), ``because`` (one sentence, the
+    mechanism), ``cites`` (the source lines and tracker threads that say so)."""
+
+    lock: str
+    expected: str
+    because: str
+    cites: str
+
+
+CORPUS = (
+    Library("redis-py", PASSES,
+            "SET NX PX to acquire, a Lua compare-and-delete to release and compare-and-PEXPIRE "
+            "to extend: only a holder that outlives its lease (soft) is possible",
+            "redis-py 5.x `redis/lock.py` (`LUA_RELEASE_SCRIPT`, `LUA_EXTEND_SCRIPT`)"),
+    Library("sherlock", PASSES,
+            "SETNX and EXPIRE in one script, owner-checked Lua release and renew: sound, in "
+            "whole seconds",
+            "sherlock 0.4.1 `sherlock/lock.py:414-442`"),
+    Library("sherlock-no-expire", FAILS,
+            "with no `expire`, its acquire script compares the string \"-1\" with the number "
+            "-1 (always unequal in Lua) and runs `EXPIRE key -1`, which deletes the key it just "
+            "set: every acquire succeeds",
+            "sherlock 0.4.1 `sherlock/lock.py:416,484-485`; py-sherlock/sherlock PR #37"),
+    Library("pottery-redlock", PASSES,
+            "Redlock on 5 masters: a quorum of SET NX PX, validity checked against the time "
+            "spent; the audit assumes crash-restart and clock jumps away (Kleppmann)",
+            "pottery 3.0.1 `pottery/redlock.py:318-353,503-599`"),
+    Library("python-redis-lock", FAILS,
+            "its renewal thread has no error handling: one failed renewal (a reset, a lost "
+            "reply) ends it for good, and the lease lapses under a holder that runs on",
+            "python-redis-lock 4.0.1 `redis_lock/__init__.py:272-286`; "
+            "ionelmc/python-redis-lock#85"),
+    Library("bsm-redislock", PASSES,
+            "SET NX PX in Lua, compare-and-PEXPIRE to refresh, compare-and-DEL to release",
+            "github.com/bsm/redislock v0.9.4 `redislock.go:18-26,56-207`"),
+    Library("node-redis-lock", FAILS,
+            "its release checks the lease against the client's own clock, then sends a plain "
+            "DEL with no owner check: a holder stopped past its lease deletes the next "
+            "holder's lock",
+            "npm redis-lock 1.0.0 `index.js:13,41-45`; errorception/redis-lock#29, #39"),
+    Library("sesame-redlock", PASSES,
+            "Redlock in Lua scripts on N masters; it hands over a lock whose validity the "
+            "time spent ate (validity ≤ 0), which claims no instant, so no overlap with it "
+            "is hard",
+            "@sesamecare-oss/redlock 1.4.0 `src/index.ts:212-296`, `src/scripts.ts:10-62`"),
+    Library("redisson", PASSES,
+            "owner hash and PEXPIRE in one script, a watchdog that renews every third of the "
+            "lease and stops when it finds the lease gone",
+            "Redisson 3.45.1 `RedissonLock.java:218-228,344-368`, `RenewalTask.java:171-176`"),
+    Library("redisson-fenced", PASSES,
+            "Redisson's lock with a fencing token (INCR in the granting script): stale holders' "
+            "writes can be refused",
+            "Redisson 3.45.1 `RedissonFencedLock.java:77-79,107-128,151-156`"),
+    Library("rust-redlock", FAILS,
+            "its validity is a `usize` computed as TTL − drift − elapsed: an acquire that "
+            "outlasts the TTL wraps around, and a lease already expired is returned as valid "
+            "for about 1.8·10¹⁹ ms",
+            "crate redlock 2.0.0 `src/redlock.rs:145,150-155`; badboy/redlock-rs#20, PR #21"),
+)
+BY_LOCK = {library.lock: library for library in CORPUS}
+
+
+def audit_row(lock: str, seed: int, budget_s: float) -> dict[str, Any]:
+    """One audit of ``lock`` with ``seed``, as a row (the audit's directory is thrown away:
+    the row keeps what the page shows, and the command that replays the finding)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as out:
+        result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s), Path(out))
+        worst = result.verdicts[0] if result.verdicts else None
+        first, found_by, replay = None, None, None
+        if worst is not None and worst[1].violations:
+            name, verdict, run_dir = worst
+            first = verdict.violations[0].explanation
+            found_by = name
+            campaign = load_campaign(run_dir)
+            if campaign is not None:
+                replay = "lockchaos " + shlex.join(["run", *campaign.options()])
+        return {
+            "lock": lock, "seed": seed, "budget_s": budget_s,
+            "exit_status": result.exit_status, "verdict": result.verdict,
+            "first_violation": first, "found_by": found_by, "replay": replay,
+            "first_hard_s": result.first_hard_s, "wall_s": round(time.monotonic() - started, 1),
+            "untested": [why for _, why in result.untested],
+        }
+
+
+def judged(library: Library, row: dict[str, Any]) -> bool:
+    """Whether one audit judged ``library`` as its source predicts."""
+    if library.expected == PASSES:
+        return bool(row["exit_status"] == 0)
+    return bool(row["exit_status"] == 1)
+
+
+def run(args: argparse.Namespace) -> None:
+    chosen = [lock for lock in args.libraries.split(",") if lock] or list(BY_LOCK)
+    unknown = [lock for lock in chosen if lock not in BY_LOCK]
+    if unknown:
+        sys.exit(f"bench/libraries.py: not in the corpus: {', '.join(unknown)}")
+    jobs = [(lock, seed) for lock in chosen for seed in range(1, args.seeds + 1)]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for lock, seed in take_shard(jobs, parse_shard(args.shard)):
+        row = audit_row(lock, seed, args.budget)
+        (out / f"{lock}-s{seed}.json").write_text(json.dumps(row, indent=1))
+        said = "as its source says" if judged(BY_LOCK[lock], row) else "NOT as its source says"
+        print(f"{lock:22} seed {seed}: exit {row['exit_status']} {row['verdict']:12} "
+              f"{row['wall_s']:6.1f} s  {said}", file=sys.stderr, flush=True)
+
+
+def merge(args: argparse.Namespace) -> None:
+    rows = [json.loads(path.read_text()) for folder in args.dirs
+            for path in sorted(Path(folder).glob("*.json"))]
+    by_lock: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_lock.setdefault(row["lock"], []).append(row)
+    page = Path(args.page)
+    page.write_text(render(by_lock))
+    print(page)
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
+    """docs/libraries.md: the scoreboard, then each library's finding and its sources."""
+    lines = [
+        "# Redis lock libraries under lockchaos",
+        "",
+        "Each library below is a bundled lock (`lockchaos list` shows its library, version and",
+        "language), audited as a CI gate would audit it — `lockchaos audit --lock NAME",
+        "--budget 60`, the audit's own faults, no hints but the deployment — once per seed,",
+        "and held against what its own source and tracker predict. *Passes*: no violation at or",
+        "above `hard` and everything the audit asked for exercised (a holder that outlives its",
+        "lease under a long pause, and the lost writes that follow, are the known limit of any",
+        "lease without fencing: [fencing.md](fencing.md)). *Fails*: the audit found the flaw",
+        "the source shows.",
+        "",
+        f"Made at commit `{commit()}` by `python bench/libraries.py run --out DIR` (sharded:",
+        "`--shard K/N` per job) and",
+        "`python bench/libraries.py merge DIR… --page docs/libraries.md`.",
+        "",
+        "| library | language | verdict (seeds) | as its source predicts | first violation | "
+        "breaking fault | median to first hard |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    details = []
+    for library in CORPUS:
+        rows = sorted(by_lock.get(library.lock, []), key=lambda row: row["seed"])
+        if not rows:
+            continue
+        info = resolve(library.lock).info
+        name = f"{info.library} {info.version}" if info and info.library else library.lock
+        language = info.language if info else ""
+        verdicts = ", ".join(f"{row['verdict']}" for row in rows)
+        matched = sum(judged(library, row) for row in rows)
+        finding = next((row for row in rows if row["first_violation"] and
+                        row["exit_status"] == 1), None)
+        firsts = [row["first_hard_s"] for row in rows if row["first_hard_s"] is not None]
+        median = f"{statistics.median(firsts):.1f} s" if firsts else "—"
+        lines.append(
+            f"| `{library.lock}` ({name}) | {language} | {verdicts} | "
+            f"{matched}/{len(rows)} ({library.expected}) | "
+            f"{_first_sentence(finding['first_violation']) if finding else '—'} | "
+            f"{finding['found_by'] if finding else '—'} | {median} |"
+        )
+        details += [f"## `{library.lock}`: {name}", "",
+                    f"What its source says: {library.because} ({library.cites}).", ""]
+        if finding:
+            details += ["The audit's first violation: " + finding["first_violation"], "",
+                        "Replay it:", "", "```sh", finding["replay"] or "", "```", ""]
+        untested = sorted({why for row in rows for why in row["untested"]})
+        if untested:
+            details += ["Not tested in some seed: " + "; ".join(untested) + ".", ""]
+    return "\n".join([*lines, "", *details])
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".") + "."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    run_ = verbs.add_parser("run", help="audit the corpus (or one shard of it)")
+    run_.add_argument("--seeds", type=int, default=5)
+    run_.add_argument("--budget", type=float, default=60.0)
+    run_.add_argument("--libraries", default="", help="only these locks (comma-separated)")
+    run_.add_argument("--shard", default=None, help="K/N: every N-th audit from the K-th")
+    run_.add_argument("--out", required=True, help="where each audit's row goes (JSON)")
+    merge_ = verbs.add_parser("merge", help="join the shards' rows into the page")
+    merge_.add_argument("dirs", nargs="+")
+    merge_.add_argument("--page", default=str(ROOT / "docs" / "libraries.md"))
+    args = parser.parse_args()
+    (run if args.verb == "run" else merge)(args)
+
+
+if __name__ == "__main__":
+    main()
