@@ -2,12 +2,13 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
-# Two pytest workers (one per core), a test file each at a time (--dist loadfile: a file's
-# module-scoped topologies and cell runs stay in one process). Under that load a truth-table
-# cell whose run did not test its claim takes the next seed (tests/cells.py). JOBS=0: serially.
-JOBS ?= 2
+# Three pytest workers on 2 cores (the tests mostly wait on TTLs and runs: about half a core
+# each), a test file each at a time (--dist loadfile: a file's module-scoped topologies and
+# cell runs stay in one process). Under that load a truth-table cell whose run did not test
+# its claim takes the next seed (tests/cells.py). JOBS=0: serially.
+JOBS ?= 3
 
-.PHONY: setup venv test test-fast demo lint typecheck bench clean
+.PHONY: setup venv test test-budget test-fast demo lint typecheck bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -15,8 +16,13 @@ setup:
 venv:
 	@bash scripts/venv.sh
 
+# Everything but the audits that run a sound lock's whole budget (a minute each, marker
+# `budget`): those are `make test-budget`, which CI runs after this (.ci/run).
 test: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget" $(PYTEST_ARGS)
+
+test-budget: setup
+	$(PY) -m pytest -n 2 -m budget $(PYTEST_ARGS)
 
 # The pure tests alone (tests/pure: nothing but Python, no Redis, Docker or drivers), under a
 # minute; they need .venv only, not the rest of `make setup`.

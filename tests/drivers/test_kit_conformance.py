@@ -43,8 +43,10 @@ from chaos.topology import LocalTopology
 KITS = sorted(name for name, language in LANGUAGES.items() if language.conformance())
 KEY = "lockchaos:conformance"
 TTL_MS = 200
-BOUND_S = max(adapter.OP_TIMEOUT_FLOOR_S, 4 * TTL_MS / 1000)  # the harness's, at this TTL
-QUIET_S = 1.0  # a bad line's answer (or the driver's going on) comes well within this
+# The harness's bound at this TTL: an answer the test expects is waited for that long (a
+# driver still starting on a loaded machine answers late, not wrong)
+BOUND_S = max(adapter.OP_TIMEOUT_FLOOR_S, 4 * TTL_MS / 1000)
+QUIET_S = 1.0  # what must come "at once" (a late grant released) comes well within this
 
 
 @pytest.fixture(params=KITS)
@@ -117,7 +119,7 @@ class Driver:
         assert isinstance(reply, HelloReply) and reply.ok, reply
         return reply
 
-    def logged(self, words: str, within_s: float = QUIET_S) -> bool:
+    def logged(self, words: str, within_s: float = BOUND_S) -> bool:
         """Whether a ``log`` (or stderr) line mentioning ``words`` came within ``within_s``."""
         deadline = time.monotonic() + within_s
         while time.monotonic() < deadline:
@@ -150,7 +152,7 @@ def test_bad_lines_get_one_line_each_and_the_driver_goes_on(
     assert driver.logged("this is not json"), list(driver.process.stderr_tail)
     assert driver.receive(0.3) is None  # no id: nothing to answer
     driver.raw(b'{"type": "frobnicate", "id": 1}\n')
-    reply = driver.receive(QUIET_S)
+    reply = driver.receive()
     assert isinstance(reply, Error) and reply.id == 1 and reply.definite, reply
     assert driver.logged("frobnicate")
     driver.send(Acquire(id=2))
@@ -164,17 +166,17 @@ def test_requests_out_of_order_are_answered_never_obeyed(
     driver: Driver, single: LocalTopology
 ) -> None:
     driver.send(Acquire(id=1))  # before hello
-    early = driver.receive(QUIET_S)
+    early = driver.receive()
     assert isinstance(early, Error) and early.id == 1 and early.definite, early
     driver.hello(single)
     driver.send(Acquire(id=5))
     granted, _ = driver.answer(5)
     assert isinstance(granted, Ok) and granted.token
     driver.send(Release(id=5, token=granted.token))  # an id that does not grow
-    again = driver.receive(QUIET_S)
+    again = driver.receive()
     assert isinstance(again, Error) and again.id == 5 and again.definite, again
     driver.send(Release(id=6, token="c1:never-granted"))
-    unknown = driver.receive(QUIET_S)
+    unknown = driver.receive()
     assert isinstance(unknown, Error) and unknown.id == 6 and unknown.definite, unknown
     assert _node(single).get(KEY) == granted.token  # none of them touched the lock
     driver.send(Release(id=7, token=granted.token))
@@ -199,7 +201,7 @@ def test_a_command_after_the_answer_is_never_the_next_requests(
         released, announced = late.answer(2, go_after_s=0.6)
         assert isinstance(released, Ok)
         assert [c.replace("EVALSHA", "EVAL") for c in announced] == ["EVAL"], announced
-        assert late.sent.get(timeout=QUIET_S) == "GET"
+        assert late.sent.get(timeout=BOUND_S) == "GET"
     finally:
         late.close()
 

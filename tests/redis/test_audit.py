@@ -47,6 +47,7 @@ def test_a_broken_lock_fails_the_audit_fast_with_the_explanation(
     assert out.strip().splitlines()[-1].endswith("index.html")
 
 
+@pytest.mark.budget
 def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -183,6 +184,7 @@ def test_an_extend_that_fails_or_adds_badly_is_found_within_the_budget(
     assert audit.wall_s <= budget * 1.1, audit.wall_s
 
 
+@pytest.mark.budget
 @pytest.mark.parametrize(("lock", "ttl"), [("seconds_lock:make", []),
                                            ("lua-extend", ["--ttl-ms", "2000"])])
 def test_the_audit_keeps_its_budget_and_explores_a_quarter_of_it(
