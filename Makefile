@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # its claim takes the next seed (tests/cells.py). JOBS=0: serially.
 JOBS ?= 3
 
-.PHONY: setup venv test test-budget test-fast demo lint typecheck bench clean
+.PHONY: setup venv test test-long test-fast demo lint typecheck bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -16,13 +16,15 @@ setup:
 venv:
 	@bash scripts/venv.sh
 
-# Everything but the audits that run a sound lock's whole budget (a minute each, marker
-# `budget`): those are `make test-budget`, which CI runs after this (.ci/run).
+# Everything but the long tests: the audits that run a sound lock's whole budget (a minute
+# each, marker `budget`) and the set-up proofs (a wheel installed into a fresh venv, the full
+# image, `lockchaos driver new` built from nothing: marker `slow`). Those are
+# `make test-long`, which CI runs after this (.ci/run).
 test: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget and not slow" $(PYTEST_ARGS)
 
-test-budget: setup
-	$(PY) -m pytest -n 2 -m budget $(PYTEST_ARGS)
+test-long: setup
+	$(PY) -m pytest -n 2 -m "budget or slow" $(PYTEST_ARGS)
 
 # The pure tests alone (tests/pure: nothing but Python, no Redis, Docker or drivers), under a
 # minute; they need .venv only, not the rest of `make setup`.

@@ -75,7 +75,7 @@ for driver in $("$PY" -c 'from chaos.drivers.catalog import BUNDLED_DRIVERS; pri
 done
 timed browser 600 env CI=true "$PY" -m pytest -q -p no:cacheprovider tests/browser
 timed test 3600 env CI=true make test  # what CI runs after `make lint`: every group
-timed test-budget 1800 env CI=true make test-budget  # and then the whole-budget audits
+timed test-long 1800 env CI=true make test-long  # and then the long tests
 
 say "every step passed"
 printf '| step | time | result |\n|---|---|---|\n'

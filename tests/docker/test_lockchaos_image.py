@@ -135,6 +135,7 @@ def test_a_sharded_compare_as_two_containers_merges_into_the_truth_tables_matrix
 
 
 @FULL_IMAGES
+@pytest.mark.slow  # `make test-long`
 @pytest.mark.timeout(1200)
 def test_the_full_image_runs_a_java_a_node_and_a_go_driver_with_no_set_up(tmp_path: Path) -> None:
     """`docker run … lockchaos/lockchaos:full run --lock jedis-lua` (and node-redlock,

@@ -19,6 +19,7 @@ SKELETONS = [(name, client) for name, language in LANGUAGES.items()
              for client in language.clients if language.skeleton(client) is not None]
 
 
+@pytest.mark.slow  # built from nothing: `make test-long`
 @pytest.mark.timeout(600)  # a first Maven or cargo build of a skeleton downloads its world
 @pytest.mark.parametrize(("lang", "client"), SKELETONS,
                          ids=[f"{lang}-{client}" for lang, client in SKELETONS])

@@ -13,7 +13,7 @@ from chaos.cli import main
 from chaos.report.audit_page import AUDIT, AuditFile, load_audit
 
 BUDGET_S = 60
-pytestmark = pytest.mark.budget  # each a sound lock's whole budget: `make test-budget`
+pytestmark = pytest.mark.budget  # each a sound lock's whole budget: `make test-long`
 
 
 def audit(tmp_path: Path, lock: str, *args: str) -> tuple[int, AuditFile]:
