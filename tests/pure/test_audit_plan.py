@@ -663,6 +663,19 @@ def test_a_point_the_lock_need_not_reach_is_one_line_when_unreached(tmp_path: Pa
         "while a point was armed"]
 
 
+@pytest.mark.timeout(10)
+def test_a_carrying_campaign_stretched_to_a_room_with_float_noise_ends() -> None:
+    """An audit of lua-extend at a 2 s TTL under load hung planning its campaigns: the room
+    left was 9.481000000000002 s, each length is rounded to the millisecond, and 9.481 <
+    9.481000000000002 stretched 9.481 to itself forever. It ends at the room, rounded."""
+    plan = AuditPlan(Campaign("lua-extend", ttl_ms=2000))
+    faults = [("latency", {}), ("partition", {}), ("reset", {}), ("server-pause", {}),
+              ("reply-lost", {}), ("client-pause", {}), ("slow-work", {}),
+              ("client-crash", {"command": "EVAL", "op": "release", "nth": 1})]
+    carried = packed(plan, Trial(faults, seed_offset=56), 6.0, 9.481000000000002)
+    assert carried.length_s is not None and 6.0 <= carried.length_s <= 9.481
+
+
 def test_a_carrying_campaign_runs_again_with_the_faults_that_did_nothing_only() -> None:
     """A campaign carrying the faults the budget could not try one by one, whose latency had
     no effect, runs again with the latency alone, as its single would (its own length, 24 s

@@ -443,6 +443,9 @@ def carrying(plan: AuditPlan, learned: Learned, faults: list[FaultSpec], seed_of
     return packed(plan, Trial(aimed, seed_offset=seed_offset), cell_s, room_s)
 
 
+STRETCHES = 64  # ``packed``'s lengthenings at most: 1.25**64 s is past any budget
+
+
 def packed(plan: AuditPlan, trial: Trial, cell_s: float, room_s: float) -> Trial:
     """``trial``, several faults taking turns in order, those that kill a client last, each
     on for ``OUTLAST_TTLS`` at most unless told (at a 2 s TTL a partition's default, up to
@@ -453,8 +456,13 @@ def packed(plan: AuditPlan, trial: Trial, cell_s: float, room_s: float) -> Trial
     faults = sorted((_outlasting(fault, plan.base.ttl_ms) for fault in trial.faults),
                     key=lambda fault: _carried_rank(fault[0]))
     trial = replace(trial, faults=faults, in_order=len(faults) > 1, length_s=cell_s)
-    longest = max(cell_s, room_s)
-    while not _all_fire(plan, trial) and trial.length_s is not None and trial.length_s < longest:
+    # Rounded as each length is: 9.481 < 9.481000000000002 stretched 9.481 to itself forever
+    # (an audit under load hung here). Bounded too: from ``MIN_CELL_S`` by a quarter at a
+    # time, ``STRETCHES`` reach past the longest budget.
+    longest = round(max(cell_s, room_s), 3)
+    for _ in range(STRETCHES):
+        if _all_fire(plan, trial) or trial.length_s is None or trial.length_s >= longest:
+            break
         trial = replace(trial, length_s=round(min(longest, trial.length_s * 1.25), 3))
     return trial
 
