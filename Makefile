@@ -17,8 +17,9 @@ venv:
 	@bash scripts/venv.sh
 
 # Everything but the long tests: the audits that run a sound lock's whole budget (a minute
-# each, marker `budget`) and the set-up proofs (a wheel installed into a fresh venv, the full
-# image, `lockchaos driver new` built from nothing: marker `slow`). Those are
+# each, marker `budget`), the set-up proofs (a wheel installed into a fresh venv, the full
+# image, the Compose demo, `lockchaos driver new` built from nothing) and the sweep over every
+# server (marker `slow`). Those are
 # `make test-long`, which CI runs after this (.ci/run).
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget and not slow" $(PYTEST_ARGS)

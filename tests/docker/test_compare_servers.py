@@ -15,6 +15,7 @@ from chaos.report.matrix import exit_status, load_matrix
 from chaos.topology import images
 
 
+@pytest.mark.slow  # a sweep over every server: `make test-long`
 @pytest.mark.images(*images.SERVERS, "toxiproxy")
 @pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
                                                ("lua", "failover")])

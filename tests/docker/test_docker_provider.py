@@ -259,6 +259,7 @@ def test_two_concurrent_runs_share_the_engine_and_leave_nothing_behind(tmp_path:
     assert left_by(os.getpid()) == []
 
 
+@pytest.mark.slow  # the Compose demo from its images up: a set-up proof, `make test-long`
 @pytest.mark.images("python", "redis-7.0", "toxiproxy")  # the demo image: built on python
 def test_docker_compose_up_runs_seed_001s_demo() -> None:
     """`cd compose && docker compose up --scale worker=4`, offline: the demo services' image

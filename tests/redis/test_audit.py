@@ -74,6 +74,7 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
 
 
 
+@pytest.mark.budget
 def test_a_campaign_that_did_nothing_runs_again_and_then_the_audit_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -96,6 +97,7 @@ def test_a_campaign_that_did_nothing_runs_again_and_then_the_audit_says_so(
     assert "<strong>Does not pass</strong> (exit 3;" in page  # it read "Passes" above it
 
 
+@pytest.mark.budget
 @pytest.mark.parametrize(("lock", "release"), [("lua", ["EVAL"]), ("get-then-del", ["GET", "DEL"])])
 def test_the_audit_learns_the_surface_and_pauses_before_each_release_command(
     lock: str, release: list[str], tmp_path: Path
