@@ -25,7 +25,7 @@ test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget and not slow" $(PYTEST_ARGS)
 
 test-long: setup
-	$(PY) -m pytest -n 2 -m "budget or slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) -m "budget or slow" $(PYTEST_ARGS)
 
 # The pure tests alone (tests/pure: nothing but Python, no Redis, Docker or drivers), under a
 # minute; they need .venv only, not the rest of `make setup`.
