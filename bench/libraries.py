@@ -29,7 +29,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,28 +109,28 @@ CORPUS = (
 BY_LOCK = {library.lock: library for library in CORPUS}
 
 
-def audit_row(lock: str, seed: int, budget_s: float) -> dict[str, Any]:
-    """One audit of ``lock`` with ``seed``, as a row (the audit's directory is thrown away:
-    the row keeps what the page shows, and the command that replays the finding)."""
+def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, Any]:
+    """One audit of ``lock`` with ``seed`` into ``out``, as a row: what the page shows, the
+    command that replays the finding, and the audit's directory (its index.html)."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as out:
-        result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s), Path(out))
-        worst = result.verdicts[0] if result.verdicts else None
-        first, found_by, replay = None, None, None
-        if worst is not None and worst[1].violations:
-            name, verdict, run_dir = worst
-            first = verdict.violations[0].explanation
-            found_by = name
-            campaign = load_campaign(run_dir)
-            if campaign is not None:
-                replay = "lockchaos " + shlex.join(["run", *campaign.options()])
-        return {
-            "lock": lock, "seed": seed, "budget_s": budget_s,
-            "exit_status": result.exit_status, "verdict": result.verdict,
-            "first_violation": first, "found_by": found_by, "replay": replay,
-            "first_hard_s": result.first_hard_s, "wall_s": round(time.monotonic() - started, 1),
-            "untested": [why for _, why in result.untested],
-        }
+    result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s), out)
+    worst = result.verdicts[0] if result.verdicts else None
+    first, found_by, replay = None, None, None
+    if worst is not None and worst[1].violations:
+        name, verdict, run_dir = worst
+        first = verdict.violations[0].explanation
+        found_by = name
+        campaign = load_campaign(run_dir)
+        if campaign is not None:
+            replay = "lockchaos " + shlex.join(["run", *campaign.options()])
+    return {
+        "lock": lock, "seed": seed, "budget_s": budget_s,
+        "exit_status": result.exit_status, "verdict": result.verdict,
+        "first_violation": first, "found_by": found_by, "replay": replay,
+        "first_hard_s": result.first_hard_s, "wall_s": round(time.monotonic() - started, 1),
+        "untested": [why for _, why in result.untested],
+        "audit_dir": str(result.directory),
+    }
 
 
 def judged(library: Library, row: dict[str, Any]) -> bool:
@@ -150,7 +149,7 @@ def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for lock, seed in take_shard(jobs, parse_shard(args.shard)):
-        row = audit_row(lock, seed, args.budget)
+        row = audit_row(lock, seed, args.budget, out / "audits")
         (out / f"{lock}-s{seed}.json").write_text(json.dumps(row, indent=1))
         said = "as its source says" if judged(BY_LOCK[lock], row) else "NOT as its source says"
         print(f"{lock:22} seed {seed}: exit {row['exit_status']} {row['verdict']:12} "
