@@ -39,6 +39,7 @@ from chaos.campaign.rundir import load_campaign
 from chaos.experiments.audit import AuditPlan, run_audit
 from chaos.experiments.shard import parse_shard, take_shard
 from chaos.lockspec import resolve
+from chaos.report.audit_page import AUDIT, load_audit
 
 PASSES, FAILS = "passes", "fails"
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +130,7 @@ def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, Any
         "first_violation": first, "found_by": found_by, "replay": replay,
         "first_hard_s": result.first_hard_s, "wall_s": round(time.monotonic() - started, 1),
         "untested": [why for _, why in result.untested],
-        "audit_dir": str(result.directory),
+        "audit_dir": str(result.directory), "commit": commit(),
     }
 
 
@@ -173,6 +174,12 @@ def commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def made_at(by_lock: dict[str, list[dict[str, Any]]]) -> str:
+    """The commits the rows were audited at (a row written before rows kept it: this one)."""
+    commits = sorted({row.get("commit") or commit() for rows in by_lock.values() for row in rows})
+    return ", ".join(f"`{c}`" for c in commits)
+
+
 def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
     """docs/libraries.md: the scoreboard, then each library's finding and its sources."""
     lines = [
@@ -187,7 +194,8 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         "lease without fencing: [fencing.md](fencing.md)). *Fails*: the audit found the flaw",
         "the source shows.",
         "",
-        f"Made at commit `{commit()}` by `python bench/libraries.py run --out DIR` (sharded:",
+        f"Audited at commit {made_at(by_lock)} by `python bench/libraries.py run --out DIR` "
+        "(sharded:",
         "`--shard K/N` per job) and",
         "`python bench/libraries.py merge DIR… --page docs/libraries.md`.",
         "",
@@ -219,11 +227,20 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
                     f"What its source says: {library.because} ({library.cites}).", ""]
         if finding:
             details += ["The audit's first violation: " + finding["first_violation"], "",
-                        "Replay it:", "", "```sh", finding["replay"] or "", "```", ""]
+                        "Replay it:", "", "```sh", replay(finding), "```", ""]
         untested = sorted({why for row in rows for why in row["untested"]})
         if untested:
             details += ["Not tested in some seed: " + "; ".join(untested) + ".", ""]
     return "\n".join([*lines, "", *details])
+
+
+def replay(row: dict[str, Any]) -> str:
+    """The command that shows a row's finding again: the run of the campaign that found it,
+    or (found by explore, which has no campaign to run) the audit itself."""
+    if row["replay"]:
+        return str(row["replay"])
+    record = Path(row.get("audit_dir") or "-") / AUDIT
+    return load_audit(record).replay if record.exists() else ""
 
 
 def _first_sentence(text: str) -> str:
