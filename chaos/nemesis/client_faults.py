@@ -11,7 +11,7 @@ from typing import Any
 
 from chaos import history as h
 from chaos.locks.contract import PAUSE_POINTS
-from chaos.nemesis.aiming import NAMED_OR_EVERY, named_or_holder
+from chaos.nemesis.aiming import FRESH_HOLD_MS, NAMED_OR_EVERY, named_or_holder
 from chaos.nemesis.fault import (
     DURATION,
     ON_ITS_OWN,
@@ -162,11 +162,13 @@ class SlowWork(Fault):
         return {"duration_ms": 0, "work_ms": round(rng.uniform(1.5, 3.0) * ttl_ms)}
 
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-        # The holder: its critical section under way lasts the slow work from its start
-        # (``Worker.work``), or, between sections, its next one does. A random client may
-        # never hold again before the run ends: the fault then does nothing, and the run is
-        # inconclusive for it.
-        return Target(client=wait_for_holder(env, rng))
+        # A holder that has just acquired, its whole critical section ahead: that section
+        # lasts the slow work from its start (``Worker.work``). One whose section is behind
+        # it — a holder a pause has just let go, which releases as it wakes — gets it for its
+        # next section, which may not come before the run ends (sherlock's audit: a slow-work
+        # right after a client-pause of the same holder "had no effect on the lock in any
+        # run"). With no fresh holder in time, any holder, else a random client.
+        return Target(client=wait_for_holder(env, rng, acquired_within_ms=FRESH_HOLD_MS))
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None
