@@ -38,7 +38,7 @@ from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.locks.contract import LockContext, grants
 from chaos.locks.lua_extend import LuaExtendLock
-from chaos.nemesis import FAULTS, Schedule, generate
+from chaos.nemesis import FAULTS, FaultSpec, Schedule, generate
 from chaos.report.audit_page import AuditFile, Declared, overran, surface_line
 
 LUA_SURFACE = {"acquire": ["SET"], "release": ["EVAL"], "extend": ["EVAL"]}
@@ -695,3 +695,20 @@ def test_a_carrying_campaign_runs_again_with_the_faults_that_did_nothing_only() 
     assert again.faults == [("latency", {"duration_ms": 1000})] and not again.carries
     (again,) = again_trials([carried], {"latency", "reset"}, 0)
     assert [name for name, _ in again.faults] == ["latency", "reset"] and again.carries
+
+
+def test_a_carrying_campaign_leaves_each_fault_room_to_act_after_it_fires() -> None:
+    """Redisson's carrying campaign fired its slow-work 4 ms before it ended: "slow-work had
+    no effect on the lock in any run", inconclusive on a sound lock. Each carried fault's
+    first firing now ends the aim's wait and two TTLs before the campaign does."""
+    plan = AuditPlan(Campaign("lua", ttl_ms=200))
+    faults: list[FaultSpec] = [("latency", {}), ("partition", {}), ("reset", {}),
+                               ("server-pause", {}), ("reply-lost", {}), ("slow-work", {}),
+                               ("client-crash", {})]
+    carried = packed(plan, Trial(faults, seed_offset=67), 6.0, 60.0)
+    length = plan.trial_length(carried, 0.0)
+    schedule = generate(carried.faults, seed=plan.base.seed + 67, duration_s=length,
+                        ttl_ms=200, in_order=True)
+    firsts = {event.fault: event for event in reversed(schedule.events)}
+    assert set(firsts) == {name for name, _ in faults}
+    assert all(event.at_s + event.duration_s + 1.0 + 0.4 <= length for event in firsts.values())

@@ -115,15 +115,15 @@ SURFACES: dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]] = {
 Row = tuple[str, str, tuple[bool, bool, bool], int, str, int, int]
 AUDITS: dict[Row, tuple[str, int]] = {
     ("lua", "lua", (False, False, False), 60, "", 1, 200): ("96ff8d8faa356ada", 34),
-    ("lua-extend", "lua", (True, False, False), 300, "", 7, 200): ("dbfe4f535861399a", 58),
+    ("lua-extend", "lua", (True, False, False), 300, "", 7, 200): ("ceb6d87beb4c69a5", 57),
     ("lua", "lua", (True, True, True), 120, "+crash-restart-delayed", 3, 1000):
-        ("e4c1a49415646d90", 31),
+        ("ad8fbe8461066a89", 31),
     ("get-then-del", "get-then-del", (True, False, False), 200,
      "client-pause-at,client-crash,latency", 1, 200): ("f19cb80e2af45052", 26),
     ("lua", "evalsha", (False, False, False), 90, "", 11, 200): ("bdc2394a6c7eb6e5", 39),
     ("lua", "semaphore", (True, False, False), 150, "+client-clock:client=c2,+failover", 5,
-     1000): ("993714787ec5361d", 46),
-    ("lua", "lua", (False, False, True), 10, "", 2, 100): ("77961f71979e1269", 24),
+     1000): ("cd1c9f1b2e19d500", 46),
+    ("lua", "lua", (False, False, True), 10, "", 2, 100): ("5d887707c6d43728", 22),
 }
 UNREACHED = "client-pause-at before EVAL in release"  # a point "never reached": run again
 
