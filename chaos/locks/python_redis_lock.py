@@ -22,10 +22,12 @@ in whole seconds); the lease claims ``expire`` s from the invocation. ``release(
 ``NotAcquired`` when the key is not its id's any more: ``False``. No ``extend``: the harness's
 own extends would keep the lease alive and hide a dead renewal thread. Each renewal goes
 through the lock's ``extend`` (the library's renewal thread calls it on the instance), which a
-subclass times and reports (``ctx.report_renewal``): a renewal that raised is reported with
-its error (no answer) — the thread then ends, as the library's does — and its exception goes to the
-library's ``redis_lock.refresh.thread`` logger instead of a traceback on stderr: with the
-WARNING it logs for every refused acquire, into the client's log in the run directory.
+subclass times and reports (``ctx.report_renewal``): one that found the lease gone
+(``NotAcquired``: a holder paused past its TTL) with validity 0, one that raised anything else
+with its error (no answer) — the thread then ends, as the library's does — and its
+exception goes to the library's ``redis_lock.refresh.thread`` logger instead of a traceback
+on stderr: with the WARNING it logs for every refused acquire, into the client's log in the
+run directory.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _reporting_lock_type() -> type:
     """``redis_lock.Lock`` whose ``extend`` — called by the library's renewal thread only: the
     adapter has no extend — reports each renewal to the harness. Built on first use: the
     library is an optional dependency, and ``lockchaos list`` imports this module without it."""
-    from redis_lock import Lock
+    from redis_lock import Lock, NotAcquired, NotExpirable
 
     class ReportingLock(Lock):
         def __init__(self, ctx: LockContext, *args: Any, **kwargs: Any) -> None:
@@ -83,6 +85,9 @@ def _reporting_lock_type() -> type:
             invoked_at = now()
             try:
                 super().extend(expire)
+            except (NotAcquired, NotExpirable):  # Redis answered: the lease is gone
+                self.ctx.report_renewal(lease, 0.0, invoked_at)  # and the thread ends
+                raise
             except BaseException as exc:  # no answer (the thread ends, as the library's does)
                 self.ctx.report_renewal(lease, 0.0, invoked_at,
                                         error=f"{type(exc).__name__}: {exc}")

@@ -387,3 +387,23 @@ def test_python_redis_lock_dead_renewal_thread_fails_the_default_gate(
     verdict = check_file(renewal_cut)
     assert main(["check-history", str(renewal_cut)]) == 1, verdict.explanations[:3]
     assert any("watchdog" in v.explanation for v in verdict.violations), verdict.explanations
+
+
+def test_python_redis_lock_paused_past_its_ttl_is_soft_not_a_dead_watchdog(
+    _single_module: LocalTopology, tmp_path: Path
+) -> None:
+    """A holder paused past its TTL wakes to a renewal that finds the lease gone
+    (``NotAcquired``: Redis answered), and the library's thread ends, as it should: the lease
+    ended there. Reported as a renewal that raised (no answer), it read as a watchdog that
+    never renewed after the pause — hard, dead-watchdog — on a pause, where a lease without
+    fencing is soft (bench/libraries.py, python-redis-lock, 2026-11-27)."""
+    path = tmp_path / "history.jsonl"
+    campaign = Campaign("python-redis-lock", ttl_ms=SECOND, work_ms=HOLDER_WORK_MS,
+                        duration_s=6.5, clients=2)
+    verdict = run(_single_module, path, campaign,
+                  FaultEvent(0.4, "client-pause", {"duration_ms": 1500}))
+    renewals = [e for e in h.iter_events(path) if e.f == h.RENEW and e.type == h.FAIL]
+    assert renewals and all("error" not in e.value for e in renewals), renewals
+    assert not [v for v in verdict.violations if v.cause == "dead-watchdog"], \
+        verdict.explanations
+    assert verdict.verdict != "hard", verdict.explanations
