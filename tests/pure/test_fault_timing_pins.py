@@ -115,14 +115,14 @@ SURFACES: dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]] = {
 Row = tuple[str, str, tuple[bool, bool, bool], int, str, int, int]
 AUDITS: dict[Row, tuple[str, int]] = {
     ("lua", "lua", (False, False, False), 60, "", 1, 200): ("96ff8d8faa356ada", 34),
-    ("lua-extend", "lua", (True, False, False), 300, "", 7, 200): ("ceb6d87beb4c69a5", 57),
+    ("lua-extend", "lua", (True, False, False), 300, "", 7, 200): ("118d03a8be9faf87", 58),
     ("lua", "lua", (True, True, True), 120, "+crash-restart-delayed", 3, 1000):
-        ("ad8fbe8461066a89", 31),
+        ("a01e7859357d91f9", 31),
     ("get-then-del", "get-then-del", (True, False, False), 200,
-     "client-pause-at,client-crash,latency", 1, 200): ("f19cb80e2af45052", 26),
+     "client-pause-at,client-crash,latency", 1, 200): ("de9807522ef54776", 26),
     ("lua", "evalsha", (False, False, False), 90, "", 11, 200): ("bdc2394a6c7eb6e5", 39),
     ("lua", "semaphore", (True, False, False), 150, "+client-clock:client=c2,+failover", 5,
-     1000): ("cd1c9f1b2e19d500", 46),
+     1000): ("e441f32711569a8e", 46),
     ("lua", "lua", (False, False, True), 10, "", 2, 100): ("5d887707c6d43728", 22),
 }
 UNREACHED = "client-pause-at before EVAL in release"  # a point "never reached": run again

@@ -17,7 +17,6 @@ from itertools import combinations, zip_longest
 
 from chaos.campaign import Campaign
 from chaos.checker.exercised import RELOADS
-from chaos.checker.renewals import MIN_TOLERANCE_NS
 from chaos.experiments.audit.plan import AIMED, AuditPlan, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
 from chaos.history import DISTURBS_NETWORK, KILLS_CLIENT, STALLS_CLIENT
@@ -241,10 +240,9 @@ def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
                       key=lambda fault: fault[0] not in AIMED)
     failing = [fault for fault in tested if _fails_commands(fault[0])]
     others = [fault for fault in tested if fault not in stalling and fault not in failing]
-    made_to_fail = [extending(0, failing_overrides(fault, plan.base.ttl_ms)).faults[0]
-                    for fault in failing]
-    failed = [Trial(made_to_fail, extend=declared.extend,
-                    work_ms=failing_work_ms(made_to_fail, plan.base.ttl_ms))] if failing else []
+    failed = [Trial([extending(0, failing_overrides(fault, plan.base.ttl_ms)).faults[0]
+                     for fault in failing], extend=declared.extend,
+                    work_ms=extend_work_ms(0, plan.base.ttl_ms))] if failing else []
     # A lock that renews in the background gets the same campaigns: its watchdog, not the
     # holder, extends then (a renewal that does not check its owner shows the same way).
     stopped = [extending(0, fault) for fault in stalling]
@@ -256,19 +254,6 @@ def capability_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
                for fault in tested] if declared.reentrant else []
     mixed = [trial for pair in zip_longest(extend_trials, nesting) for trial in pair if trial]
     return mixed
-
-
-def failing_work_ms(faults: list[FaultSpec], ttl_ms: int) -> float:
-    """How long a holder works in the campaign that makes its commands fail: an extending
-    campaign's long work, the longest of those faults, then what the checker gives a
-    watchdog after a heal before calling it dead (``chaos.checker.renewals.dead_after``: a
-    TTL, the client's timeout, the tolerance) and a TTL more. A holder whose renewals died
-    under the fault then runs on, links up, long enough to be told from a late one: at
-    3.6 s of work (1 s TTL, faults of 1.25 s) python-redis-lock's dead renewal thread was
-    found in 1 audit of 5."""
-    longest = max((overrides.get("duration_ms", 0) for _, overrides in faults), default=0)
-    dead_ms = ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000 + MIN_TOLERANCE_NS / 1e6
-    return extend_work_ms(0, ttl_ms) + longest + dead_ms + ttl_ms
 
 
 def extend_work_ms(index: int, ttl_ms: int) -> float:
