@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from collections.abc import Mapping
@@ -23,12 +24,24 @@ SCHEDULE = "schedule.json"  # the seeded faults: at_s, fault, params
 REPORT = "report.html"  # what people read (chaos.report)
 
 
+# A directory's name is at most 255 bytes: an ``exec:`` lock's command, with the paths of a
+# deep checkout, made one longer (a fresh clone under /tmp/ci-check.XXXXXX: "File name too
+# long"). The lock's part is cut to MAX_LOCK_CHARS with a hash of the whole; the rest
+# (faults, seed) to MAX_SLUG_CHARS, leaving room for the stamp and a ``-N`` suffix.
+MAX_LOCK_CHARS = 80
+MAX_SLUG_CHARS = 200
+
+
 def run_dir_for(out: Path, campaign: Campaign) -> Path:
     """A new run directory for ``campaign`` under ``out``, named after its lock, faults and
     seed (not created here)."""
     names = "+".join(campaign.fault_names) or "no-faults"
-    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{campaign.lock}-{names}-s{campaign.seed}")
-    return stamped_path(out, slug)
+    lock = re.sub(r"[^A-Za-z0-9_.+-]+", "_", campaign.lock)
+    if len(lock) > MAX_LOCK_CHARS:  # an exec: command with its paths: a name, not a path
+        digest = hashlib.sha256(campaign.lock.encode()).hexdigest()[:8]
+        lock = f"{lock[:MAX_LOCK_CHARS - 9]}-{digest}"
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{lock}-{names}-s{campaign.seed}")
+    return stamped_path(out, slug[:MAX_SLUG_CHARS])
 
 
 def stamped_path(out: Path, slug: str) -> Path:
