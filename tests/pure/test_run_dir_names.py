@@ -15,7 +15,7 @@ def test_a_long_exec_lock_gets_a_short_distinct_run_directory(tmp_path: Path) ->
     names = []
     for tail in ("talks.py", "other.py"):
         lock = f"exec:env PYTHONPATH={deep} python {deep}/{tail}"
-        campaign = Campaign(lock, faults=(("client-pause", {}),), seed=3)
+        campaign = Campaign(lock, faults=[("client-pause", {})], seed=3)
         path = run_dir_for(tmp_path, campaign)
         assert len(path.name.encode()) <= 255, len(path.name)
         assert path.name.endswith("-client-pause-s3")
