@@ -75,7 +75,9 @@ class RunEntry(msgspec.Struct, kw_only=True):
             first_hard_violation_s=verdict.first_hard_violation_s,
             explanations=verdict.explanations[:EXPLANATIONS_KEPT], counts=verdict.counts,
             notes=verdict.notes, run_dir=run_dir, report=f"{run_dir}/report.html",
-            wall_s=round(wall_s, 3), truth_problem=truth_problem,
+            # A plain str: the truth table's ``Unproven`` (a str subclass) does not encode
+            wall_s=round(wall_s, 3), truth_problem=None if truth_problem is None
+            else str(truth_problem),
             inconclusive_reasons=verdict.inconclusive_reasons, wedged=verdict.wedged,
         )  # fmt: skip
 

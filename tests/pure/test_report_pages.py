@@ -22,6 +22,7 @@ from chaos.checker.verdict import RANK
 from chaos.cli import main
 from chaos.commands.demo import demo_plans
 from chaos.experiments.compare import CellResult, Matrix, claim_for
+from chaos.experiments.truth_table import Unproven
 from chaos.history import Event, write_history
 from chaos.report import write_run_reports
 from chaos.report.matrix import RunEntry, save_matrix, write_compare_reports
@@ -183,3 +184,18 @@ def test_a_fault_without_effect_is_said_once_in_the_summary(tmp_path: Path) -> N
     assert "client-pause-at:command=DEL never reached" in finished
     assert "warning: client-pause-at had no effect" not in finished
     assert "warning: client-pause-at had no effect on the lock" in summary(finished=False)
+
+
+def test_a_claim_a_run_did_not_show_is_saved_in_the_matrix(tmp_path: Path) -> None:
+    """A cell's run that did not show what its claim says is there gets the truth table's
+    ``Unproven`` answer (a str subclass, "expected …, found none"); matrix.json could not
+    encode it, and `compare --servers` died saving lua × failover."""
+    verdict = _two_valid_holders(tmp_path)
+    plan = next(p for p in demo_plans(10.0, 5.0) if (c := claim_for(p)) and c.expected == "hard")
+    claim = claim_for(plan)
+    assert claim is not None
+    problem = Unproven("expected a hard violation, found none")
+    run = RunEntry.of(verdict, seed=1, run_dir="runs/0", wall_s=1.0, truth_problem=problem)
+    save_matrix(tmp_path, Matrix("compare", 1, [CellResult(plan, claim, runs=[run])]).to_file())
+    saved = json.loads((tmp_path / "matrix.json").read_text())
+    assert saved["cells"][0]["runs"][0]["truth_problem"] == str(problem)
