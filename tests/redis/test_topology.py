@@ -260,10 +260,14 @@ def test_sigterm_of_up_tears_everything_down() -> None:
 
 
 def test_ctrl_c_of_up_tears_everything_down() -> None:
+    # Started as a shell starts it, SIGINT at its default: a child inherits an ignored
+    # SIGINT from whoever ignores it (a test runner's worker), and Python then never raises
+    # KeyboardInterrupt — `up --hold 0` held on past the wait in a fresh clone's CI run.
     proc = subprocess.Popen(
         [sys.executable, "-m", "chaos.cli", "up", "--json", "--hold", "0"],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     description = json.loads(proc.stdout.readline())
