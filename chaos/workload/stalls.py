@@ -44,13 +44,14 @@ def _run(history: h.HistoryWriter, client: str, stopping: threading.Event,
     # Bounded in count too: one wake-up per period at most until the end.
     for _ in range(int((end - h.now()) / 1e9 / PERIOD_S) + 1):
         due = h.now() + int(PERIOD_S * 1e9)
-        if stopping.wait(PERIOD_S):
-            return
+        stopped = stopping.wait(PERIOD_S)
         woke = h.now()
-        if woke >= end:
-            return
-        if woke - due >= MIN_STALL_MS * 1e6:
+        # Measured before obeying a stop: a process continued and told to stop at once (the
+        # end of a run that paused it) still lost that stretch, and its history says so.
+        if woke - due >= MIN_STALL_MS * 1e6 and woke < end:
             history.log(h.INFO, client, h.STALL, value={"since": due})
+        if stopped or woke >= end:
+            return
 
 
 __all__ = ["MIN_STALL_MS", "PERIOD_S", "watch"]

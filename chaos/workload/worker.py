@@ -586,8 +586,9 @@ def worker_main(
             control.send(("done", 0))
             os._exit(0)
         worker.spec = replace(spec, deadline_ns=deadline_ns)
-    stalls.watch(worker.history, worker.cid, worker.stopping, deadline_ns)
-    completed = worker.run()
+    watcher = stalls.watch(worker.history, worker.cid, worker.stopping, deadline_ns)
+    completed = worker.run()  # sets ``stopping``: the watcher logs a stall it is in, then ends
+    watcher.join(timeout=1)
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent
 
