@@ -236,6 +236,11 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
                 f"{release.process} released {a.process}'s lock: {release.process}'s release, "
                 f"invoked at {at(release.invoked)}{stalled}, was still in flight when "
                 f"{a.process} acquired and returned true at {at(release.acked)}"
+            ) if release.answered else (
+                f"{release.process} may have released {a.process}'s lock: "
+                f"{release.process}'s release, invoked at {at(release.invoked)}{stalled}, got "
+                f"no answer (given up at {at(release.acked)}), and its command may have run "
+                f"all the same"
             )
         lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
         if lapsed is not None:

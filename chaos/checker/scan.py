@@ -301,9 +301,12 @@ def _info(
     if f == ACQUIRE:
         invoked = st.op_t if st.op == ACQUIRE else t
         timeline.unsure_acquires.append(UnsureAcquire(p, invoked, error=ev.error))
-    elif f == RELEASE:
-        if st.op == RELEASE and st.released is not None:
-            st.released.released = INFO
+    elif f == RELEASE and st.op == RELEASE:
+        hold = st.released
+        if hold is not None:
+            hold.released = INFO
+        outer = hold if isinstance(hold, Hold) else st.hold
+        timeline.unanswered_releases.append(Release(p, st.op_t, t, outer, answered=False))
     elif f == CRASH:
         timeline.crashes.append((p, t))
         if st.hold is not None:

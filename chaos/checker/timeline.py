@@ -85,12 +85,15 @@ IN_FLIGHT_BOUND_NS = 1_000_000_000  # a release returning this long after the ga
 
 
 class Release(msgspec.Struct, frozen=True, gc=False):
-    """A release that returned true (``ok``): it removed *a* key, whoever's it was."""
+    """A release that returned true (``ok``): it removed *a* key, whoever's it was — or one
+    that got no answer (``info``, not ``answered``; ``acked``: when its client gave up): its
+    command may have run, at any time after its invoke (a lost reply, a delayed command)."""
 
     process: str
     invoked: int
     acked: int
     hold: Hold | None  # the hold its invoke ended (or, an inner release, the hold it was in)
+    answered: bool = True
 
     @property
     def stale(self) -> bool:
@@ -176,6 +179,8 @@ class Timeline:
     unsure_acquires: list[UnsureAcquire] = field(default_factory=list)
     # Releases that returned true without a hold to end; the others are on their holds.
     orphan_releases: list[Release] = field(default_factory=list)
+    # Releases that got no answer (``info``), in the order their clients gave up.
+    unanswered_releases: list[Release] = field(default_factory=list)
     faults: list[FaultSpan] = field(default_factory=list)
     pause_points: dict[str, list[PauseReached]] = field(default_factory=dict)  # in time order
     # Per process, the (since, until) of each stretch it did not run (``stall``), in order.
@@ -295,7 +300,10 @@ class Timeline:
         its own lease had lapsed (or it ended no hold of its own): its DEL may have reached
         Redis after this acquire's SET, and a loaded machine can deliver the releaser's
         reply first. (A release of a live lease cannot: this acquire's SET NX could only
-        succeed once that release had removed the releaser's own key.)
+        succeed once that release had removed the releaser's own key.) Failing those, a
+        release that got no answer, invoked before ``before``, within ``IN_FLIGHT_BOUND_NS``
+        of this hold's acquire, by the same rule: a ``DEL`` whose reply a fault lost ran all
+        the same, and the overlap it made was "unexplained".
         """
         releases = self._release_index()
         in_flight = None
@@ -310,6 +318,11 @@ class Timeline:
             if release.acked <= before and release.invoked >= hold.start:
                 return release, True
             in_flight = in_flight or release
+        if in_flight is None:
+            in_flight = next((release for release in self.unanswered_releases
+                              if release.process != hold.process and release.invoked < before
+                              and release.acked >= hold.invoked - IN_FLIGHT_BOUND_NS
+                              and (release.acked > hold.start or release.stale)), None)
         return (in_flight, False) if in_flight is not None else None
 
     def _release_index(self) -> list[Release]:

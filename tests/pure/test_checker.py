@@ -577,3 +577,22 @@ def test_times_count_from_the_first_event_without_a_start_event():
 def test_empty_history_is_ok():
     verdict = check([])
     assert verdict.verdict == "ok" and verdict.counts["events"] == 0
+
+
+def test_a_release_that_got_no_answer_is_named_as_a_possible_cause():
+    """c3's DEL whose reply a fault lost (``info``) ran all the same and removed c1's key:
+    the overlap was "unexplained" (del-release's audit in CI, a reply-lost fault on)."""
+    h = History().acquire("c3", 0, lease=100).acquire("c1", 150, lease=300)
+    h.release("c3", 160, 190, outcome="info").acquire("c2", 250)
+    v = only(h.check(), "hard")
+    assert (v.processes, v.cause) == (["c1", "c2"], "in-flight-release")
+    assert ("c3 may have released c1's lock: c3's release, invoked at 0.160 s, got no answer "
+            "(given up at 0.190 s)") in v.explanation
+
+
+def test_a_live_release_that_got_no_answer_before_the_holder_acquired_is_not_the_cause():
+    """c3 released its own valid lease and gave up waiting before c1 acquired: c1's SET NX
+    could only succeed once c3's key was gone, so that DEL removed c3's key, not c1's."""
+    h = History().acquire("c3", 0, lease=300).release("c3", 100, 120, outcome="info")
+    h.acquire("c1", 150, lease=300).acquire("c2", 250)
+    assert only(h.check(), "hard").cause == "unexplained"
