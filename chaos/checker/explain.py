@@ -239,8 +239,9 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             ) if release.answered else (
                 f"{release.process} may have released {a.process}'s lock: "
                 f"{release.process}'s release, invoked at {at(release.invoked)}{stalled}, got "
-                f"no answer (given up at {at(release.acked)}), and its command may have run "
-                f"all the same"
+                f"no answer (given up at {at(release.acked)}); its command may have run all "
+                f"the same, and removed {a.process}'s key if the release does not check whose "
+                f"key it is"
             )
         lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
         if lapsed is not None:

@@ -25,6 +25,7 @@ from chaos.experiments.audit.trials import (
     again_trials,
     campaign_cost,
     capability_trials,
+    carry_now,
     cell_seconds,
     extend_work_ms,
     packed,
@@ -705,3 +706,26 @@ def test_a_carrying_campaign_leaves_each_fault_room_to_act_after_it_fires() -> N
     firsts = {event.fault: event for event in reversed(schedule.events)}
     assert set(firsts) == {name for name, _ in faults}
     assert all(event.at_s + event.duration_s + 1.0 + 0.4 <= length for event in firsts.values())
+
+
+def test_faults_left_unfired_are_never_carried_ahead_of_a_holder_made_to_fail_at_work() -> None:
+    """On a loaded machine (a campaign costing 4 s beyond its length) the runner carried the
+    faults it feared unreached in one campaign ahead of everything, and the campaign that
+    makes a holder's extends fail while it works was never fitted: an extend whose failure
+    deletes a still-valid lease passed (CI; python-redis-lock in every corpus audit). The
+    faults are carried after those campaigns, ahead of any other."""
+    plan = AuditPlan(Campaign("lua-extend"), budget_s=60)
+    trials, cell_s = plan_trials(plan, learned(extend=True), overhead_s=4.0, spent_s=8.0)
+    costs = [campaign_cost(plan.trial_campaign(i, trial, cell_s), 4.0)
+             for i, trial in enumerate(trials)]
+    failing = next(i for i, trial in enumerate(trials)
+                   if trial.extend and "reply-lost" in trial.tests())
+    assert all(trial.required for trial in trials[:failing + 1])
+    unfired = {name for name, _ in plan.tested()}
+    # no time left at all: the first campaigns still run first, then the carrying one
+    for index in range(failing + 1):
+        assert not carry_now(trials[index:], unfired, costs[index:], 0.0, 1.0, 200)
+    plain = next(i for i, trial in enumerate(trials) if trial.required and not trial.extend
+                 and not trial.carries)
+    assert carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1.0, 200)
+    assert not carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1e6, 200)  # time enough

@@ -21,6 +21,7 @@ from chaos.experiments.audit.trials import (
     REQUIRED_SHARE,
     again_trials,
     campaign_cost,
+    carry_now,
     carrying,
     plan_trials,
 )
@@ -118,18 +119,15 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
         deadline by the campaigns left that come first (``rest``) — they cost more than the
         warm-up showed, on a loaded machine — every such fault is carried by one campaign
         now, sized to the time left (once per fault): the last singles were cut, and the
-        audit said their faults "never fired in any run"."""
+        audit said their faults "never fired in any run". Never ahead of a capability
+        campaign that comes first (``carry_now``)."""
         covered = result.coverage
         unfired = {name for name, _ in plan.tested() if name not in carried
                    and (name not in covered or not covered[name].fired)}
         end = clock.at(REQUIRED_SHARE) - clock.overhead_s
-        at = time.monotonic()
-        reached: dict[str, float] = {}
-        for index, trial in enumerate(rest):
-            if trial.required:
-                at += campaign_cost(plan.trial_campaign(index, trial, cell_s), clock.overhead_s)
-                reached.update((name, at) for name, _ in trial.faults if name not in reached)
-        if any(reached.get(name, float("inf")) > end for name in unfired):
+        costs = [campaign_cost(plan.trial_campaign(index, trial, cell_s), clock.overhead_s)
+                 for index, trial in enumerate(rest)]
+        if carry_now(rest, unfired, costs, time.monotonic(), end, plan.base.ttl_ms):
             late = [fault for fault in plan.tested() if fault[0] in unfired]
             carried.update(name for name, _ in late)
             room = end - clock.overhead_s - time.monotonic()

@@ -430,6 +430,26 @@ def _all_fire(plan: AuditPlan, trial: Trial) -> bool:
         event.at_s + event.duration_s + room_s <= length for event in first.values())
 
 
+def carry_now(rest: list[Trial], unfired: set[str], costs: list[float], now_s: float,
+              end_s: float, ttl_ms: int) -> bool:
+    """Whether the faults no campaign fired yet (``unfired``) are carried by one campaign
+    now, before ``rest[0]``: one of them would not be reached by ``end_s`` by the campaigns
+    left that come first (``rest``, costing ``costs`` each), from ``now_s`` — unless
+    ``rest[0]`` is a capability campaign that comes first (``_leads``: a holder stopped past
+    its lease, or made to fail its extends, at work). Those find what no carrying campaign
+    can (an extend whose failure deletes a still-valid lease, a watchdog that dies); carried
+    ahead of them on a loaded machine, the one that failed extends was never fitted, and an
+    audit of such a lock passed (CI, and python-redis-lock in every audit of the corpus)."""
+    if not rest or _leads(rest[0], ttl_ms):
+        return False
+    at, reached = now_s, dict[str, float]()
+    for trial, cost in zip(rest, costs, strict=True):
+        if trial.required:
+            at += cost
+            reached.update((name, at) for name, _ in trial.faults if name not in reached)
+    return any(reached.get(name, float("inf")) > end_s for name in unfired)
+
+
 def _leads(trial: Trial, ttl_ms: int) -> bool:
     """A capability campaign that comes first: a holder working long (extending, or renewing
     in the background) stopped past its lease, or made to fail its extends."""
