@@ -170,16 +170,19 @@ def test_a_watchdog_that_dies_fails_the_audit_as_not_renewed(tmp_path: Path) -> 
     assert "--renews" in audit.replay
 
 
-@pytest.mark.parametrize(("lock", "budget"), [("broken_locks:extend_error_unlocks", 30),
-                                              ("broken_locks:extend_adds_to_whole_seconds", 60)])
+@pytest.mark.parametrize("lock", ["broken_locks:extend_error_unlocks",
+                                  "broken_locks:extend_adds_to_whole_seconds"])
 def test_an_extend_that_fails_or_adds_badly_is_found_within_the_budget(
-    lock: str, budget: int, tmp_path: Path
+    lock: str, tmp_path: Path
 ) -> None:
     """A failed extend that deletes the still-valid lease while the lock object keeps its old
     expiry (several Redlock ports), and an extend that adds the TTL to the whole seconds the
     key has left, dropping the rest (a lock that speaks whole seconds: the audit picks 1 s):
     both passed as ``data``, exit 0, the audit's extends only ever succeeding; the second
-    took 161 s of a 60 s budget at a 2 s TTL."""
+    took 161 s of a 60 s budget at a 2 s TTL. At the budget the issue measured with, 60 s: at
+    30, on a loaded machine (CI), the campaign that fails a working holder's extends and the
+    one carrying the other faults did not both fit, and the first was cut."""
+    budget = 60
     code = main(["audit", "--lock", lock, "--budget", str(budget), "--out", str(tmp_path)])
     audit = load_audit(_audit_dir(tmp_path) / AUDIT)
     assert code == 1 and audit.verdict == "hard", [(run.name, run.verdict) for run in audit.runs]
