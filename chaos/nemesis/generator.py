@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from chaos.nemesis.fault import FAULTS, FaultSpec, TTLs
+from chaos.nemesis.fault import FAULTS, THEN_WORK, FaultSpec, TTLs
 from chaos.nemesis.schedule import FaultEvent, Schedule
 
 T = TypeVar("T")
@@ -224,14 +224,23 @@ def timed(specs: list[FaultSpec], choices: Choices, turns: Turns, *, ttl_ms: int
         fired += 1
         yield FaultEvent(round(at, 3), name, params)
         scale = squeeze if fired <= len(specs) else 1.0
-        at += float(params.get("duration_ms", 0)) / 1000 + gap * scale
+        at += busy_s(params) + gap * scale
+
+
+def busy_s(params: dict[str, Any]) -> float:
+    """How long a firing with ``params`` keeps the run busy: its ``duration_ms``, and the
+    work it asks of the holder it hit after the heal (``then_work_ms``): a next fault that
+    came meanwhile hit the same holder, whose watchdog the first had killed — it sent
+    nothing ("partition had no effect on the lock"), and no quiet stretch showed the dead
+    watchdog."""
+    return (float(params.get("duration_ms", 0)) + float(params.get(THEN_WORK, 0))) / 1000
 
 
 def _first_round_squeeze(first_round: list[_Part], first_at: float, duration_s: float) -> float:
     """The factor on the first round's gaps that lets its last fault start within
     ``LAST_START_SHARE`` of the run (1.0 when it already does)."""
     before_last = first_round[:-1]
-    busy = sum(float(params.get("duration_ms", 0)) / 1000 for _, params, _ in before_last)
+    busy = sum(busy_s(params) for _, params, _ in before_last)
     gaps = sum(gap for _, _, gap in before_last)
     if not gaps or first_at + busy + gaps < LAST_START_SHARE * duration_s:
         return 1.0

@@ -22,6 +22,10 @@ cut by it. Two witnesses can say so, and a firing is effective on the word of ei
   on its first bytes; ``reset``; ``reply-lost``, whose heal closes its connections), never
   a latency (``LinkFault.drops``).
 
+With ``then_work_ms``, a hit holder works on at least that long after the heal: what a lock
+does once its links are back is the other half of the test (a renewal thread the fault's
+error killed shows only then).
+
 A firing on a client neither can see (a latency on a driver that does not announce its
 commands, or on only some of the links of one that does) declares ``activity`` instead
 (``LinkFault.evidence_for``).
@@ -42,6 +46,8 @@ from chaos import history as h
 from chaos.nemesis.aiming import NAMED_OR_EVERY, named_or_holder
 from chaos.nemesis.fault import (
     DURATION,
+    THEN_WORK,
+    THEN_WORK_MS,
     Fault,
     Heal,
     Param,
@@ -235,7 +241,7 @@ class LinkFault(Fault):
 
     def watched(self, env: WorkloadEnv, target: Target,
                 apply: Callable[[Callable[[str, int], None]], Heal],
-                holds_replies: bool = False) -> Heal:
+                params: dict[str, Any], holds_replies: bool = False) -> Heal:
         """``apply`` the fault with its witnesses: a watch on every hit client that can be
         watched, sent before the links are faulted, and live for a node once ``apply`` says
         (``faulted(client, node)``) that client's link to it is, so a command counts only if
@@ -246,7 +252,11 @@ class LinkFault(Fault):
         every client: one command of any of them is the firing's effect. ``holds_replies``:
         the fault keeps replies from coming back (lost, delayed downstream, its link cut), so
         a command whose reply was still awaited once it was on counts too
-        (``chaos.workload.inject.Watch``)."""
+        (``chaos.workload.inject.Watch``). With ``then_work_ms`` in ``params``, each hit
+        client's critical section under way lasts that much longer after the heal, at
+        least: a watchdog that died of the fault's error shows only in a holder that runs on
+        with its links back (``chaos.checker.renewals``), and one hit late in its section
+        had let go first."""
         nodes = self.hit_nodes(env, target)
         everywhere = len(nodes) == len(env.topology.nodes)
         clients = self.hit_clients(env, target)
@@ -277,6 +287,9 @@ class LinkFault(Fault):
         def unwatch_then_heal() -> None:
             unwatch()
             heal()
+            if then_work_ms := params.get(THEN_WORK):
+                for client in clients:
+                    env.pool.work_on(client, then_work_ms)
             drops.settle()
 
         return unwatch_then_heal
@@ -292,6 +305,7 @@ class Latency(LinkFault):
         latency_ms=Param("integer", min=0),
         jitter_ms=Param("integer", min=0),
         stream=Param(choices=("upstream", "downstream")),
+        then_work_ms=THEN_WORK_MS,
     )
     stepping = Stepping(
         "client",
@@ -321,14 +335,15 @@ class Latency(LinkFault):
             stream=params["stream"],
             latency=params["latency_ms"],
             jitter=params["jitter_ms"],
-        ), holds_replies=params["stream"] == "downstream")
+        ), params, holds_replies=params["stream"] == "downstream")
 
 
 class Partition(LinkFault):
     name = "partition"
     summary = "cut a client from one node, a minority or a majority of nodes; heal"
     effects = frozenset({h.DISTURBS_NETWORK})
-    parameters = takes(duration_ms=DURATION, scope=Param(choices=("one", "minority", "majority")))
+    parameters = takes(duration_ms=DURATION, scope=Param(choices=("one", "minority", "majority")),
+                       then_work_ms=THEN_WORK_MS)
     stepping = Stepping("client")
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -347,14 +362,16 @@ class Partition(LinkFault):
         assert target.client is not None
         client = target.client
         return self.watched(env, target, lambda faulted: cut_client_links(
-            env.topology, client, target.nodes, partial(faulted, client)), holds_replies=True)
+            env.topology, client, target.nodes, partial(faulted, client)), params,
+            holds_replies=True)
 
 
 class Reset(LinkFault):
     name = "reset"
     summary = "reset one client's connections mid-command (indeterminate outcomes)"
     effects = frozenset({h.DISTURBS_NETWORK})
-    parameters = takes(duration_ms=DURATION, toxicity=Param(above=0, max=1))
+    parameters = takes(duration_ms=DURATION, toxicity=Param(above=0, max=1),
+                       then_work_ms=THEN_WORK_MS)
     stepping = Stepping("client", choices={"toxicity": (1.0,)})
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -366,7 +383,7 @@ class Reset(LinkFault):
         return self.watched(env, target, lambda faulted: toxic_on_client(
             env.topology, client, "reset_peer", partial(faulted, client), stream="upstream",
             toxicity=params["toxicity"], timeout=0,
-        ))  # fmt: skip
+        ), params)  # fmt: skip
 
 
 class ReplyLost(LinkFault):
@@ -386,7 +403,7 @@ class ReplyLost(LinkFault):
     summary = ("drop the replies to one client (its commands still reach Redis and apply): "
                "indeterminate outcomes")
     effects = frozenset({h.DISTURBS_NETWORK})
-    parameters = takes(duration_ms=DURATION, client=NAMED_OR_EVERY)
+    parameters = takes(duration_ms=DURATION, client=NAMED_OR_EVERY, then_work_ms=THEN_WORK_MS)
     stepping = Stepping("client")
 
     def params(self, rng: random.Random, ttl_ms: int) -> dict[str, Any]:
@@ -407,4 +424,4 @@ class ReplyLost(LinkFault):
 
             return heal
 
-        return self.watched(env, target, apply, holds_replies=True)
+        return self.watched(env, target, apply, params, holds_replies=True)

@@ -344,6 +344,11 @@ class WorkerPool:
         ``effect`` event naming ``fault`` as it begins."""
         self._send(cid, ("slow-work", work_ms, count, fault))
 
+    def work_on(self, cid: str, work_ms: float) -> None:
+        """The client's critical section under way, if any, lasts ``work_ms`` more from now
+        at least (a fault that healed: what the lock does once its links are back)."""
+        self._send(cid, ("work-on", work_ms))
+
     def _send(self, cid: str, message: tuple[Any, ...]) -> None:
         with contextlib.suppress(OSError):  # it died; the monitor records and replaces it
             self.workers[cid].control.send(message)

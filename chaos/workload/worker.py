@@ -164,6 +164,8 @@ class Worker:
         # takes the first (``work``), else the next sections do
         self._slow_work: list[tuple[float, str]] = []
         self._nudged = threading.Event()  # slow work arrived: see ``work``
+        # A fault that healed asked the section under way to go on until then (monotonic s).
+        self._work_on_until = 0.0
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
         injector.on_new_command = self._new_command
@@ -215,6 +217,10 @@ class Worker:
             ms, count, fault = args
             self._slow_work.extend([(ms, fault)] * count)
             self._nudged.set()  # a critical section under way takes it (``work``)
+        elif kind == "work-on":
+            (ms,) = args
+            self._work_on_until = time.monotonic() + ms / 1000
+            self._nudged.set()
         elif kind == "stop":
             self.stopping.set()
 
@@ -450,7 +456,8 @@ class Worker:
         least once, halfway, in a shorter stretch: a run asked to extend that made no extend
         did not test it (``chaos.checker.exercised``). With ``stretch`` (a critical section),
         a slow section a fault asks for meanwhile makes this one last that long from its
-        start: slow-work aims at the holder, which may not hold again before the run ends."""
+        start: slow-work aims at the holder, which may not hold again before the run ends;
+        and a fault that healed may ask it to go on a while from then (``work-on``)."""
         started = time.monotonic()
         end = started + work_ms / 1000
         extending = self.config.extend_during_work and can_extend(self.lock)
@@ -468,6 +475,7 @@ class Worker:
                     slow_ms = self._slow_section()
                     end = max(end, started + slow_ms / 1000)
                     step = step_s(slow_ms)
+                end = max(end, self._work_on_until)
                 continue  # the next extend a whole step from now: two steps apart at most
             if extending and end - time.monotonic() > 0:
                 lease = self.extend(lease)

@@ -155,3 +155,26 @@ def test_a_client_records_the_time_its_process_did_not_run(tmp_path: Path) -> No
     for fault, (client, start) in pauses.items():
         assert any(p == client and abs(since - start) < slack and abs(until - stops[fault]) < slack
                    for p, since, until in stalls), (fault, client, stalls)
+
+
+def test_a_holder_a_fault_hit_works_on_after_the_heal_so_a_dead_watchdog_shows(
+    tmp_path: Path
+) -> None:
+    """At the default work (one TTL) a holder whose renewal a reset cut lets go right after
+    the heal, and its dead watchdog never shows (python-redis-lock passed every audit so).
+    ``then_work_ms`` keeps the hit holder's critical section going that long after the heal:
+    the watchdog that never came back is hard. Without it, seeds 1-3 all passed
+    (2026-11-27)."""
+    for seed in (1, 2, 3):
+        out = tmp_path / f"s{seed}"
+        argv = ["run", "--lock", "broken_locks:watchdog_dies_on_error", "--renews", "--faults",
+                "reset:toxicity=1:then_work_ms=1400", "--clients", "3", "--duration", "6",
+                "--seed", str(seed), "--stop-on-first", "--out", str(out)]
+        if main(argv) == 1:
+            break
+    (run_dir,) = (path.parent for path in out.rglob("verdict.json"))
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    dead = [v for v in verdict["violations"] if v["cause"] == "dead-watchdog"]
+    assert dead and DEAD.match(dead[0]["explanation"]), verdict["explanations"]
+    ran = re.search(r"ran for ([\d.]+) s with its links up", dead[0]["explanation"])
+    assert ran and float(ran.group(1)) >= 1.0  # 1.4 s asked; the default work is 0.2 s

@@ -17,13 +17,14 @@ from itertools import combinations, zip_longest
 
 from chaos.campaign import Campaign
 from chaos.checker.exercised import RELOADS
+from chaos.checker.renewals import MIN_TOLERANCE_NS
 from chaos.experiments.audit.plan import AIMED, AuditPlan, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
 from chaos.history import DISTURBS_NETWORK, KILLS_CLIENT, STALLS_CLIENT
 from chaos.locks.context import DEFAULT_SOCKET_TIMEOUT_S
 from chaos.nemesis import FAULTS, FaultEvent, FaultSpec, generate
 from chaos.nemesis.client_faults import ClientCrash, ClientPause
-from chaos.nemesis.fault import AIM_WAIT_S, DURATION
+from chaos.nemesis.fault import AIM_WAIT_S, DURATION, THEN_WORK
 from chaos.nemesis.generator import FIRST_AT_S, Seeded
 from chaos.nemesis.link_faults import Latency
 from chaos.nemesis.server_faults import ScriptFlush
@@ -104,6 +105,7 @@ CARRIED_ON_S = 1.0
 # 200 ms lease arrived late and succeeded; a lock whose failed extend deletes its still-valid
 # lease was never made to fail one.
 FAILING_LATENCY_TIMEOUTS = 1.5
+FAILING_THEN_WORK_TTLS = 1.0  # ``failing_then_work_ms``'s spare, in TTLs
 # Of those, the one whose default does something no point does (kill a holder mid-work):
 # its default campaign runs too.
 KEEPS_DEFAULT = (ClientCrash.name,)
@@ -279,13 +281,26 @@ def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
     """``fault`` as a failing campaign has it: a latency the user did not set past the
     client's timeout (``FAILING_LATENCY_TIMEOUTS``), on long enough for a holder's extend
     every TTL/3 to meet it whole and the lease to lapse (``OUTLAST_TTLS`` more); the others
-    as they are (their commands fail at any setting)."""
+    as they are (their commands fail at any setting); each with its holder working on after
+    the heal (``then_work_ms``, ``FAILING_THEN_WORK_TTLS``)."""
     name, overrides = fault
+    then = {THEN_WORK: failing_then_work_ms(ttl_ms)} \
+        if THEN_WORK in FAULTS[name].parameters else {}
     if name != Latency.name or "latency_ms" in overrides:
-        return fault
+        return name, {**then, **overrides}
     latency_ms = round(FAILING_LATENCY_TIMEOUTS * DEFAULT_SOCKET_TIMEOUT_S * 1000)
     return name, {"latency_ms": latency_ms,
-                  "duration_ms": latency_ms + round(OUTLAST_TTLS * ttl_ms), **overrides}
+                  "duration_ms": latency_ms + round(OUTLAST_TTLS * ttl_ms), **then, **overrides}
+
+
+def failing_then_work_ms(ttl_ms: int) -> int:
+    """How long a holder a failing fault hit works on after the heal: what the checker waits
+    for before it calls a watchdog that never renewed again dead (``dead_after``: a TTL, the
+    client's socket timeout, 250 ms), and ``FAILING_THEN_WORK_TTLS`` more TTLs and 250 ms
+    to spare on a loaded machine. A holder hit late in its section let go first: python-
+    redis-lock's watchdog died of a failed renewal in every audit, and every one passed."""
+    return round((1 + FAILING_THEN_WORK_TTLS) * ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000
+                 + 2 * MIN_TOLERANCE_NS / 1e6)
 
 
 def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
@@ -369,6 +384,12 @@ def plan_trials(plan: AuditPlan, learned: Learned, *, overhead_s: float = CELL_O
         # carrying the other eight faults, 17 s, fit in 36), then the rest of those that
         # come first, as the time left allows: a campaign often costs less than the
         # warm-up's first did (a driver's processes start faster once cached).
+        # A carrying campaign whose holders work long does what the failing one does
+        # (``carrying``): that one goes.
+        working = learned.declared.extend or learned.declared.renews
+        if working:
+            early = [trial for trial in early if not works_failing(trial)]
+            first = [trial for trial in first if not works_failing(trial)]
         ahead = [*named, *early]
         for count in range(len(ahead), -1, -1):
             head = _prefix(ahead[:count], cost, available - cell_s - overhead_s)
@@ -417,8 +438,9 @@ def _outlasting(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
 def _all_fire(plan: AuditPlan, trial: Trial) -> bool:
     """Whether each fault of ``trial`` fires in its seeded schedule, as long as it runs, with
     room to act after its first firing ends (``ACT_ROOM_TTLS`` and the aim's wait for a
-    holder): a slow-work fired 4 ms before Redisson's carrying campaign ended "had no effect
-    on the lock in any run"."""
+    holder, and the work it asks of its holder after the heal: ``then_work_ms``): a
+    slow-work fired 4 ms before Redisson's carrying campaign ended "had no effect on the lock
+    in any run"."""
     length = plan.trial_length(trial, 0.0)
     schedule = generate(trial.faults, seed=plan.base.seed + (trial.seed_offset or 0),
                         duration_s=length, ttl_ms=plan.base.ttl_ms, in_order=trial.in_order)
@@ -426,8 +448,10 @@ def _all_fire(plan: AuditPlan, trial: Trial) -> bool:
     for event in schedule.events:
         first.setdefault(event.fault, event)
     room_s = AIM_WAIT_S + ACT_ROOM_TTLS * plan.base.ttl_ms / 1000
+    then_s = {name: overrides.get(THEN_WORK, 0) / 1000 for name, overrides in trial.faults}
     return set(first) >= {name for name, _ in trial.faults} and all(
-        event.at_s + event.duration_s + room_s <= length for event in first.values())
+        event.at_s + event.duration_s + room_s + then_s[event.fault] <= length
+        for event in first.values())
 
 
 def carry_now(rest: list[Trial], unfired: set[str], costs: list[float], now_s: float,
@@ -463,12 +487,32 @@ def carrying(plan: AuditPlan, learned: Learned, faults: list[FaultSpec], seed_of
     """One campaign carrying ``faults`` the budget could not try one by one (``packed``),
     those of ``AIMED`` aimed before the release's act (``Learned.every_time``): their
     defaults aim at a second round trip of an acquire and a release's ``DEL``, which a lock
-    with neither never reaches — a crash in such a campaign "had no effect on the lock"."""
+    with neither never reaches — a crash in such a campaign "had no effect on the lock".
+
+    With a lock that extends or renews, its holders work long (``extend_work_ms``) and the
+    faults on their links take their failing settings (``failing_overrides``): it is also the
+    campaign that fails a working holder's extends (``works_failing``), which at a 1 s TTL
+    (22 s) never fitted beside it (18 s) in 60 s, and python-redis-lock's watchdog, dead
+    after its first failed renewal, passed every audit."""
     act = learned.every_time("release")[-1:]
-    aimed = [_aimed(fault, "release", act[0], plan.base.ttl_ms)
+    ttl_ms, declared = plan.base.ttl_ms, learned.declared
+    working = declared.extend or declared.renews
+    aimed = [_aimed(fault, "release", act[0], ttl_ms)
              if act and fault[0] in AIMED and "command" not in fault[1] else fault
              for fault in faults]
-    return packed(plan, Trial(aimed, seed_offset=seed_offset), cell_s, room_s)
+    if working:
+        aimed = [failing_overrides(fault, ttl_ms) if _fails_commands(fault[0]) else fault
+                 for fault in aimed]
+    trial = Trial(aimed, seed_offset=seed_offset, extend=declared.extend,
+                  work_ms=extend_work_ms(0, ttl_ms) if working else None)
+    return packed(plan, trial, cell_s, room_s)
+
+
+def works_failing(trial: Trial) -> bool:
+    """The capability campaign that makes a working holder's commands fail, the faults on
+    its links taking turns (``capability_trials``)."""
+    return len(trial.faults) > 1 and trial.work_ms is not None and all(
+        _fails_commands(name) for name, _ in trial.faults)
 
 
 ACT_ROOM_TTLS = 2  # a carried fault's room to act after its first firing, past the aim's wait
