@@ -276,8 +276,32 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             f"(one of which never received the other's keys) both granted the lock, so "
             f"{a.process} and {b.process} could each hold it on one (split brain)"
         )
+    outlasted = _outlasted(b, timeline, clock)
+    if outlasted is not None:
+        return outlasted
     return "unexplained", (
         f"the lock granted {b.process} while {a.process}'s key should still have existed"
+    )
+
+
+def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | None:
+    """``b``'s acquire took a TTL or longer, and the lock granted it all the same: a key it
+    set in its first TTL had expired before it was granted — another client could take it
+    meanwhile — and the lease it claims cannot rest on it (redlock-rs's validity, TTL − time
+    spent in an unsigned integer, wrapped to 1.8·10¹⁹ ms: "lease until no deadline"). Named
+    only when nothing else explains the overlap: a blocking acquire that waited, then set its
+    key, took as long and did nothing wrong."""
+    ttl = timeline.ttl_ns
+    if ttl is None or b.start - b.invoked < ttl or b.deadline_at(b.start) <= b.start:
+        return None  # quicker than a TTL, or granted a lease already gone (soft at most)
+    paused = timeline.pauses_of(b.process, b.invoked, b.start)
+    stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+    return "acquire-outlasted-lease", (
+        f"{b.process}'s acquire, invoked at {clock.at(b.invoked)}{stalled}, took "
+        f"{(b.start - b.invoked) / 1e6:.0f} ms, longer than the {ttl / 1e6:.0f} ms TTL, and the "
+        f"lock granted it a lease until {clock.deadline(b.deadline_at(b.start))}: any key it "
+        f"set in its first TTL had expired by then, and another client could take it "
+        f"meanwhile (a lock must not count a key it set more than a TTL before it grants)"
     )
 
 

@@ -596,3 +596,19 @@ def test_a_live_release_that_got_no_answer_before_the_holder_acquired_is_not_the
     h = History().acquire("c3", 0, lease=300).release("c3", 100, 120, outcome="info")
     h.acquire("c1", 150, lease=300).acquire("c2", 250)
     assert only(h.check(), "hard").cause == "unexplained"
+
+
+def test_an_acquire_that_outlasted_its_lease_and_was_granted_is_named():
+    """redlock-rs paused before its third SET past the TTL: its first keys expired, c3 took
+    the lock, and c2 was granted all the same with a lease for ever (an unsigned validity
+    that wrapped). It was "unexplained"."""
+    h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=500, lease=10**9)
+    v = only(h.release("c3", 808).check(), "hard")
+    assert (v.processes, v.cause) == (["c3", "c2"], "acquire-outlasted-lease")
+    assert ("c2's acquire, invoked at 0.500 s, took 301 ms, longer than the 200 ms TTL, and the "
+            "lock granted it a lease until") in v.explanation
+
+
+def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
+    h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=650, lease=300)
+    assert only(h.release("c3", 808).check(), "hard").cause == "unexplained"

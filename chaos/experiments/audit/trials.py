@@ -182,7 +182,25 @@ def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
             aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
             trials.append(Trial([aimed, *then], extend=op == "extend", work_ms=work_ms,
                               in_order=bool(then)))
+        if (outlasting := _acquire_outlasting(fault, learned, plan.base.ttl_ms)) is not None:
+            trials.append(Trial([outlasting]))
     return trials
+
+
+def _acquire_outlasting(fault: FaultSpec, learned: Learned, ttl_ms: int) -> FaultSpec | None:
+    """For a lock on several nodes, ``fault`` (a pause) aimed before the acquire's act on
+    the node that makes its quorum (``nth``: every acquire that succeeds sends it), on for
+    ``OUTLAST_TTLS``: the acquire then outlasts its lease, the first nodes' keys expired, and
+    a lock must not grant it (Redlock: validity = TTL − time spent − drift, nothing left).
+    redlock-rs computes that in an unsigned integer, which wraps: a lease already gone
+    returned valid for 1.8·10¹⁹ ms. The pauses aimed at the acquire's first command last
+    ``ACQUIRE_PAUSE_TTLS``, shorter than the lease on purpose, and never showed it."""
+    nodes = learned.declared.nodes or 1
+    act = learned.every_time("acquire")[-1:]
+    if nodes < 2 or not act or not _stalls_for_a_while(fault[0]) or "command" in fault[1]:
+        return None
+    return fault[0], {**fault[1], "command": act[0], "op": "acquire", "nth": nodes // 2 + 1,
+                      "duration_ms": round(OUTLAST_TTLS * ttl_ms)}
 
 
 def reached_by(op: str, command: str, learned: Learned,
