@@ -13,7 +13,8 @@ the same schedule, so a run's ``campaign.json`` makes its ``schedule.json`` agai
 What it makes of them:
 
 * ``timed``: firings laid out in time (``FaultEvent``), the first early (``FIRST_AT_S``), each
-  after the previous one's end and a quiet gap (``GAP_TTLS``), until the run is over. Which
+  after the previous one's end and a quiet gap (``GAP_TTLS``; never shorter than the work a
+  firing asks of the holder it hit after its heal, ``then_work_ms``), until the run is over. Which
   fault takes each turn is a ``Turns``: ``rounds`` (every fault once a round, in a seeded
   shuffle or in the order given, for as long as the run lasts: a seeded schedule) or
   ``picks`` (a fault chosen each turn, for as many turns as the choices go on: a search, which
@@ -224,24 +225,24 @@ def timed(specs: list[FaultSpec], choices: Choices, turns: Turns, *, ttl_ms: int
         fired += 1
         yield FaultEvent(round(at, 3), name, params)
         scale = squeeze if fired <= len(specs) else 1.0
-        at += busy_s(params) + gap * scale
+        at += float(params.get("duration_ms", 0)) / 1000 + quiet_s(params, gap * scale)
 
 
-def busy_s(params: dict[str, Any]) -> float:
-    """How long a firing with ``params`` keeps the run busy: its ``duration_ms``, and the
-    work it asks of the holder it hit after the heal (``then_work_ms``): a next fault that
-    came meanwhile hit the same holder, whose watchdog the first had killed — it sent
-    nothing ("partition had no effect on the lock"), and no quiet stretch showed the dead
+def quiet_s(params: dict[str, Any], gap_s: float) -> float:
+    """The quiet time after a firing with ``params``: ``gap_s``, and never less than the work
+    it asks of the holder it hit after the heal (``then_work_ms``): a next fault that came
+    meanwhile hit the same holder, whose watchdog the first had killed — it sent nothing
+    ("partition had no effect on the lock"), and no quiet stretch showed the dead
     watchdog."""
-    return (float(params.get("duration_ms", 0)) + float(params.get(THEN_WORK, 0))) / 1000
+    return max(gap_s, float(params.get(THEN_WORK, 0)) / 1000)
 
 
 def _first_round_squeeze(first_round: list[_Part], first_at: float, duration_s: float) -> float:
     """The factor on the first round's gaps that lets its last fault start within
     ``LAST_START_SHARE`` of the run (1.0 when it already does)."""
     before_last = first_round[:-1]
-    busy = sum(busy_s(params) for _, params, _ in before_last)
-    gaps = sum(gap for _, _, gap in before_last)
+    busy = sum(float(params.get("duration_ms", 0)) / 1000 for _, params, _ in before_last)
+    gaps = sum(quiet_s(params, gap) for _, params, gap in before_last)
     if not gaps or first_at + busy + gaps < LAST_START_SHARE * duration_s:
         return 1.0
     room = LAST_START_SHARE * duration_s - first_at - busy

@@ -253,10 +253,11 @@ class LinkFault(Fault):
         the fault keeps replies from coming back (lost, delayed downstream, its link cut), so
         a command whose reply was still awaited once it was on counts too
         (``chaos.workload.inject.Watch``). With ``then_work_ms`` in ``params``, each hit
-        client's critical section under way lasts that much longer after the heal, at
-        least: a watchdog that died of the fault's error shows only in a holder that runs on
-        with its links back (``chaos.checker.renewals``), and one hit late in its section
-        had let go first."""
+        client's critical section under way lasts through the fault and that much longer
+        after the heal, at least: a watchdog that died of the fault's error shows only in a
+        holder that runs on with its links back (``chaos.checker.renewals``), and one hit
+        late in its section had let go first. (A holder that sends nothing while it holds —
+        a lock that stopped extending — then sends nothing the fault could meet.)"""
         nodes = self.hit_nodes(env, target)
         everywhere = len(nodes) == len(env.topology.nodes)
         clients = self.hit_clients(env, target)
@@ -278,16 +279,21 @@ class LinkFault(Fault):
                 watch.stop()
             drops.stop()
 
+        then_work_ms = params.get(THEN_WORK)
+        then_work_ms = params.get(THEN_WORK)
         try:
             heal = apply(faulted)
         except BaseException:
             unwatch()
             raise
+        if then_work_ms:  # through the fault, too: a holder near its section's end let go
+            for client in clients:
+                env.pool.work_on(client, float(params.get("duration_ms", 0)) + then_work_ms)
 
         def unwatch_then_heal() -> None:
             unwatch()
             heal()
-            if then_work_ms := params.get(THEN_WORK):
+            if then_work_ms:
                 for client in clients:
                     env.pool.work_on(client, then_work_ms)
             drops.settle()

@@ -105,7 +105,7 @@ CARRIED_ON_S = 1.0
 # 200 ms lease arrived late and succeeded; a lock whose failed extend deletes its still-valid
 # lease was never made to fail one.
 FAILING_LATENCY_TIMEOUTS = 1.5
-FAILING_THEN_WORK_TTLS = 1.0  # ``failing_then_work_ms``'s spare, in TTLs
+FAILING_THEN_WORK_S = 0.25  # ``failing_then_work_ms``'s spare, beyond the checker's own
 # Of those, the one whose default does something no point does (kill a holder mid-work):
 # its default campaign runs too.
 KEEPS_DEFAULT = (ClientCrash.name,)
@@ -314,11 +314,11 @@ def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
 def failing_then_work_ms(ttl_ms: int) -> int:
     """How long a holder a failing fault hit works on after the heal: what the checker waits
     for before it calls a watchdog that never renewed again dead (``dead_after``: a TTL, the
-    client's socket timeout, 250 ms), and ``FAILING_THEN_WORK_TTLS`` more TTLs and 250 ms
-    to spare on a loaded machine. A holder hit late in its section let go first: python-
+    client's socket timeout, 250 ms), and 250 ms and ``FAILING_THEN_WORK_S`` to spare on a
+    loaded machine. A holder hit late in its section let go first: python-
     redis-lock's watchdog died of a failed renewal in every audit, and every one passed."""
-    return round((1 + FAILING_THEN_WORK_TTLS) * ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000
-                 + 2 * MIN_TOLERANCE_NS / 1e6)
+    return round(ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000 + 2 * MIN_TOLERANCE_NS / 1e6
+                 + FAILING_THEN_WORK_S * 1000)
 
 
 def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
@@ -331,6 +331,10 @@ def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[T
         if trial.tests() & left:
             if trial.carries:  # those of its faults only, one alone a plain single
                 faults = [fault for fault in trial.faults if fault[0] in left]
+                if works_failing(trial):  # on holders at their usual work, as they come
+                    faults = [(name, {key: value for key, value in overrides.items()
+                                      if key != THEN_WORK}) for name, overrides in faults]
+                    trial = replace(trial, work_ms=None)
                 trial = replace(trial, faults=faults, in_order=len(faults) > 1,
                                 length_s=trial.length_s if len(faults) > 1 else None)
             left -= trial.tests()
@@ -402,13 +406,11 @@ def plan_trials(plan: AuditPlan, learned: Learned, *, overhead_s: float = CELL_O
         # carrying the other eight faults, 17 s, fit in 36), then the rest of those that
         # come first, as the time left allows: a campaign often costs less than the
         # warm-up's first did (a driver's processes start faster once cached).
-        # A carrying campaign whose holders work long does what the failing one does
-        # (``carrying``): that one goes.
-        working = learned.declared.extend or learned.declared.renews
-        if working:
-            early = [trial for trial in early if not works_failing(trial)]
-            first = [trial for trial in first if not works_failing(trial)]
-        ahead = [*named, *early]
+        # The campaign that fails a working holder's commands goes first of the early ones,
+        # and is the last of them to go: at a 1 s TTL it never fitted beside the carrying
+        # one, and python-redis-lock's watchdog, dead after its first failed renewal,
+        # passed every audit.
+        ahead = [*named, *sorted(early, key=lambda trial: not works_failing(trial))]
         for count in range(len(ahead), -1, -1):
             head = _prefix(ahead[:count], cost, available - cell_s - overhead_s)
             # A fault alone in one of them has had its turn; the network faults taking turns
@@ -456,19 +458,23 @@ def _outlasting(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
 def _all_fire(plan: AuditPlan, trial: Trial) -> bool:
     """Whether each fault of ``trial`` fires in its seeded schedule, as long as it runs, with
     room to act after its first firing ends (``ACT_ROOM_TTLS`` and the aim's wait for a
-    holder, and the work it asks of its holder after the heal: ``then_work_ms``): a
-    slow-work fired 4 ms before Redisson's carrying campaign ended "had no effect on the lock
-    in any run"."""
+    holder, the work it asks of its holder after the heal: ``then_work_ms``, and for a point
+    the holders' work before they reach it): a slow-work fired 4 ms before Redisson's
+    carrying campaign ended "had no effect on the lock in any run", and a crash aimed at
+    sherlock's release, its holders working 3.6 s, too."""
     length = plan.trial_length(trial, 0.0)
     schedule = generate(trial.faults, seed=plan.base.seed + (trial.seed_offset or 0),
                         duration_s=length, ttl_ms=plan.base.ttl_ms, in_order=trial.in_order)
     first: dict[str, FaultEvent] = {}
     for event in schedule.events:
         first.setdefault(event.fault, event)
-    room_s = AIM_WAIT_S + ACT_ROOM_TTLS * plan.base.ttl_ms / 1000
-    then_s = {name: overrides.get(THEN_WORK, 0) / 1000 for name, overrides in trial.faults}
+    act_s = ACT_ROOM_TTLS * plan.base.ttl_ms / 1000
+    work_s = (trial.work_ms or 0) / 1000
+    # a point is reached when the holder gets to its command: after its work, at worst
+    room_s = {name: AIM_WAIT_S + max(act_s, overrides.get(THEN_WORK, 0) / 1000)
+              + (work_s if "command" in overrides else 0) for name, overrides in trial.faults}
     return set(first) >= {name for name, _ in trial.faults} and all(
-        event.at_s + event.duration_s + room_s + then_s[event.fault] <= length
+        event.at_s + event.duration_s + room_s[event.fault] <= length
         for event in first.values())
 
 
@@ -507,23 +513,22 @@ def carrying(plan: AuditPlan, learned: Learned, faults: list[FaultSpec], seed_of
     defaults aim at a second round trip of an acquire and a release's ``DEL``, which a lock
     with neither never reaches — a crash in such a campaign "had no effect on the lock".
 
-    With a lock that extends or renews, its holders work long (``extend_work_ms``) and the
-    faults on their links take their failing settings (``failing_overrides``): it is also the
-    campaign that fails a working holder's extends (``works_failing``), which at a 1 s TTL
-    (22 s) never fitted beside it (18 s) in 60 s, and python-redis-lock's watchdog, dead
-    after its first failed renewal, passed every audit."""
+    A lock that renews in the background gets the faults on its holders' links at their
+    failing settings (``failing_overrides``: its holder works through them and on after the
+    heal, its watchdog talking to Redis all along): at a 1 s TTL the campaign that fails a
+    working holder's renewals never fitted beside this one, and python-redis-lock's
+    watchdog, dead after its first failed renewal, passed every audit. (A lock that only
+    extends gets them as they are: a holder whose library stops extending after three,
+    pottery's, held silent through a partition, and it "had no effect on the lock".)"""
     act = learned.every_time("release")[-1:]
-    ttl_ms, declared = plan.base.ttl_ms, learned.declared
-    working = declared.extend or declared.renews
+    ttl_ms = plan.base.ttl_ms
     aimed = [_aimed(fault, "release", act[0], ttl_ms)
              if act and fault[0] in AIMED and "command" not in fault[1] else fault
              for fault in faults]
-    if working:
+    if learned.declared.renews:
         aimed = [failing_overrides(fault, ttl_ms) if _fails_commands(fault[0]) else fault
                  for fault in aimed]
-    trial = Trial(aimed, seed_offset=seed_offset, extend=declared.extend,
-                  work_ms=extend_work_ms(0, ttl_ms) if working else None)
-    return packed(plan, trial, cell_s, room_s)
+    return packed(plan, Trial(aimed, seed_offset=seed_offset), cell_s, room_s)
 
 
 def works_failing(trial: Trial) -> bool:
@@ -534,27 +539,28 @@ def works_failing(trial: Trial) -> bool:
 
 
 ACT_ROOM_TTLS = 2  # a carried fault's room to act after its first firing, past the aim's wait
-STRETCHES = 64  # ``packed``'s lengthenings at most: 1.25**64 s is past any budget
+STRETCH = 1.1  # ``packed``'s lengthening, a step: by a quarter, a 20 s campaign took 22.4
+STRETCHES = 96  # ``packed``'s lengthenings at most: 1.5 s × 1.1**96 is past any budget
 
 
 def packed(plan: AuditPlan, trial: Trial, cell_s: float, room_s: float) -> Trial:
     """``trial``, several faults taking turns in order, those that kill a client last, each
     on for ``OUTLAST_TTLS`` at most unless told (at a 2 s TTL a partition's default, up to
     10 s, took a budget's campaigns alone), as long as it takes every one of them to fire
-    once in its seeded schedule — from ``cell_s``, a quarter longer at a time, up to
+    once in its seeded schedule — from ``cell_s``, ``STRETCH`` longer at a time, up to
     ``room_s``. A crash first left a lock with no expiry wedged, and every fault after it,
     waiting for a holder to hit, never fired."""
     faults = sorted((_outlasting(fault, plan.base.ttl_ms) for fault in trial.faults),
                     key=lambda fault: _carried_rank(fault[0]))
     trial = replace(trial, faults=faults, in_order=len(faults) > 1, length_s=cell_s)
     # Rounded as each length is: 9.481 < 9.481000000000002 stretched 9.481 to itself forever
-    # (an audit under load hung here). Bounded too: from ``MIN_CELL_S`` by a quarter at a
-    # time, ``STRETCHES`` reach past the longest budget.
+    # (an audit under load hung here). Bounded too: from ``MIN_CELL_S`` by ``STRETCH`` at
+    # a time, ``STRETCHES`` reach past the longest budget.
     longest = round(max(cell_s, room_s), 3)
     for _ in range(STRETCHES):
         if _all_fire(plan, trial) or trial.length_s is None or trial.length_s >= longest:
             break
-        trial = replace(trial, length_s=round(min(longest, trial.length_s * 1.25), 3))
+        trial = replace(trial, length_s=round(min(longest, trial.length_s * STRETCH), 3))
     return trial
 
 
