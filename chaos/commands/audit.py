@@ -116,6 +116,7 @@ def print_audit(record: AuditFile, directory: Path) -> None:
         details.append(f"first hard violation {record.first_hard_s:.1f} s into the audit")
     if (why := overran(record)) is not None:
         details.append(f"over budget: {why}")
+    details += [f"explore stopped early: {why}" for why in record.explore_stopped]
     for line in details:
         say(console, Text(INDENT + line), INDENT * 2)
     for run in record.runs[1:SHOWN_RUNS]:

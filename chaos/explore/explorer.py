@@ -161,7 +161,8 @@ def explore(
                 raise
         failure = found
         if found is not None:
-            failure = shrink(exploration.session, found, campaign.fail_on, exploration.history_path)
+            failure = shrink(exploration.session, found, campaign.fail_on,
+                             exploration.history_path, until=until)
             flaky = failure is found and len(found.program.steps) > 1
     result = ExploreResult(
         campaign,

@@ -28,6 +28,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import redis
@@ -75,9 +76,16 @@ def reset(topology: Topology, *, faults_fired: bool = True) -> None:
         _repair(topology)
     servers: list[Endpoint] = [topology.resource, *topology.nodes]
     for server in servers:
-        # A replica refuses FLUSHALL and follows its master's.
-        with server.client() as conn, contextlib.suppress(redis.ReadOnlyError):
-            conn.flushall()
+        # Again until it takes it, within a bound: on a loaded machine a connection timed
+        # out once, and the whole audit went with it.
+        wait_until(partial(_flushed, server), f"{server.name} to take FLUSHALL")
+
+
+def _flushed(server: Endpoint) -> bool:
+    """FLUSHALL on ``server`` (a replica refuses it and follows its master's)."""
+    with server.client() as conn, contextlib.suppress(redis.ReadOnlyError):
+        conn.flushall()
+    return True
 
 
 def _repair(topology: Topology) -> None:

@@ -75,15 +75,21 @@ def wait_for_holder(
     """The current holder (waiting briefly for one, or for one that has just acquired), else
     a random live client. Asked for a fresh holder and none came in time, a holder that
     acquired earlier is still better than a client that holds nothing: with long critical
-    sections (a 5 s hold) the next fresh grant may be seconds away."""
+    sections (a 5 s hold) the next fresh grant may be seconds away. Never one an earlier
+    fault holds on after its heal (``WorkerPool.held_on``): its lease often gone, it sent
+    nothing, and a partition and a reset in turn aimed at Redisson's such holder "had no
+    effect on the lock"."""
+    def aimable(holders: list[str]) -> list[str]:
+        return [cid for cid in holders if not env.pool.held_on(cid)]
+
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        holders = env.pool.holders(acquired_within_ms)
+        holders = aimable(env.pool.holders(acquired_within_ms))
         if holders:
             return rng.choice(sorted(holders))
         time.sleep(0.002)
-    holders = env.pool.holders() if acquired_within_ms is not None else []
-    return rng.choice(sorted(holders or env.pool.workers))
+    holders = aimable(env.pool.holders()) if acquired_within_ms is not None else []
+    return rng.choice(sorted(holders or aimable(list(env.pool.workers)) or env.pool.workers))
 
 
 @dataclass(frozen=True)

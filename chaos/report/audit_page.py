@@ -95,6 +95,9 @@ class AuditFile(msgspec.Struct, kw_only=True):
     unreached_optional: list[str] = []
     # Planned campaigns not run because the budget had no time left for them: not tested.
     not_fitted: list[str] = []
+    # Explorations the machine stopped (a server that did not take a connection in time):
+    # one line each; the campaigns' findings stand.
+    explore_stopped: list[str] = []
     # Tested faults that only the skipped campaigns would have injected: never tried.
     skipped_faults: list[str] = []
 

@@ -124,6 +124,8 @@ class WorkerPool:
         self.workers: dict[str, WorkerHandle] = {}
         self._resumes: list[_Due] = []
         self._lock = threading.RLock()
+        # Until when a fault holds each client's section on (``work_on``), monotonic s.
+        self._held_on: dict[str, float] = {}
         self._stopping = threading.Event()
         self._client_ids = [f"c{i}" for i in range(1, clients + 1)]
         self._views = {cid: topology.client_view(cid) for cid in self._client_ids}
@@ -347,7 +349,14 @@ class WorkerPool:
     def work_on(self, cid: str, work_ms: float) -> None:
         """The client's critical section under way, if any, lasts ``work_ms`` more from now
         at least (a fault that healed: what the lock does once its links are back)."""
+        with self._lock:
+            self._held_on[cid] = time.monotonic() + work_ms / 1000
         self._send(cid, ("work-on", work_ms))
+
+    def held_on(self, cid: str) -> bool:
+        """Whether a fault is holding the client's section on (``work_on``) right now."""
+        with self._lock:
+            return self._held_on.get(cid, 0.0) > time.monotonic()
 
     def _send(self, cid: str, message: tuple[Any, ...]) -> None:
         with contextlib.suppress(OSError):  # it died; the monitor records and replaces it

@@ -770,19 +770,3 @@ def test_faults_left_unfired_are_never_carried_ahead_of_a_holder_made_to_fail_at
     assert carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1.0, 200)
     assert not carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1e6, 200)  # time enough
 
-
-def test_a_lock_on_several_nodes_has_an_acquire_paused_past_its_lease() -> None:
-    """redlock-rs computes Redlock's validity (TTL − time spent − drift) in an unsigned
-    integer: an acquire that outlasts the TTL wraps to 1.8·10¹⁹ ms and is granted. The
-    audit's pauses inside an acquire were shorter than the TTL on purpose and never showed
-    it: one before the act on the node that makes the quorum, on for 1.25 TTLs, does."""
-    def singles(nodes: int) -> list[str]:
-        on = Learned({"acquire": ["SET"], "release": ["EVAL"]},
-                     Declared(extend=False, renews=False, reentrant=False, fencing=False,
-                              nodes=nodes))
-        return [trial.name for trial in single_trials(AuditPlan(Campaign("redlock")), on)]
-
-    outlasting = "client-pause-at:command=SET:op=acquire:nth=3:duration_ms=250"
-    assert outlasting in singles(5)
-    assert "client-pause-at:command=SET:op=acquire:nth=2:duration_ms=250" in singles(3)
-    assert not [name for name in singles(1) if ":nth=2" in name or ":nth=3" in name]

@@ -213,3 +213,27 @@ def test_the_audit_keeps_its_budget_and_explores_a_quarter_of_it(
                                                                        else 1000}
     if not ttl:  # at 1 s, every fault tested in 60 s
         assert code == 0, (audit.inconclusive_reasons, audit.not_fitted)
+
+
+@pytest.mark.budget
+def test_an_exploration_the_machine_stopped_is_one_line_and_the_audit_stands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server of an exploration's topology that did not take a connection in time (two
+    audits at once on two cores) ended the corpus bench's shard with a traceback, twice: the
+    audit's campaigns had run, and their findings were lost with it."""
+    import redis
+
+    from chaos.experiments.audit import runner
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise redis.TimeoutError("Timeout connecting to server")
+
+    monkeypatch.setattr(runner, "explore", stopped)
+    code = main(["audit", "--lock", "lua", "--budget", "20", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    audit = load_audit(_audit_dir(tmp_path) / AUDIT)
+    assert audit.explore_stopped and set(audit.explore_stopped) == {
+        "TimeoutError: Timeout connecting to server"}  # each exploration's
+    assert "explore stopped early: TimeoutError: Timeout connecting to server" in out
+    assert code == audit.exit_status and audit.runs, out

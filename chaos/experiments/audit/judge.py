@@ -62,6 +62,8 @@ class AuditResult:
     skipped: list[Trial] = field(default_factory=list)  # planned, not run: a hard one was found
     not_fitted: list[Trial] = field(default_factory=list)  # planned, not run: no time left
     explored_at_s: list[float] = field(default_factory=list)  # each exploration's start
+    # Explorations the machine stopped, one line each (``run_audit``).
+    explore_stopped: list[str] = field(default_factory=list)
     required: int = 0  # planned campaigns that come first (``Trial.required``)
     wall_s: float = 0.0
 

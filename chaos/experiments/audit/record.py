@@ -51,6 +51,7 @@ def record(result: AuditResult) -> AuditFile:
         optional=learned.optional_points() if learned else {},
         unreached_optional=result.unreached_optional,
         not_fitted=[trial.name for trial in result.not_fitted],
+        explore_stopped=result.explore_stopped,
     )  # fmt: skip
 
 

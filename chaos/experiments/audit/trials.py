@@ -182,25 +182,7 @@ def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
             aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
             trials.append(Trial([aimed, *then], extend=op == "extend", work_ms=work_ms,
                               in_order=bool(then)))
-        if (outlasting := _acquire_outlasting(fault, learned, plan.base.ttl_ms)) is not None:
-            trials.append(Trial([outlasting]))
     return trials
-
-
-def _acquire_outlasting(fault: FaultSpec, learned: Learned, ttl_ms: int) -> FaultSpec | None:
-    """For a lock on several nodes, ``fault`` (a pause) aimed before the acquire's act on
-    the node that makes its quorum (``nth``: every acquire that succeeds sends it), on for
-    ``OUTLAST_TTLS``: the acquire then outlasts its lease, the first nodes' keys expired, and
-    a lock must not grant it (Redlock: validity = TTL − time spent − drift, nothing left).
-    redlock-rs computes that in an unsigned integer, which wraps: a lease already gone
-    returned valid for 1.8·10¹⁹ ms. The pauses aimed at the acquire's first command last
-    ``ACQUIRE_PAUSE_TTLS``, shorter than the lease on purpose, and never showed it."""
-    nodes = learned.declared.nodes or 1
-    act = learned.every_time("acquire")[-1:]
-    if nodes < 2 or not act or not _stalls_for_a_while(fault[0]) or "command" in fault[1]:
-        return None
-    return fault[0], {**fault[1], "command": act[0], "op": "acquire", "nth": nodes // 2 + 1,
-                      "duration_ms": round(OUTLAST_TTLS * ttl_ms)}
 
 
 def reached_by(op: str, command: str, learned: Learned,
@@ -299,8 +281,8 @@ def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
     """``fault`` as a failing campaign has it: a latency the user did not set past the
     client's timeout (``FAILING_LATENCY_TIMEOUTS``), on long enough for a holder's extend
     every TTL/3 to meet it whole and the lease to lapse (``OUTLAST_TTLS`` more); the others
-    as they are (their commands fail at any setting); each with its holder working on after
-    the heal (``then_work_ms``, ``FAILING_THEN_WORK_TTLS``)."""
+    as they are (their commands fail at any setting); each with the holder it hits working
+    through it and on after the heal (``then_work_ms``: ``failing_then_work_ms``)."""
     name, overrides = fault
     then = {THEN_WORK: failing_then_work_ms(ttl_ms)} \
         if THEN_WORK in FAULTS[name].parameters else {}
@@ -314,9 +296,9 @@ def failing_overrides(fault: FaultSpec, ttl_ms: int) -> FaultSpec:
 def failing_then_work_ms(ttl_ms: int) -> int:
     """How long a holder a failing fault hit works on after the heal: what the checker waits
     for before it calls a watchdog that never renewed again dead (``dead_after``: a TTL, the
-    client's socket timeout, 250 ms), and 250 ms and ``FAILING_THEN_WORK_S`` to spare on a
-    loaded machine. A holder hit late in its section let go first: python-
-    redis-lock's watchdog died of a failed renewal in every audit, and every one passed."""
+    client's socket timeout, 250 ms), and 250 ms more and ``FAILING_THEN_WORK_S`` to spare
+    on a loaded machine. A holder hit late in its section had let go first: the watchdog of
+    python-redis-lock died of a failed renewal in every audit, and every audit passed."""
     return round(ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000 + 2 * MIN_TOLERANCE_NS / 1e6
                  + FAILING_THEN_WORK_S * 1000)
 
