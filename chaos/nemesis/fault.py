@@ -169,9 +169,9 @@ def _num(value: float) -> str:
 DURATION = Param(above=0)  # how long the fault stays on, ms: a fault that is never on tests nothing
 ON_ITS_OWN = Param(min=0)  # a fault that heals itself (a crash, a slow section): 0 is fine
 # How long, at least, the clients a fault hit go on with the critical section under way after
-# its heal (``chaos.nemesis.link_faults.LinkFault.watched``); the run stays busy with it
-# (``chaos.nemesis.generator.busy_s``). The audit sets it where it makes a holder's renewals
-# fail (``chaos.experiments.audit.trials.failing_overrides``).
+# its heal, having gone on through it (``chaos.nemesis.link_faults.LinkFault.watched``); the
+# next fault waits for it (``chaos.nemesis.generator.quiet_s``). The audit sets it where it
+# makes a holder's renewals fail (``chaos.experiments.audit.trials.failing_overrides``).
 THEN_WORK = "then_work_ms"
 THEN_WORK_MS = Param(min=0)
 

@@ -22,9 +22,9 @@ cut by it. Two witnesses can say so, and a firing is effective on the word of ei
   on its first bytes; ``reset``; ``reply-lost``, whose heal closes its connections), never
   a latency (``LinkFault.drops``).
 
-With ``then_work_ms``, a hit holder works on at least that long after the heal: what a lock
-does once its links are back is the other half of the test (a renewal thread the fault's
-error killed shows only then).
+With ``then_work_ms``, a hit holder works through the fault and at least that long after the
+heal: what a lock does once its links are back is the other half of the test (a renewal
+thread the fault's error killed shows only then).
 
 A firing on a client neither can see (a latency on a driver that does not announce its
 commands, or on only some of the links of one that does) declares ``activity`` instead
@@ -279,7 +279,6 @@ class LinkFault(Fault):
                 watch.stop()
             drops.stop()
 
-        then_work_ms = params.get(THEN_WORK)
         then_work_ms = params.get(THEN_WORK)
         try:
             heal = apply(faulted)

@@ -348,7 +348,8 @@ class WorkerPool:
 
     def work_on(self, cid: str, work_ms: float) -> None:
         """The client's critical section under way, if any, lasts ``work_ms`` more from now
-        at least (a fault that healed: what the lock does once its links are back)."""
+        at least (a fault on its links holds it on through the fault and after the heal:
+        what the lock does once its links are back)."""
         with self._lock:
             self._held_on[cid] = time.monotonic() + work_ms / 1000
         self._send(cid, ("work-on", work_ms))

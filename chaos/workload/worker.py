@@ -164,7 +164,7 @@ class Worker:
         # takes the first (``work``), else the next sections do
         self._slow_work: list[tuple[float, str]] = []
         self._nudged = threading.Event()  # slow work arrived: see ``work``
-        # A fault that healed asked the section under way to go on until then (monotonic s).
+        # A fault asked the section under way to go on until then (monotonic s: ``work-on``).
         self._work_on_until = 0.0
         self._traced: set[str] = set()  # operations whose first lock bug carried its traceback
         injector.on_fire = self._fired
@@ -457,7 +457,7 @@ class Worker:
         did not test it (``chaos.checker.exercised``). With ``stretch`` (a critical section),
         a slow section a fault asks for meanwhile makes this one last that long from its
         start: slow-work aims at the holder, which may not hold again before the run ends;
-        and a fault that healed may ask it to go on a while from then (``work-on``)."""
+        and a fault may ask it to go on a while from then (``work-on``)."""
         started = time.monotonic()
         end = started + work_ms / 1000
         extending = self.config.extend_during_work and can_extend(self.lock)
