@@ -47,7 +47,7 @@ from chaos.checker.liveness import GaveUp, Outage, Wedged
 from chaos.checker.overlaps import Overlap
 from chaos.checker.permits import Excess
 from chaos.checker.renewals import DeadWatchdog, Lapse
-from chaos.checker.timeline import FaultSpan, PauseReached, Timeline
+from chaos.checker.timeline import FaultSpan, PauseReached, Release, Timeline
 from chaos.history import ACQUIRE, EXCLUSIVE, MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
@@ -223,30 +223,7 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     loss = timeline.key_loss(a.start, b.start)
     freed = _freed(a, b)
     if found is not None and (found[1] or (loss is None and freed is None)):
-        release, certain = found
-        if certain:
-            text = (
-                f"{release.process} released {a.process}'s lock at {at(release.acked)}: "
-                f"{release.process}'s release returned true while {a.process} held it"
-            )
-        else:
-            paused = timeline.pauses_of(release.process, release.invoked, release.acked)
-            stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
-            text = (
-                f"{release.process} released {a.process}'s lock: {release.process}'s release, "
-                f"invoked at {at(release.invoked)}{stalled}, was still in flight when "
-                f"{a.process} acquired and returned true at {at(release.acked)}"
-            ) if release.answered else (
-                f"{release.process} may have released {a.process}'s lock: "
-                f"{release.process}'s release, invoked at {at(release.invoked)}{stalled}, got "
-                f"no answer (given up at {at(release.acked)}); its command may have run all "
-                f"the same, and removed {a.process}'s key if the release does not check whose "
-                f"key it is"
-            )
-        lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
-        if lapsed is not None:
-            text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
-        return ("foreign-release" if certain else "in-flight-release"), text
+        return _released(found, a, timeline, clock)
     if loss is not None:
         return _lost_to(loss, clock, f"after {a.process} acquired and before {b.process} did: "
                                      f"{a.process}'s key did not survive it")
@@ -276,6 +253,16 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             f"(one of which never received the other's keys) both granted the lock, so "
             f"{a.process} and {b.process} could each hold it on one (split brain)"
         )
+    if timeline.mutex:
+        # A chain, last: a release of a live lease whose own key another release had removed
+        # first removed ``a``'s key — or ``b``'s, and ``a`` acquired after (del-release under
+        # load: c3's stale DEL took c2's key, c4 acquired, c2's release took c4's, c2 again).
+        chain = timeline.foreign_release(a, b.start, chained=True)
+        victim = a
+        if chain is None:
+            chain, victim = timeline.foreign_release(b, a.start, chained=True), b
+        if chain is not None:
+            return _released(chain, victim, timeline, clock)
     outlasted = _outlasted(b, timeline, clock)
     if outlasted is not None:
         return outlasted
@@ -303,6 +290,37 @@ def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | N
         f"set in its first TTL had expired by then, and another client could take it "
         f"meanwhile (a lock must not count a key it set more than a TTL before it grants)"
     )
+
+
+def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,
+              clock: Clock) -> tuple[str, str]:
+    """The words for a release by another client that removed ``victim``'s key
+    (``Timeline.foreign_release``): certain, in flight, or with no answer."""
+    at = clock.at
+    release, certain = found
+    if certain:
+        text = (
+            f"{release.process} released {victim.process}'s lock at {at(release.acked)}: "
+            f"{release.process}'s release returned true while {victim.process} held it"
+        )
+    else:
+        paused = timeline.pauses_of(release.process, release.invoked, release.acked)
+        stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+        text = (
+            f"{release.process} released {victim.process}'s lock: {release.process}'s release, "
+            f"invoked at {at(release.invoked)}{stalled}, was still in flight when "
+            f"{victim.process} acquired and returned true at {at(release.acked)}"
+        ) if release.answered else (
+            f"{release.process} may have released {victim.process}'s lock: "
+            f"{release.process}'s release, invoked at {at(release.invoked)}{stalled}, got "
+            f"no answer (given up at {at(release.acked)}); its command may have run all "
+            f"the same, and removed {victim.process}'s key if the release does not check whose "
+            f"key it is"
+        )
+    lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
+    if lapsed is not None:
+        text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
+    return ("foreign-release" if certain else "in-flight-release"), text
 
 
 def _freed(a: Hold, b: Hold) -> Level | None:

@@ -288,7 +288,8 @@ class Timeline:
             (fault for fault in self.faults[:last] if fault.splits and fault.stop > t), None
         )
 
-    def foreign_release(self, hold: Hold, before: int) -> tuple[Release, bool] | None:
+    def foreign_release(self, hold: Hold, before: int,
+                        chained: bool = False) -> tuple[Release, bool] | None:
         """A release by another process that returned true and may have removed this hold's
         key before ``before``, and whether that is certain.
 
@@ -303,7 +304,13 @@ class Timeline:
         succeed once that release had removed the releaser's own key.) Failing those, a
         release that got no answer, invoked before ``before``, within ``IN_FLIGHT_BOUND_NS``
         of this hold's acquire, by the same rule: a ``DEL`` whose reply a fault lost ran all
-        the same, and the overlap it made was "unexplained".
+        the same, and the overlap it made was "unexplained". A release of a live lease whose
+        own key another release had already removed counts as a stale one, if ``chained``
+        (one link deep; the explanations' last resort: in a lock whose clients' clocks decide,
+        such chains are everywhere and the clock is the cause): its ``DEL`` removed whatever
+        key was there — under load, del-release's stale release removed c2's key, c4's
+        ``SET NX`` took the lock, c2's own release removed c4's key and c2 acquired again,
+        and both held it.
         """
         releases = self._release_index()
         in_flight = None
@@ -313,7 +320,8 @@ class Timeline:
                 break
             if release.process == hold.process or release.invoked >= before:
                 continue
-            if release.acked <= hold.start and not release.stale:
+            if release.acked <= hold.start and not release.stale and not (
+                    chained and self._lost_key(release)):
                 continue
             if release.acked <= before and release.invoked >= hold.start:
                 return release, True
@@ -324,6 +332,11 @@ class Timeline:
                               and release.acked >= hold.invoked - IN_FLIGHT_BOUND_NS
                               and (release.acked > hold.start or release.stale)), None)
         return (in_flight, False) if in_flight is not None else None
+
+    def _lost_key(self, release: Release) -> bool:
+        """Whether another release had removed ``release``'s own key before it was invoked."""
+        return release.hold is not None and self.foreign_release(
+            release.hold, release.invoked, chained=False) is not None
 
     def _release_index(self) -> list[Release]:
         """Built on first use: only violations need it, and most histories have none."""

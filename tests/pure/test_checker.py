@@ -612,3 +612,16 @@ def test_an_acquire_that_outlasted_its_lease_and_was_granted_is_named():
 def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
     h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=650, lease=300)
     assert only(h.release("c3", 808).check(), "hard").cause == "unexplained"
+
+
+def test_a_chain_of_releases_that_made_an_overlap_is_named():
+    """del-release under load (CI): c3's stale DEL removed c2's key, c4's SET NX took the lock,
+    c2's own release removed c4's key and c2 acquired again; both then held it, and the
+    overlap read "unexplained" (c2's release was of a live lease, which alone cannot remove
+    another's key). Named last, after every other cause."""
+    h = History().acquire("c3", 0, lease=50).acquire("c2", 13, lease=200)
+    h.release("c3", 64, 64.5).acquire("c4", 67, invoked=64, lease=200)
+    h.release("c2", 65, 66).acquire("c2", 66.2, invoked=66, lease=200)
+    (v,) = [v for v in h.check().violations if v.processes == ["c2", "c4"]]
+    assert v.kind == "hard" and v.cause == "in-flight-release"
+    assert "released c4's lock" in v.explanation
