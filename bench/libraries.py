@@ -124,14 +124,21 @@ def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, Any
         campaign = load_campaign(run_dir)
         if campaign is not None:
             replay = "lockchaos " + shlex.join(["run", *campaign.options()])
-    return {
-        "lock": lock, "seed": seed, "budget_s": budget_s,
-        "exit_status": result.exit_status, "verdict": result.verdict,
-        "first_violation": first, "found_by": found_by, "replay": replay,
-        "first_hard_s": result.first_hard_s, "wall_s": round(time.monotonic() - started, 1),
-        "untested": [why for _, why in result.untested],
-        "audit_dir": str(result.directory), "commit": commit(),
-    }
+    return row_of(lock, seed, budget_s, exit_status=result.exit_status,
+                  verdict=result.verdict, first_violation=first, found_by=found_by,
+                  replay=replay, first_hard_s=result.first_hard_s,
+                  wall_s=round(time.monotonic() - started, 1),
+                  untested=[why for _, why in result.untested],
+                  audit_dir=str(result.directory))
+
+
+def row_of(lock: str, seed: int, budget_s: float, **values: Any) -> dict[str, Any]:
+    """A row of the page, every field there (None where an audit did not say), stamped
+    with the commit."""
+    return {"lock": lock, "seed": seed, "budget_s": budget_s, "exit_status": None,
+            "verdict": None, "first_violation": None, "found_by": None, "replay": None,
+            "first_hard_s": None, "wall_s": None, "untested": [], "audit_dir": None,
+            **values, "commit": commit()}
 
 
 def judged(library: Library, row: dict[str, Any]) -> bool:
@@ -154,10 +161,8 @@ def run(args: argparse.Namespace) -> None:
             row = audit_row(lock, seed, args.budget, out / "audits")
         except Exception as exc:  # one audit that died is a row, not the end of the shard
             # Round 3 lost a shard's last nine audits to one topology that did not start.
-            row = {"lock": lock, "seed": seed, "budget_s": args.budget, "exit_status": None,
-                   "verdict": "error", "first_violation": f"{type(exc).__name__}: {exc}",
-                   "found_by": None, "replay": None, "first_hard_s": None, "wall_s": None,
-                   "untested": [], "audit_dir": None, "commit": commit()}
+            row = row_of(lock, seed, args.budget, verdict="error",
+                         first_violation=f"{type(exc).__name__}: {exc}")
         (out / f"{lock}-s{seed}.json").write_text(json.dumps(row, indent=1))
         said = "as its source says" if judged(BY_LOCK[lock], row) else "NOT as its source says"
         print(f"{lock:22} seed {seed}: exit {row['exit_status']} {row['verdict']:12} "

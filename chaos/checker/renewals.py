@@ -163,8 +163,13 @@ def dead_after(timeline: Timeline, lapse: Lapse) -> int:
     socket_timeout_s = timeline.params.get("socket_timeout_s", DEFAULT_SOCKET_TIMEOUT_S)
     if not isinstance(socket_timeout_s, int | float):
         socket_timeout_s = DEFAULT_SOCKET_TIMEOUT_S
-    ttl = timeline.ttl_ns or lapse.deadline - lapse.since
-    return ttl + int(socket_timeout_s * 1e9) + MIN_TOLERANCE_NS
+    return dead_after_ns(timeline.ttl_ns or lapse.deadline - lapse.since, socket_timeout_s)
+
+
+def dead_after_ns(ttl_ns: int, socket_timeout_s: float) -> int:
+    """``dead_after`` for a TTL and a socket timeout: what the audit gives a holder a failing
+    fault hit to run after the heal, too (``chaos.experiments.audit.trials``)."""
+    return ttl_ns + int(socket_timeout_s * 1e9) + MIN_TOLERANCE_NS
 
 
 def _last_excuse(process: str, lo: int, hi: int, timeline: Timeline

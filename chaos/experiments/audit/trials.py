@@ -17,7 +17,7 @@ from itertools import combinations, zip_longest
 
 from chaos.campaign import Campaign
 from chaos.checker.exercised import RELOADS
-from chaos.checker.renewals import MIN_TOLERANCE_NS
+from chaos.checker.renewals import MIN_TOLERANCE_NS, dead_after_ns
 from chaos.experiments.audit.plan import AIMED, AuditPlan, Trial
 from chaos.experiments.surface import WARM_UP_NEST_DEPTH, Learned
 from chaos.history import DISTURBS_NETWORK, KILLS_CLIENT, STALLS_CLIENT
@@ -299,8 +299,8 @@ def failing_then_work_ms(ttl_ms: int) -> int:
     client's socket timeout, 250 ms), and 250 ms more and ``FAILING_THEN_WORK_S`` to spare
     on a loaded machine. A holder hit late in its section had let go first: the watchdog of
     python-redis-lock died of a failed renewal in every audit, and every audit passed."""
-    return round(ttl_ms + DEFAULT_SOCKET_TIMEOUT_S * 1000 + 2 * MIN_TOLERANCE_NS / 1e6
-                 + FAILING_THEN_WORK_S * 1000)
+    dead_ns = dead_after_ns(ttl_ms * 1_000_000, DEFAULT_SOCKET_TIMEOUT_S)
+    return round((dead_ns + MIN_TOLERANCE_NS) / 1e6 + FAILING_THEN_WORK_S * 1000)
 
 
 def again_trials(trials: list[Trial], untested: set[str], round_: int) -> list[Trial]:
