@@ -302,14 +302,17 @@ CELLS: tuple[Cell, ...] = (
     # Cells that must pass: a tester that only ever says "broken" is not trusted.
     # The same lost replies on SET NX PX: an unanswered grant expires on its own.
     Cell("lua", "reply-lost:client=*", "no hard", _no_hard, "000/002/004 (SET NX PX)"),
+    Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
+    # "No violation" (not even a soft one) is claimed at the demos' own time scale (seconds,
+    # not 200 ms): on a loaded machine a holder, or the server, that the scheduler stalls for
+    # 2/3 of a 200 ms TTL outlives its lease (a renewal in flight while Redis sat still for
+    # 180 ms, watchdog × slow-work in a fresh clone), which is a lease's limit, not what
+    # these claims are about.
     # redis-py's Script sends EVALSHA and answers NOSCRIPT by loading the script again.
     Cell("redis-py", "script-flush", "no violation", _ok,
-         "redis-py Script (EVALSHA; SCRIPT LOAD on NOSCRIPT)"),
-    Cell("lua", "client-crash", "no liveness, no hard", _no_liveness, "000 (SET NX EX)"),
-    Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)"),
-    # At the demos' own time scale (seconds, not 200 ms): on a loaded machine a holder the
-    # scheduler stalls for 2/3 of a 200 ms TTL outlives its lease, which is a lease's limit,
-    # not what these claims are about.
+         "redis-py Script (EVALSHA; SCRIPT LOAD on NOSCRIPT)", options=(("ttl_ms", 1000),)),
+    Cell("watchdog", "slow-work", "no violation", _ok, "003 (watchdog renews)",
+         options=(("ttl_ms", 1000),)),
     Cell("lua-extend", "slow-work", "no violation", _ok, "001 (set_lock_ttl)",
          options=(("ttl_ms", 1000),)),
     Cell("lua", "", "no violation", _ok, "001/002 demos",

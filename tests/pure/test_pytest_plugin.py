@@ -177,7 +177,7 @@ def test_the_root_conftest_loads_the_plugin_once(autoload: bool) -> None:
     argv = [sys.executable, "-m", "pytest", "--co", "-q", EXAMPLE]
     if not autoload:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        argv += ["-p", "pytest_timeout"]  # the ini file sets its option
+        argv += ["-p", "pytest_timeout", "-p", "pytest_rerunfailures"]  # the ini sets their options
     done = subprocess.run(
         [*argv, "--lock", "lua"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 import redis
+from lease_span import within_lease
 
 from chaos import lockspec
 from chaos.drivers.catalog import INFOS as DRIVER_INFOS
@@ -145,13 +146,15 @@ def test_acquire_grants_a_fresh_client_prefixed_token(
     request: pytest.FixtureRequest, clients: Clients, name: str
 ) -> None:
     topo = topology_for(request, name)
-    lock = clients.make(topo, name, ttl_ms=WHOLE_SECONDS_TTL.get(name, TTL))
-    first = lock.acquire()
-    assert first, f"{name} did not acquire a free lock"
-    assert first.token.startswith("c1:") or name in SHARED_TOKENS
-    assert first.validity_ms is None or 0 < first.validity_ms <= 1000
-    assert direct(topo).exists(KEY)
-    assert lock.release(first) is True
+    ttl = WHOLE_SECONDS_TTL.get(name, TTL)
+    lock = clients.make(topo, name, ttl_ms=ttl)
+    with within_lease(ttl, "acquire to release"):
+        first = lock.acquire()
+        assert first, f"{name} did not acquire a free lock"
+        assert first.token.startswith("c1:") or name in SHARED_TOKENS
+        assert first.validity_ms is None or 0 < first.validity_ms <= 1000
+        assert direct(topo).exists(KEY)
+        assert lock.release(first) is True
     second = lock.acquire()
     assert second and (second.token != first.token or name in SHARED_TOKENS)
 
@@ -163,13 +166,15 @@ def test_second_client_is_refused_while_held_and_acquires_after_release(
     topo = topology_for(request, name)
     ttl = OUTLIVES_A_REFUSAL.get(name, TTL)
     c1, c2 = clients.make(topo, name, "c1", ttl), clients.make(topo, name, "c2", ttl)
-    lease = c1.acquire()
-    assert lease
-    assert not c2.acquire()
-    assert c1.release(lease) is True
-    other = c2.acquire()
-    assert other and (other.token.startswith("c2:") or name in SHARED_TOKENS)
-    assert not c1.acquire()
+    with within_lease(ttl, "c1's hold"):
+        lease = c1.acquire()
+        assert lease
+        assert not c2.acquire()
+        assert c1.release(lease) is True
+    with within_lease(ttl, "c2's hold"):
+        other = c2.acquire()
+        assert other and (other.token.startswith("c2:") or name in SHARED_TOKENS)
+        assert not c1.acquire()
 
 
 @pytest.mark.parametrize(
@@ -181,11 +186,12 @@ def test_lock_expires_after_its_ttl(
     topo = topology_for(request, name)
     ttl = WHOLE_SECONDS_TTL.get(name, TTL)
     c1, c2 = clients.make(topo, name, "c1", ttl), clients.make(topo, name, "c2", ttl)
-    lease = c1.acquire()
-    assert lease
-    stop_watchdog(lease)  # a crashed holder renews nothing
-    time.sleep(ttl / 2 / 1000)
-    assert not c2.acquire(), "acquired before the TTL was over"
+    with within_lease(ttl, "half the TTL"):
+        lease = c1.acquire()
+        assert lease
+        stop_watchdog(lease)  # a crashed holder renews nothing
+        time.sleep(ttl / 2 / 1000)
+        assert not c2.acquire(), "acquired before the TTL was over"
     outlive(lease, ttl)
     assert c2.acquire(), f"{name}: the lock did not expire after its TTL"
 
@@ -206,16 +212,17 @@ def test_stale_release_after_expiry(
     assert stale
     stop_watchdog(stale)
     outlive(stale, ttl)
-    fresh = c2.acquire()
-    assert fresh
-    released = c1.release(stale)
-    if name in STALE_RELEASE_DELETES_OTHERS:
-        assert released is True
-        assert not direct(topo).exists(KEY), f"{name} should have deleted c2's lock (its flaw)"
-    else:
-        assert released is False
-        assert direct(topo).exists(KEY), f"{name} deleted another client's lock"
-        assert c2.release(fresh) is True
+    with within_lease(ttl, "c2's hold"):
+        fresh = c2.acquire()
+        assert fresh
+        released = c1.release(stale)
+        if name in STALE_RELEASE_DELETES_OTHERS:
+            assert released is True
+            assert not direct(topo).exists(KEY), f"{name} should have deleted c2's lock"
+        else:
+            assert released is False
+            assert direct(topo).exists(KEY), f"{name} deleted another client's lock"
+            assert c2.release(fresh) is True
 
 
 @pytest.mark.parametrize("name", SINGLE)
