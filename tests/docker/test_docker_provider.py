@@ -153,12 +153,17 @@ def test_docker_clock_jump_breaks_redlock_and_the_run_records_its_images(
     rewritten in the nodes the holder counted on (standalone, 5 nodes, on valkey-8.1 here);
     campaign.json and report.html name the images the run used, with their ids."""
     # A holder works 150 ms of its 400 ms lease: wide enough for the jump (a write into three
-    # containers) to land inside it even on a loaded machine.
-    campaign = Campaign(lock="redlock", faults=[("clock-jump", {"offset_ms": 1200})],
-                        provider="docker", server="valkey-8.1", duration_s=15, ttl_ms=400,
-                        work_ms=150, stop_on_first=True)
-    outcome = run_campaign(campaign, docker_out)
-    assert outcome.nemesis_errors == []
+    # containers) to land inside it even on a loaded machine. A seed does not replay the same
+    # timing, and on a loaded machine one seed's jumps all missed (6 fired, 5 had an effect,
+    # no double grant): a run that found none says nothing, and the next seed runs.
+    for seed in (1, 2, 3):
+        campaign = Campaign(lock="redlock", faults=[("clock-jump", {"offset_ms": 1200})],
+                            provider="docker", server="valkey-8.1", duration_s=15, ttl_ms=400,
+                            work_ms=150, stop_on_first=True, seed=seed)
+        outcome = run_campaign(campaign, docker_out / f"seed-{seed}")
+        assert outcome.nemesis_errors == []
+        if outcome.verdict.hard_violations:
+            break
     assert outcome.verdict.hard_violations > 0
     assert any("clock-jump" in line for line in outcome.verdict.explanations)
     recorded = json.loads((outcome.run_dir / "campaign.json").read_text())

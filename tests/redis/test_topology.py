@@ -259,22 +259,35 @@ def test_sigterm_of_up_tears_everything_down() -> None:
     assert not any(alive(pid) for pid in pids)
 
 
-def test_ctrl_c_of_up_tears_everything_down() -> None:
-    # Started as a shell starts it, SIGINT at its default: a child inherits an ignored
-    # SIGINT from whoever ignores it (a test runner's worker), and Python then never raises
-    # KeyboardInterrupt — `up --hold 0` held on past the wait in a fresh clone's CI run.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "chaos.cli", "up", "--json", "--hold", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+def _as_a_shell_starts_it() -> None:
+    """SIGINT at its default and unblocked: a child inherits an ignored SIGINT, and a
+    blocked one, from whoever ignores or blocks it (a test runner's worker), and Python then
+    never raises KeyboardInterrupt — `up --hold 0` held on past the wait in a fresh clone's
+    CI run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def test_ctrl_c_of_up_tears_everything_down(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr"
+    with stderr.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "chaos.cli", "up", "--json",
+             "--hold", "0"],
+            stdout=subprocess.PIPE, stderr=err, text=True, preexec_fn=_as_a_shell_starts_it,
+        )
     assert proc.stdout is not None
     description = json.loads(proc.stdout.readline())
     run_dir = Path(description["run_dir"])
     pids = [int(line.split()[0]) for line in (run_dir / "pids").read_text().splitlines()]
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) == 0
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:  # where it hangs: faulthandler prints every thread
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=10)
+        pytest.fail(f"up did not end 20 s after Ctrl-C; its threads:\n{stderr.read_text()}")
+    assert proc.returncode == 0, stderr.read_text()
     assert not run_dir.exists()
     assert not any(alive(pid) for pid in pids)
 
