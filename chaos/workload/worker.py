@@ -594,9 +594,8 @@ def worker_main(
             control.send(("done", 0))
             os._exit(0)
         worker.spec = replace(spec, deadline_ns=deadline_ns)
-    watcher = stalls.watch(worker.history, worker.cid, worker.stopping, deadline_ns)
-    completed = worker.run()  # sets ``stopping``: the watcher logs a stall it is in, then ends
-    watcher.join(timeout=1)
+    with stalls.watching(worker.history, worker.cid, worker.stopping, deadline_ns):
+        completed = worker.run()  # the watcher logs a stall it is in, then ends
     control.send(("done", completed))
     os._exit(0)  # no atexit handlers inherited from the forked parent
 

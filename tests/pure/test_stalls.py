@@ -38,3 +38,13 @@ def test_a_prompt_stop_records_no_stall(tmp_path: Path) -> None:
     with h.HistoryWriter(path) as history:
         stalls.watch(history, "c1", stopping, h.now() + 10**9).join(timeout=5)
     assert not [e for e in h.read_history(path) if e.f == h.STALL]
+
+
+def test_the_watcher_ends_with_the_block_it_watches(tmp_path: Path) -> None:
+    """A worker whose run returns without setting its stop (explore's) does not keep the
+    process one more second for the watcher's sake."""
+    with h.HistoryWriter(tmp_path / "history.jsonl") as history:
+        stopping = threading.Event()
+        with stalls.watching(history, "c1", stopping, h.now() + 10**10) as thread:
+            pass
+        assert stopping.is_set() and not thread.is_alive()
