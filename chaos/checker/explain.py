@@ -15,13 +15,19 @@ direct evidence to the least:
    valid) freed the lock its outer hold still had: a reentrant lock whose release ignores
    its count (python-zk/kazoo#291);
 4. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
-5. a fault that moves a client's wall clock was on when the later client acquired, aimed at
+5. the later acquire took a TTL or longer and the lock granted it a lease more than
+   ``CLAIM_TTLS`` TTLs past the grant, which no key it set can back (the redlock crate's
+   validity, computed in an unsigned integer, wraps);
+6. a fault that moves a client's wall clock was on when the later client acquired, aimed at
    one of the two: a lock that judges expiry by client clocks gave it away early;
-6. a client's losing acquire that writes first overwrote the earlier holder's expiry (certain
+7. a client's losing acquire that writes first overwrote the earlier holder's expiry (certain
    for a ``GETSET``, a condition for a script, whose writes the history cannot see);
-7. a fault that splits the master was on when the later client acquired: split brain, two
+8. a fault that splits the master was on when the later client acquired: split brain, two
    masters granting;
-8. none of the above: the lock granted a key that should still have existed.
+9. a chain of releases: a release of a live lease whose own key another release had removed
+   first removed whatever key was there;
+10. the later acquire took a TTL or longer and was granted all the same (any lease);
+11. none of the above: the lock granted a key that should still have existed.
 
 What made an overlap hard comes before that cause when it was one holder's own operation: the
 two leases became valid together only at a lease that holder's extend, renewal or nested
@@ -51,6 +57,9 @@ from chaos.checker.timeline import FaultSpan, PauseReached, Release, Timeline
 from chaos.history import ACQUIRE, EXCLUSIVE, MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
+# A lease this many TTLs past its grant rests on no key the acquire set (whole-second
+# rounding gives a key a second at most; a sound lock claims a TTL at most).
+CLAIM_TTLS = 2
 
 
 class Clock:
@@ -240,6 +249,9 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             f"{a.process}'s lease expired at {at(lapsed)} while {a.process} still held it "
             f"({_stalled(a, b.start, timeline, clock)})"
         )
+    outlasted = _outlasted(b, timeline, clock)
+    if outlasted is not None and _claims_past_any_key(b, timeline):
+        return outlasted
     moved = _clock_moved(a, b, timeline, clock)
     if moved is not None:
         return moved
@@ -263,7 +275,6 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             chain, victim = timeline.foreign_release(b, a.start, chained=True), b
         if chain is not None:
             return _released(chain, victim, timeline, clock)
-    outlasted = _outlasted(b, timeline, clock)
     if outlasted is not None:
         return outlasted
     return "unexplained", (
@@ -290,6 +301,17 @@ def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | N
         f"set in its first TTL had expired by then, and another client could take it "
         f"meanwhile (a lock must not count a key it set more than a TTL before it grants)"
     )
+
+
+def _claims_past_any_key(b: Hold, timeline: Timeline) -> bool:
+    """Whether the lease ``b`` was granted runs more than ``CLAIM_TTLS`` TTLs past its grant:
+    no key set during its acquire lasts that long, so an acquire that outlasted its TTL
+    (``_outlasted``) is the certain cause, named before the hypotheses about other clients'
+    writes (a losing acquire that overwrote an expiry: in the redlock crate's audit, every
+    client was paused before its last node, and the one whose validity wrapped was named
+    second to a loser that overwrote nothing)."""
+    ttl = timeline.ttl_ns
+    return ttl is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * ttl
 
 
 def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,

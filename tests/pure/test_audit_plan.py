@@ -152,6 +152,24 @@ def test_a_pause_point_and_a_crash_aim_at_each_command_learned() -> None:
     assert [s.name for s in single_trials(told, learned())] == ["client-pause-at:command=EVAL"]
 
 
+def test_a_lock_on_several_nodes_is_paused_past_its_ttl_once_its_quorum_is_in_hand() -> None:
+    """Before the acquire's act on its last node (every attempt sends it after the quorum's),
+    ``OUTLAST_TTLS`` long: a lock must not grant an acquire that outlasted its lease. Not for
+    a lock on one node or two (no node comes after the quorum's), nor for a crash."""
+    plan = AuditPlan(Campaign("redlock"), selection="client-pause-at,client-crash")
+    redlock = {"acquire": ["SET"], "release": ["EVAL"]}
+
+    def names(nodes: int) -> list[str]:
+        on = Learned(redlock, Declared(extend=False, renews=False, reentrant=False,
+                                       fencing=False, nodes=nodes))
+        return [trial.name for trial in single_trials(plan, on)]
+
+    late = "client-pause-at:command=SET:op=acquire:nth={}:duration_ms=250:client=*"
+    assert late.format(5) in names(5) and late.format(3) in names(3)
+    assert not any(name.endswith("duration_ms=250") for name in names(2) + names(1))
+    assert [name for name in names(5) if "nth=5" in name] == [late.format(5)]
+
+
 def test_a_campaign_that_did_nothing_it_was_there_for_runs_again_with_a_new_seed() -> None:
     """The first campaign there for each fault without effect and each point never reached,
     once each, whatever the budget, each with a seed no planned campaign has; nothing for a

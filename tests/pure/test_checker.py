@@ -609,6 +609,20 @@ def test_an_acquire_that_outlasted_its_lease_and_was_granted_is_named():
             "lock granted it a lease until") in v.explanation
 
 
+def test_an_outlasted_acquire_whose_lease_no_key_backs_is_named_before_an_overwrite():
+    """The redlock crate's audit: every client paused before its last node; c5's losing
+    acquire, under way when c3 acquired, failed after it — the hypothesis that it overwrote
+    c3's expiry was named, and c2's grant with a lease for ever came second. A lease more
+    than two TTLs past its grant rests on no key its acquire set: that is the cause."""
+    h = History().attempt("c5", 450, 760).acquire("c3", 755, lease=178)
+    h.acquire("c2", 801, invoked=500, lease=10**9)
+    v = only(h.release("c3", 808).check(), "hard")
+    assert v.cause == "acquire-outlasted-lease"
+    within = History().attempt("c5", 450, 760).acquire("c3", 755, lease=178)
+    within.acquire("c2", 801, invoked=500, lease=350)
+    assert only(within.release("c3", 808).check(), "hard").cause == "overwrote"
+
+
 def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
     h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=650, lease=300)
     assert only(h.release("c3", 808).check(), "hard").cause == "unexplained"

@@ -182,7 +182,31 @@ def single_trials(plan: AuditPlan, learned: Learned) -> list[Trial]:
             aimed = _aimed(fault, op, command, plan.base.ttl_ms, everyone=bool(then))
             trials.append(Trial([aimed, *then], extend=op == "extend", work_ms=work_ms,
                               in_order=bool(then)))
+        if (late := _granted_late(fault, learned, plan.base.ttl_ms)) is not None:
+            trials.append(Trial([late]))
     return trials
+
+
+def _granted_late(fault: FaultSpec, learned: Learned, ttl_ms: int) -> FaultSpec | None:
+    """For a lock on three nodes or more, ``fault`` (a pause) aimed before the acquire's act
+    on its last node (``nth``: every attempt sends it, once its quorum is in hand), on for
+    ``OUTLAST_TTLS``: the acquire then outlasts its lease — the keys it set first expire
+    meanwhile, and the others take the lock — and a lock must not grant it (Redlock: the
+    validity is TTL − time spent − drift, nothing left). The redlock crate computes that in
+    an unsigned integer, which wraps: a lease already gone came back valid for 1.8·10¹⁹ ms.
+    Aimed before the quorum's node instead, the others took the nodes the paused client had
+    not reached and it was refused (never the crate's wrap, in 5 audits of 5); the pauses at
+    an acquire's first command last ``ACQUIRE_PAUSE_TTLS``, shorter than the lease on
+    purpose. Armed on every client: one client's next acquire is most often one the lock
+    refuses (another holds it: nothing in hand at its last node), and the holder's next is
+    one it wins."""
+    nodes = learned.declared.nodes or 1
+    act = learned.every_time("acquire")[-1:]
+    if nodes // 2 + 1 >= nodes or not act or not _stalls_for_a_while(fault[0]) \
+            or "command" in fault[1]:
+        return None
+    return fault[0], {**fault[1], "command": act[0], "op": "acquire", "nth": nodes,
+                      "duration_ms": round(OUTLAST_TTLS * ttl_ms), "client": "*"}
 
 
 def reached_by(op: str, command: str, learned: Learned,
