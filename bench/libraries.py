@@ -40,9 +40,13 @@ from chaos.experiments.audit import AuditPlan, run_audit
 from chaos.experiments.shard import parse_shard, take_shard
 from chaos.lockspec import resolve
 from chaos.report.audit_page import AUDIT, load_audit
+from chaos.topology import conntrack
 
 PASSES, FAILS = "passes", "fails"
 ROOT = Path(__file__).resolve().parents[1]
+ROOM_SHARE = 0.5  # of the kernel's connection-tracking table, free before each audit
+ROOM_WAIT_S = 180.0  # at most: its entries outlive their connections by 120 s
+ROOM_POLL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,19 @@ def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, Any
                   audit_dir=str(result.directory))
 
 
+def wait_for_room(bound_s: float = ROOM_WAIT_S) -> None:
+    """Before an audit, until the kernel's connection-tracking table is at most
+    ``ROOM_SHARE`` full (``chaos.topology.conntrack``), for ``bound_s`` at most: the redlock
+    crate opens a connection per command, ~4,000 entries a second through its kit's proxy
+    and Toxiproxy, and four of its audits back to back filled the table (262,144 entries,
+    each kept 120 s after its connection closed); the fifth died on a connection the kernel
+    dropped, twice. An audit alone never fills it; back to back, they wait here."""
+    deadline = time.monotonic() + bound_s
+    while (used := conntrack.usage()) is not None and used[0] > ROOM_SHARE * used[1] \
+            and time.monotonic() < deadline:
+        time.sleep(ROOM_POLL_S)
+
+
 def row_of(lock: str, seed: int, budget_s: float, **values: Any) -> dict[str, Any]:
     """A row of the page, every field there (None where an audit did not say), stamped
     with the commit."""
@@ -157,12 +174,15 @@ def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for lock, seed in take_shard(jobs, parse_shard(args.shard)):
+        wait_for_room()
         try:
             row = audit_row(lock, seed, args.budget, out / "audits")
         except Exception as exc:  # one audit that died is a row, not the end of the shard
             # Round 3 lost a shard's last nine audits to one topology that did not start.
+            why = conntrack.saturated()
             row = row_of(lock, seed, args.budget, verdict="error",
-                         first_violation=f"{type(exc).__name__}: {exc}")
+                         first_violation=f"{type(exc).__name__}: {exc}"
+                         + (f" ({why})" if why else ""))
         (out / f"{lock}-s{seed}.json").write_text(json.dumps(row, indent=1))
         said = "as its source says" if judged(BY_LOCK[lock], row) else "NOT as its source says"
         print(f"{lock:22} seed {seed}: exit {row['exit_status']} {row['verdict']:12} "

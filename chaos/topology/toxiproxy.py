@@ -34,6 +34,7 @@ from toxiproxy.proxy import Proxy
 from toxiproxy.server import Toxiproxy
 
 from chaos.errors import UsageError
+from chaos.topology import conntrack
 
 READY_TIMEOUT_S = 10.0
 METRICS_TIMEOUT_S = 2.0  # one read of the byte counters
@@ -114,7 +115,8 @@ class ToxiproxyAPI:
             except requests.RequestException:
                 pass
             time.sleep(0.02)
-        raise UsageError(f"Toxiproxy at {self.url} is unreachable (is toxiproxy-server running?)")
+        why = conntrack.saturated() or "is toxiproxy-server running?"
+        raise UsageError(f"Toxiproxy at {self.url} is unreachable ({why})")
 
     def create(
         self,
