@@ -4,10 +4,10 @@ On a host whose firewall tracks connections (any host running Docker: its iptabl
 ``nf_conntrack``) every TCP connection, loopback included, holds an entry until well after it
 closes (``nf_conntrack_tcp_timeout_time_wait``, 120 s by default). A lock client that opens a
 connection per command — the redlock crate does, through redis-rs's ``get_connection`` — opened
-~1,700 entries a second in a campaign (its kit's proxy and Toxiproxy each add a hop); five of
-its audits back to back filled the table (262,144 entries), and the kernel dropped new
-connections: Toxiproxy's API was "unreachable" and a run stalled 5 s. ``saturated`` says so,
-where an error would otherwise blame the server.
+~1,700 entries a second in a run and ~4,000 across an audit (its kit's proxy and Toxiproxy each
+add a hop); four of its audits back to back filled the table (262,144 entries), and the kernel
+dropped new connections: Toxiproxy's API was "unreachable" and a run stalled 5 s.
+``saturated`` says so, where an error would otherwise blame the server.
 """
 
 from __future__ import annotations
