@@ -17,17 +17,20 @@ from chaos.topology import images
 
 @pytest.mark.slow  # a sweep over every server: `make test-long`
 @pytest.mark.images(*images.SERVERS, "toxiproxy")
-@pytest.mark.parametrize(("locks", "column"), [("del-release,lua", "slow-work"),
-                                               ("lua", "failover")])
+@pytest.mark.parametrize(("locks", "column", "seeds"), [("del-release,lua", "slow-work", 1),
+                                                        ("lua", "failover", 2)])
 def test_compare_across_servers_matches_the_truth_table_on_each(
-    locks: str, column: str, docker_out: Path, capsys: pytest.CaptureFixture[str]
+    locks: str, column: str, seeds: int, docker_out: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`compare --servers … --jobs 2`: one matrix whose rows are `lock @ server` in plan
     order, every cell as the truth table claims on every server (split in two columns to
-    keep each test near half a minute; del-release × failover has no claim)."""
+    keep each test near half a minute; del-release × failover has no claim). A failover's
+    4 s run once found no double grant on one server (a fresh clone's CI): a seed that found
+    none says nothing, so that column runs two, and a cell must match in one of them."""
     servers = list(images.SERVERS)
     args = ["compare", "--provider", "docker", "--servers", ",".join(servers), "--locks",
-            locks, "--faults", column, "--duration", "4", "--jobs", "2", "--out", str(docker_out)]
+            locks, "--faults", column, "--duration", "4", "--jobs", "2", "--seeds", str(seeds),
+            "--out", str(docker_out)]
     code = main(args)
     index = Path(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == exit_status(load_matrix(index.parent / "matrix.json"))  # 1: a hard cell
@@ -37,7 +40,7 @@ def test_compare_across_servers_matches_the_truth_table_on_each(
     assert [cell["server"] for cell in matrix["cells"]] == servers * len(locks.split(","))
     for cell in matrix["cells"]:
         assert cell["status"] == "done" and cell["expected"] is not None, cell["lock"]
-        assert cell["expected"]["matched"] == 1, (cell["lock"], cell["runs"][0]["truth_problem"])
+        assert cell["expected"]["matched"] >= 1, (cell["lock"], cell["runs"][0]["truth_problem"])
         run_dir = index.parent / cell["runs"][0]["run_dir"]
         recorded = json.loads((run_dir / "campaign.json").read_text())
         assert recorded["server"] == cell["server"]
