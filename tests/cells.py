@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from seeds import SEEDS
 
 from chaos.campaign import Campaign
 from chaos.checker import Verdict
@@ -34,18 +35,17 @@ def quiet_duration_s(cell: Cell, base_s: float = QUIET_DURATION_S) -> float:
     return base_s + EXTRA_FAULT_S * max(0, len(cell.fault_names) - 1)
 
 
-# Seeds a cell may take to test its claim. A seed does not replay the same timing, and a
-# machine loaded by other work (two pytest workers on two cores) can starve one run: a run that
-# did not test the claim (inconclusive, a fault without effect, too few lock cycles) or did not
-# find what the claim says is there (a hard violation of its cause, a deadlock, a stale write
-# the fence rejected: the judge's ``Unproven``) tells nothing, so the next seed runs. A run
-# that contradicts the claim of a cell that runs to its end (a hard violation where it says
-# "no hard", lost writes behind a fence) fails at once: no seed can take that back. A cell
-# that stops at its first violation takes the next seed whatever its judge said, as before:
-# under two workers a JVM driver's watchdog once went 578 ms without renewing while nothing
-# the harness can see stopped it (redisson × client-pause, in a fresh clone), a hard the
-# renewals rule cannot tell from a broken watchdog.
-SEEDS = (1, 2, 3)
+# A cell may take each of tests/seeds.py's SEEDS to test its claim. A seed does not replay the
+# same timing, and a machine loaded by other work (two pytest workers on two cores) can starve
+# one run: a run that did not test the claim (inconclusive, a fault without effect, too few lock
+# cycles) or did not find what the claim says is there (a hard violation of its cause, a
+# deadlock, a stale write the fence rejected: the judge's ``Unproven``) tells nothing, so the
+# next seed runs. A run that contradicts the claim of a cell that runs to its end (a hard
+# violation where it says "no hard", lost writes behind a fence) fails at once: no seed can
+# take that back. A cell that stops at its first violation takes the next seed whatever its
+# judge said, as before: under two workers a JVM driver's watchdog once went 578 ms without
+# renewing while nothing the harness can see stopped it (redisson × client-pause, in a fresh
+# clone), a hard the renewals rule cannot tell from a broken watchdog.
 
 
 def run_cell(cell: Cell, duration_s: float, out: Path) -> tuple[Campaign, Outcome]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from seeds import first_found
 
 from chaos import history as h
 from chaos.campaign import Campaign
-from chaos.experiments.execute import run_campaign
+from chaos.experiments.execute import Outcome, run_campaign
 from chaos.nemesis import aiming
 from chaos.workload.harness import WorkloadEnv
 
@@ -58,12 +59,16 @@ def test_crash_restart_targets_the_nodes_a_uuid_under_a_prefixed_key_rests_on(
 ) -> None:
     """Redlock with a bare UUID under ``redlock:<name>``: crash-restart must still find the
     nodes the holder's grant rests on, take down just enough of them — and so break it."""
-    campaign = Campaign(
-        lock="tests/redis/prefixed_lock.py:make", faults=[("crash-restart", {})],
-        topology="standalone", nodes=5, clients=3, duration_s=8.0, ttl_ms=500, work_ms=300,
-        stop_on_first=True,
-    )  # fmt: skip
-    outcome = run_campaign(campaign, tmp_path)
+    def run(seed: int) -> Outcome:
+        found.clear()  # what this seed's fires found, for _targeted
+        campaign = Campaign(
+            lock="tests/redis/prefixed_lock.py:make", faults=[("crash-restart", {})],
+            topology="standalone", nodes=5, clients=3, duration_s=8.0, ttl_ms=500,
+            work_ms=300, stop_on_first=True, seed=seed,
+        )  # fmt: skip
+        return run_campaign(campaign, tmp_path / f"seed-{seed}")
+
+    outcome = first_found(run, lambda outcome: outcome.verdict.hard_violations > 0)
     _targeted(found, _targets(outcome.run_dir / "history.jsonl", "crash-restart"))
     assert outcome.verdict.hard_violations > 0, outcome.verdict.explanations[:3]
     assert outcome.verdict.violations[0].cause == "crash-restart"

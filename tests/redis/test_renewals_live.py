@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from seeds import first_failed_run
 
 from chaos.checker import check_file
 from chaos.cli import main
@@ -83,14 +84,11 @@ def test_a_watchdog_a_faults_error_killed_is_dead_once_the_fault_healed(tmp_path
 def _dying_on_error(tmp_path: Path, faults: str, *options: str) -> dict[str, Any]:
     """The verdict of the first of seeds 1-3 whose run of ``watchdog_dies_on_error`` under
     ``faults`` failed (the last one's, if none did), which has a dead watchdog."""
-    for seed in (1, 2, 3):
-        out = tmp_path / f"s{seed}"
-        argv = ["run", "--lock", "broken_locks:watchdog_dies_on_error", "--renews", "--faults",
-                faults, *options, "--seed", str(seed), "--stop-on-first", "--out", str(out)]
-        if main(argv) == 1:
-            break
-    (run_dir,) = (path.parent for path in out.rglob("verdict.json"))
-    verdict: dict[str, Any] = json.loads((run_dir / "verdict.json").read_text())
+    verdict = first_failed_run(
+        ["run", "--lock", "broken_locks:watchdog_dies_on_error", "--renews", "--faults", faults,
+         *options],
+        tmp_path,
+    )  # fmt: skip
     dead = [v for v in verdict["violations"] if v["cause"] == "dead-watchdog"]
     assert dead and DEAD.match(dead[0]["explanation"]), verdict["explanations"]
     return verdict
