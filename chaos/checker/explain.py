@@ -328,10 +328,12 @@ def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,
     else:
         paused = timeline.pauses_of(release.process, release.invoked, release.acked)
         stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+        when = (f"when {victim.process} acquired" if release.acked > victim.start
+                else f"while {victim.process}'s acquire was")
         text = (
             f"{release.process} released {victim.process}'s lock: {release.process}'s release, "
-            f"invoked at {at(release.invoked)}{stalled}, was still in flight when "
-            f"{victim.process} acquired and returned true at {at(release.acked)}"
+            f"invoked at {at(release.invoked)}{stalled}, was still in flight {when} and "
+            f"returned true at {at(release.acked)}"
         ) if release.answered else (
             f"{release.process} may have released {victim.process}'s lock: "
             f"{release.process}'s release, invoked at {at(release.invoked)}{stalled}, got "
@@ -339,9 +341,12 @@ def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,
             f"the same, and removed {victim.process}'s key if the release does not check whose "
             f"key it is"
         )
-    lapsed = release.hold.lapsed_before(release.invoked) if release.hold else None
-    if lapsed is not None:
+    lapsed = release.hold.lapsed_before(release.acked) if release.hold else None
+    if lapsed is not None and lapsed <= release.invoked:
         text += f" ({release.process}'s own lease had expired at {at(lapsed)})"
+    elif lapsed is not None:
+        text += (f" ({release.process}'s own lease expired at {at(lapsed)}, while its release "
+                 f"was in flight: its key may have gone before the release's command ran)")
     return ("foreign-release" if certain else "in-flight-release"), text
 
 

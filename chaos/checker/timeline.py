@@ -100,6 +100,13 @@ class Release(msgspec.Struct, frozen=True, gc=False):
         """Its process held no valid lease when it invoked it (or held none at all)."""
         return self.hold is None or self.hold.lapsed_before(self.invoked) is not None
 
+    @property
+    def outlived(self) -> bool:
+        """Its process's lease ran out before it returned (or it held none): its command,
+        run at some moment between its invoke and its return, may have found the releaser's
+        own key expired — and another client's key in its place."""
+        return self.hold is None or self.hold.lapsed_before(self.acked) is not None
+
 
 class UnsureAcquire(msgspec.Struct, frozen=True, gc=False):
     """An acquire that may have taken the lock without the client knowing: it completed
@@ -298,10 +305,13 @@ class Timeline:
         after ``hold.start``): its effect lies somewhere between its invoke and its return,
         as with get-then-del's DEL sent after a pause that began before the hold did. A
         release that returned while this hold's acquire was still in flight counts too when
-        its own lease had lapsed (or it ended no hold of its own): its DEL may have reached
-        Redis after this acquire's SET, and a loaded machine can deliver the releaser's
-        reply first. (A release of a live lease cannot: this acquire's SET NX could only
-        succeed once that release had removed the releaser's own key.) Failing those, a
+        its own lease had lapsed before it returned (or it ended no hold of its own): its DEL
+        may have reached Redis after its own key expired and after this acquire's SET, and a
+        loaded machine can deliver the releaser's reply first (del-release in a fresh clone's
+        CI: every process stood still 160 ms, c5's lease ran out while its DEL was in
+        flight, and c2's SET NX took the lock between). (A release whose lease outlived it
+        cannot: this acquire's SET NX could only succeed once that release had removed the
+        releaser's own key.) Failing those, a
         release that got no answer, invoked before ``before``, within ``IN_FLIGHT_BOUND_NS``
         of this hold's acquire, by the same rule: a ``DEL`` whose reply a fault lost ran all
         the same, and the overlap it made was "unexplained". A release of a live lease whose
@@ -320,7 +330,7 @@ class Timeline:
                 break
             if release.process == hold.process or release.invoked >= before:
                 continue
-            if release.acked <= hold.start and not release.stale and not (
+            if release.acked <= hold.start and not release.outlived and not (
                     chained and self._lost_key(release)):
                 continue
             if release.acked <= before and release.invoked >= hold.start:

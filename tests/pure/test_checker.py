@@ -296,6 +296,19 @@ def test_a_live_release_that_returned_while_the_holder_was_acquiring_is_not_the_
     assert only(h.check(), "hard").cause == "unexplained"
 
 
+def test_a_release_whose_lease_ran_out_in_flight_while_the_holder_was_acquiring_is_named():
+    """del-release's audit in a fresh clone's CI: every process stood still 160 ms; c3's
+    lease ran out while its DEL was in flight, c1's SET NX took the lock, then the DEL ran
+    and removed c1's key — the reply to c3 arrived first. It read "unexplained"."""
+    h = History().acquire("c3", 0, lease=165).acquire("c1", 180, invoked=150, lease=300)
+    h.release("c3", 160, 170).acquire("c2", 250)
+    v = only(h.check(), "hard")
+    assert (v.processes, v.cause) == (["c1", "c2"], "in-flight-release")
+    assert ("c3 released c1's lock: c3's release, invoked at 0.160 s, was still in flight "
+            "while c1's acquire was and returned true at 0.170 s (c3's own lease expired at "
+            "0.165 s, while its release was in flight") in v.explanation
+
+
 def test_a_key_losing_fault_is_preferred_to_a_release_in_flight():
     """An uncertain release is weaker evidence than a fault that wipes keys in the gap."""
     h = History().acquire("c3", 0, lease=100).release("c3", 100, 160)
