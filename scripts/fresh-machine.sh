@@ -23,6 +23,7 @@ mkdir -p "$LOG"
 TIMES=()
 
 say() { printf '[fresh] %s\n' "$*"; }
+table() { printf '| step | time | result |\n|---|---|---|\n'; printf '%s\n' "${TIMES[@]}"; }
 timed() {  # timed NAME LIMIT_S COMMAND...: run it bounded, log it, remember its time
     local name="$1" limit="$2" start status
     shift 2
@@ -37,6 +38,7 @@ timed() {  # timed NAME LIMIT_S COMMAND...: run it bounded, log it, remember its
     if [ "$status" -ne 0 ]; then
         tail -20 "$LOG/$name.log"
         say "$name failed (exit $status): $LOG/$name.log"
+        table
         exit "$status"
     fi
 }
@@ -73,10 +75,12 @@ for driver in $("$PY" -c 'from chaos.drivers.catalog import BUNDLED_DRIVERS; pri
     timed "driver-$driver" 600 "$LC" run --lock "$driver" --duration 8 --ttl-ms 1000 \
         --clients 3 --out "$WORK/reports"
 done
-timed browser 600 env CI=true "$PY" -m pytest -q -p no:cacheprovider tests/browser
-timed test 3600 env CI=true make test  # what CI runs after `make lint`: every group
-timed test-long 1800 env CI=true make test-long  # and then the long tests
+# Each pytest step's temporary directories under $WORK/pytest (pytest keeps a user's last three
+# runs only: a failed test's run directory was gone by the time it was read).
+timed browser 600 env CI=true "$PY" -m pytest -q -p no:cacheprovider \
+    --basetemp "$WORK/pytest/browser" tests/browser
+timed test 3600 env CI=true make test PYTEST_ARGS="--basetemp $WORK/pytest/test"  # as CI: every group
+timed test-long 1800 env CI=true make test-long PYTEST_ARGS="--basetemp $WORK/pytest/test-long"
 
 say "every step passed"
-printf '| step | time | result |\n|---|---|---|\n'
-printf '%s\n' "${TIMES[@]}"
+table
