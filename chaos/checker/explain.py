@@ -267,8 +267,9 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
         )
     if timeline.mutex:
         # A chain, last: a release of a live lease whose own key another release had removed
-        # first removed ``a``'s key — or ``b``'s, and ``a`` acquired after (del-release under
-        # load: c3's stale DEL took c2's key, c4 acquired, c2's release took c4's, c2 again).
+        # first (or which outlived its lease in flight) removed ``a``'s key — or ``b``'s, and
+        # ``a`` acquired after (del-release under load: c3's stale DEL took c2's key, c4
+        # acquired, c2's release took c4's, c2 again).
         chain = timeline.foreign_release(a, b.start, chained=True)
         victim = a
         if chain is None:

@@ -305,22 +305,22 @@ class Timeline:
         after ``hold.start``): its effect lies somewhere between its invoke and its return,
         as with get-then-del's DEL sent after a pause that began before the hold did. A
         release that returned while this hold's acquire was still in flight counts too when
-        its own lease had lapsed before it returned (or it ended no hold of its own): its DEL
-        may have reached Redis after its own key expired and after this acquire's SET, and a
-        loaded machine can deliver the releaser's reply first (del-release in a fresh clone's
-        CI: every process stood still 160 ms, c5's lease ran out while its DEL was in
-        flight, and c2's SET NX took the lock between). (A release whose lease outlived it
-        cannot: this acquire's SET NX could only succeed once that release had removed the
-        releaser's own key.) Failing those, a
+        its own lease had lapsed (or it ended no hold of its own): its DEL may have reached
+        Redis after this acquire's SET, and a loaded machine can deliver the releaser's
+        reply first. (A release of a live lease cannot: this acquire's SET NX could only
+        succeed once that release had removed the releaser's own key.) Failing those, a
         release that got no answer, invoked before ``before``, within ``IN_FLIGHT_BOUND_NS``
         of this hold's acquire, by the same rule: a ``DEL`` whose reply a fault lost ran all
-        the same, and the overlap it made was "unexplained". A release of a live lease whose
-        own key another release had already removed counts as a stale one, if ``chained``
-        (one link deep; the explanations' last resort: in a lock whose clients' clocks decide,
-        such chains are everywhere and the clock is the cause): its ``DEL`` removed whatever
-        key was there — under load, del-release's stale release removed c2's key, c4's
+        the same, and the overlap it made was "unexplained". If ``chained`` (the explanations'
+        last resort: in a lock whose clients' clocks decide, such chains are everywhere and
+        the clock is the cause), a release of a live lease counts as a stale one when its
+        own key may have gone before its command ran: another release had already removed it
+        (one link deep: under load, del-release's stale release removed c2's key, c4's
         ``SET NX`` took the lock, c2's own release removed c4's key and c2 acquired again,
-        and both held it.
+        and both held it), or its lease ran out before it returned (del-release in a fresh
+        clone from nothing: every process stood still 160 ms, c5's lease lapsed while its
+        DEL was in flight, c2's SET NX took the lock between, and c5's reply came first).
+        Its ``DEL`` removed whatever key was there.
         """
         releases = self._release_index()
         in_flight = None
@@ -330,8 +330,8 @@ class Timeline:
                 break
             if release.process == hold.process or release.invoked >= before:
                 continue
-            if release.acked <= hold.start and not release.outlived and not (
-                    chained and self._lost_key(release)):
+            if release.acked <= hold.start and not release.stale and not (
+                    chained and (release.outlived or self._lost_key(release))):
                 continue
             if release.acked <= before and release.invoked >= hold.start:
                 return release, True

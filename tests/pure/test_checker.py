@@ -309,6 +309,16 @@ def test_a_release_whose_lease_ran_out_in_flight_while_the_holder_was_acquiring_
             "0.165 s, while its release was in flight") in v.explanation
 
 
+def test_a_lapsed_lease_is_named_before_a_release_that_outlived_its_own_in_flight():
+    """The same release, but c1's lease then ran out before c2 acquired: that is certain,
+    the release a hypothesis (a fresh clone's CI: an owner-less extend's run read "c1
+    released c2's lock" where c2's lease had expired while it was paused)."""
+    h = History().acquire("c3", 0, lease=165).acquire("c1", 180, invoked=150, lease=50)
+    h.release("c3", 160, 170).acquire("c2", 250).release("c1", 260)
+    v = only(h.check(), "soft")
+    assert (v.processes, v.cause) == (["c1", "c2"], "lease-expired")
+
+
 def test_a_key_losing_fault_is_preferred_to_a_release_in_flight():
     """An uncertain release is weaker evidence than a fault that wipes keys in the gap."""
     h = History().acquire("c3", 0, lease=100).release("c3", 100, 160)
