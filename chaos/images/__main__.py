@@ -2,8 +2,7 @@
 [--source DIR] [NAME…]`` (what ``scripts/docker-setup.sh`` runs): build the missing or
 outdated images (``--force``: rebuild them all; ``--retry``: try again those whose build failed
 before with the same recipe, which ``build`` otherwise skips: ``chaos.images.failures``;
-``--jobs N``: N servers compiled at once, default ``JOBS``, and ``BESIDE`` image that
-compiles nothing beside them), or list the names that are up to date /
+``--jobs N``: N images at once, default ``JOBS``), or list the names that are up to date /
 would be built, one ``name image`` a line. ``--prefix P`` goes before every tag built or read
 (``scratch/``: a build from nothing beside the images runs use, which it never touches).
 ``--source DIR``: the lockchaos source tree the demo image is wheeled from (default: the

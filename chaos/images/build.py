@@ -66,13 +66,9 @@ SOURCES = binaries.CACHE / "sources"  # verified upstream tarballs (setup.sh's t
 WHEELHOUSE = binaries.CACHE / "wheelhouse"  # dependency wheels (tests/redis/test_install.py's too)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SITE_PACKAGES = "/usr/local/lib/python3.11/dist-packages"  # where Debian's python3 looks
-# Servers built at once: two cores. A server's make and a suite's debootstrap or an apt-get
+# Images built at once: two cores. A server's make and a suite's debootstrap or an apt-get
 # (mostly waiting on the mirror) overlap; four at once only made each slower.
 JOBS = 2
-# Images that compile nothing (Toxiproxy's, Python's, lockchaos's: a copy, an apt-get, a pip
-# install) built beside them: in a build from nothing they waited for the last server's make,
-# 50 s of the set-up's 300 (2026-11-27, scripts/fresh-machine.sh).
-BESIDE = 1
 # A tag prefix (``--prefix scratch/``): lowercase words of a repository name, ending "/" or "-".
 PREFIX = re.compile(r"([a-z0-9]+[._/-]+)*")
 DEBOOTSTRAP_TIMEOUT_S = 900
@@ -183,8 +179,7 @@ def build(
     (``scratch/`` builds ``scratch/lockchaos/redis:7.0``…: a build from nothing that leaves
     the images runs use alone). One build of a prefix at a time on a machine: another waits
     for it, then builds what it left missing. Returns the names built; ``progress`` gets one
-    line per step. ``UsageError`` (one line) when a prerequisite is missing. ``jobs`` counts
-    the images that compile a server; ``BESIDE`` more, that compile nothing, run beside them.
+    line per step. ``UsageError`` (one line) when a prerequisite is missing.
     """
     wanted = chosen(names, source)
     for name in wanted:
@@ -204,7 +199,7 @@ def build(
         mirror = debian_mirror()
         run = _Run(mirror, source, prefix, _serialised(progress), failures.load(), retry or force)
         try:
-            reasons = _in_order(todo, run.make, jobs, compiles=_compiles, beside=BESIDE)
+            reasons = _in_order(todo, run.make, jobs)
         finally:
             _remove_tree(BASES)
     not_built = [reason for reason in reasons.values() if reason is not None]
@@ -229,29 +224,20 @@ def _with_needs(names: list[str]) -> list[str]:
     return ordered
 
 
-def _compiles(name: str) -> bool:
-    return RECIPES[name].compiles
-
-
 def _in_order(
-    todo: list[str], make: Callable[[str], str | None], jobs: int,
-    compiles: Callable[[str], bool] = lambda name: True, beside: int = 0,
+    todo: list[str], make: Callable[[str], str | None], jobs: int
 ) -> dict[str, str | None]:
-    """``make`` each of ``todo`` in ``todo``'s order as far as each one waits for the images
-    it is made from (``needs``) among them, ``jobs + beside`` at a time of which at most
-    ``jobs`` ``compiles`` (the cores' work; the others mostly wait on a mirror or the disk);
-    one made from an image that was not built is not tried. Each name's outcome: None
-    (built) or why not, in one line."""
+    """``make`` each of ``todo``, ``jobs`` at a time, in ``todo``'s order as far as each one
+    waits for the images it is made from (``needs``) among them; one made from an image that
+    was not built is not tried. Each name's outcome: None (built) or why not, in one line."""
     outcome: dict[str, str | None] = {}
     pending = list(todo)
     running: dict[Future[str | None], str] = {}
-    with ThreadPoolExecutor(max_workers=jobs + beside, thread_name_prefix="image") as pool:
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="image") as pool:
         while pending or running:
             for name in list(pending):
-                if len(running) >= jobs + beside:
+                if len(running) >= jobs:
                     break
-                if compiles(name) and sum(map(compiles, running.values())) >= jobs:
-                    continue  # the cores are taken
                 made_from = [n for n in needs(RECIPES[name]) if n in todo]
                 if any(n not in outcome for n in made_from):
                     continue  # its base is still being built

@@ -70,7 +70,6 @@ class _Named:
     """A recipe's image is the one the runtime names it by (``chaos.topology.images``)."""
 
     name: str
-    compiles = False  # its build runs a compiler: the cores' work (``build.JOBS`` at once)
 
     @property
     def image(self) -> str:
@@ -91,7 +90,6 @@ class ServerRecipe(_Named):
     make_flags: tuple[str, ...] = ("MALLOC=libc", "BUILD_TLS=no", "USE_SYSTEMD=no")
 
     kind = "server"
-    compiles = True
 
 
 @dataclass(frozen=True)

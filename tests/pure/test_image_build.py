@@ -56,35 +56,6 @@ def test_images_are_made_at_once_up_to_jobs_each_after_what_it_is_made_from() ->
             assert spans[base][1] <= spans[name][0], (base, name)
 
 
-def test_an_image_that_compiles_nothing_is_built_beside_the_servers_compiling() -> None:
-    """Two servers' makes take the two cores; Toxiproxy's image (a copy) does not wait for
-    them, and never do three servers compile at once."""
-    todo = list(RECIPES)
-    servers = {name for name in todo if RECIPES[name].compiles}
-    assert servers == {"redis-7.0", "redis-8.0", "valkey-8.1", "valkey-9.1"}
-    lock = threading.Lock()
-    now: list[str] = []
-    most = [0, 0]  # at once: all, compiling
-    both_compiling = threading.Event()
-
-    def make(name: str) -> None:
-        with lock:
-            now.append(name)
-            most[0] = max(most[0], len(now))
-            most[1] = max(most[1], len(servers.intersection(now)))
-            if len(servers.intersection(now)) == 2:
-                both_compiling.set()
-        if name in servers:
-            both_compiling.wait(timeout=5)
-            time.sleep(0.05)
-        with lock:
-            now.remove(name)
-
-    outcome = _in_order(todo, make, jobs=2, compiles=lambda name: name in servers, beside=1)
-    assert outcome == dict.fromkeys(todo)
-    assert most == [3, 2]
-
-
 def test_an_image_made_from_one_that_failed_is_not_tried_and_says_why() -> None:
     todo = list(RECIPES)
     make, spans, _ = _record(fail={"python"})
