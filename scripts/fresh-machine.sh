@@ -77,6 +77,7 @@ for driver in $("$PY" -c 'from chaos.drivers.catalog import BUNDLED_DRIVERS; pri
 done
 # Each pytest step's temporary directories under $WORK/pytest (pytest keeps a user's last three
 # runs only: a failed test's run directory was gone by the time it was read).
+mkdir -p "$WORK/pytest"  # pytest makes --basetemp, not its parent
 timed browser 600 env CI=true "$PY" -m pytest -q -p no:cacheprovider \
     --basetemp "$WORK/pytest/browser" tests/browser
 timed test 3600 env CI=true make test PYTEST_ARGS="--basetemp $WORK/pytest/test"  # as CI: every group
