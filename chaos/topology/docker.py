@@ -61,7 +61,7 @@ from chaos.topology.base import (
 from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.engine import engine
 from chaos.topology.images import FAKETIME_FILE, SERVERS, image_for, labels, own_image
-from chaos.topology.node import wait_until
+from chaos.topology.node import sentinel_knows_all, wait_until
 from chaos.topology.reaper import Reaper, remove_containers
 from chaos.topology.remote import RemoteNode, RemoteServer, RemoteTopology
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
@@ -500,26 +500,9 @@ class DockerTopology(RemoteTopology):
 
 
 def _knows_all(sentinel: RemoteServer) -> bool:
-    """The Sentinel sees an up master, every replica connected and every peer."""
-    name = LAYOUT.master_name
     with sentinel.client(decode_responses=True) as conn:
-        master = _pairs(conn.execute_command("SENTINEL", "MASTER", name))
-        replicas = conn.execute_command("SENTINEL", "REPLICAS", name)
-        peers = conn.execute_command("SENTINEL", "SENTINELS", name)
-    connected = [r for r in replicas if "disconnected" not in _pairs(r).get("flags", "")]
-    return (
-        "master" in master.get("flags", "")
-        and "down" not in master.get("flags", "")
-        and len(connected) == len(LAYOUT.replicated) - 1
-        and len(peers) == len(LAYOUT.sentinels) - 1
-    )
-
-
-def _pairs(flat: Any) -> dict[str, str]:
-    """Sentinel replies are flat [key, value, …] lists (or already dicts)."""
-    if isinstance(flat, dict):
-        return flat
-    return dict(zip(flat[::2], flat[1::2], strict=False))
+        return sentinel_knows_all(conn, LAYOUT.master_name, len(LAYOUT.replicated) - 1,
+                                  len(LAYOUT.sentinels) - 1)
 
 
 def _synced(replica: RemoteServer) -> bool:

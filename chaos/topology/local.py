@@ -39,7 +39,13 @@ from chaos.topology.base import (
     host_port,
 )
 from chaos.topology.cluster import CLUSTER_MASTERS, MasterAndFailover, form_cluster
-from chaos.topology.node import RedisNode, SentinelNode, check_node_count, wait_until
+from chaos.topology.node import (
+    RedisNode,
+    SentinelNode,
+    check_node_count,
+    sentinel_knows_all,
+    wait_until,
+)
 from chaos.topology.ports import free_ports
 from chaos.topology.processes import Supervisor
 from chaos.topology.reaper import Reaper
@@ -309,28 +315,10 @@ class LocalTopology(MasterAndFailover, ClosedOnExit):
         self._reaper.dismiss()
 
 
-def _pairs(flat: Any) -> dict[str, Any]:
-    """Sentinel replies are flat [key, value, key, value, …] lists (or already dicts)."""
-    if isinstance(flat, dict):
-        return flat
-    return dict(zip(flat[::2], flat[1::2], strict=False))
-
-
 def _synced(replica: RedisNode) -> bool:
     return replica.info("replication").get("master_link_status") == "up"
 
 
 def _knows_all(sentinel: SentinelNode) -> bool:
-    """Sentinel sees an up master, both replicas connected and both peers."""
     with sentinel.client(decode_responses=True) as conn:
-        master = conn.execute_command("SENTINEL", "MASTER", MASTER_NAME)
-        replicas = conn.execute_command("SENTINEL", "REPLICAS", MASTER_NAME)
-        peers = conn.execute_command("SENTINEL", "SENTINELS", MASTER_NAME)
-    flags = _pairs(master).get("flags", "")
-    up_replicas = [r for r in replicas if "disconnected" not in _pairs(r).get("flags", "")]
-    return (
-        "master" in flags
-        and "down" not in flags
-        and len(up_replicas) == REPLICAS
-        and len(peers) == SENTINELS - 1
-    )
+        return sentinel_knows_all(conn, MASTER_NAME, REPLICAS, SENTINELS - 1)

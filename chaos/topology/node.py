@@ -50,6 +50,31 @@ def wait_until(
     raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
+def sentinel_knows_all(conn: redis.Redis, master_name: str, replicas: int, peers: int) -> bool:
+    """The Sentinel behind ``conn`` sees an up master, ``replicas`` replicas it would promote
+    and ``peers`` other Sentinels. A replica counts once connected *and* its own INFO was read
+    (``master-link-status`` ok): until then Sentinel knows it only from the master's INFO and
+    promotes none — a failover asked for then answered ``NOGOODSLAVE No suitable replica to
+    promote`` (a set-up from nothing, 2026-11-27)."""
+    master = _pairs(conn.execute_command("SENTINEL", "MASTER", master_name))
+    known = [_pairs(r) for r in conn.execute_command("SENTINEL", "REPLICAS", master_name)]
+    promotable = [r for r in known if "disconnected" not in r.get("flags", "")
+                  and r.get("master-link-status") == "ok"]
+    return (
+        "master" in master.get("flags", "")
+        and "down" not in master.get("flags", "")
+        and len(promotable) == replicas
+        and len(conn.execute_command("SENTINEL", "SENTINELS", master_name)) == peers
+    )
+
+
+def _pairs(flat: Any) -> dict[str, Any]:
+    """Sentinel replies are flat [key, value, key, value, …] lists (or already dicts)."""
+    if isinstance(flat, dict):
+        return flat
+    return dict(zip(flat[::2], flat[1::2], strict=False))
+
+
 def direct_client(
     host: str,
     port: int,
