@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import redis
 
-from chaos.nemesis.fault import Param, Target, report_effect, wait_for_holder
+from chaos.nemesis.fault import Param, Target, at_work_ms, report_effect, wait_for_holder
 from chaos.topology import base
 from chaos.topology.base import host_port
 from chaos.workload.harness import WorkloadEnv
@@ -25,10 +25,11 @@ NAMED_OR_EVERY = Param("text", pattern=r"\*|c[0-9]+", shape="a client id (c2) or
 
 
 def named_or_holder(env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-    """The client ``params`` names (``client=c2``, or ``*`` for every one), else the holder."""
+    """The client ``params`` names (``client=c2``, or ``*`` for every one), else the holder
+    (one at work, for a fault that holds it on after the heal: ``at_work_ms``)."""
     if "client" in params:
         return Target(client=str(params["client"]))
-    return Target(client=wait_for_holder(env, rng))
+    return Target(client=wait_for_holder(env, rng, held_for_ms=at_work_ms(env, params)))
 
 
 def holder_nodes(env: WorkloadEnv, client: str) -> list[int]:

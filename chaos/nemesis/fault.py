@@ -71,25 +71,34 @@ def wait_for_holder(
     rng: random.Random,
     timeout_s: float = AIM_WAIT_S,
     acquired_within_ms: float | None = None,
+    held_for_ms: float | None = None,
 ) -> str:
-    """The current holder (waiting briefly for one, or for one that has just acquired), else
-    a random live client. Asked for a fresh holder and none came in time, a holder that
-    acquired earlier is still better than a client that holds nothing: with long critical
-    sections (a 5 s hold) the next fresh grant may be seconds away. Never one an earlier
-    fault holds on after its heal (``WorkerPool.held_on``): its lease often gone, it sent
-    nothing, and a partition and a reset in turn aimed at Redisson's such holder "had no
-    effect on the lock"."""
+    """The current holder (waiting briefly for one, for one that has just acquired, or for
+    one that has held ``held_for_ms`` at least: ``at_work_ms``), else a random live client.
+    Asked for a fresh holder or one at work and none came in time, any holder is still
+    better than a client that holds nothing: with long critical sections (a 5 s hold) the
+    next fresh grant may be seconds away. Never one an earlier fault holds on after its heal
+    (``WorkerPool.held_on``): its lease often gone, it sent nothing, and a partition and a
+    reset in turn aimed at Redisson's such holder "had no effect on the lock"."""
     def aimable(holders: list[str]) -> list[str]:
         return [cid for cid in holders if not env.pool.held_on(cid)]
 
+    choosy = acquired_within_ms is not None or held_for_ms is not None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        holders = aimable(env.pool.holders(acquired_within_ms))
+        holders = aimable(env.pool.holders(acquired_within_ms, held_for_ms))
         if holders:
             return rng.choice(sorted(holders))
         time.sleep(0.002)
-    holders = aimable(env.pool.holders()) if acquired_within_ms is not None else []
+    holders = aimable(env.pool.holders()) if choosy else []
     return rng.choice(sorted(holders or aimable(list(env.pool.workers)) or env.pool.workers))
+
+
+def at_work_ms(env: WorkloadEnv, params: dict[str, Any]) -> float | None:
+    """How long the holder a fault with ``params`` hits should have held (``wait_for_holder``):
+    ``AT_WORK_TTLS`` for one that holds its holder on after the heal (``THEN_WORK``: it is
+    there to fail what a holder sends at work), else no matter."""
+    return AT_WORK_TTLS * env.config.ttl_ms if THEN_WORK in params else None
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,12 @@ ON_ITS_OWN = Param(min=0)  # a fault that heals itself (a crash, a slow section)
 # makes a holder's renewals fail (``chaos.experiments.audit.trials.failing_overrides``).
 THEN_WORK = "then_work_ms"
 THEN_WORK_MS = Param(min=0)
+# ... and it hits a holder that has held this long (``at_work_ms``), past its first extend or
+# renewal (a holder extends every TTL/3): one caught at its acquire (the previous hit holder,
+# held on, lets go and the next takes the lock just as the fault fires) had extended nothing
+# when its extends began to fail, and an extend that loses part of the lease each time it
+# succeeds — whole seconds added to a truncated PTTL — never showed under load (2 audits of 2).
+AT_WORK_TTLS = 0.5
 
 
 
@@ -227,7 +242,7 @@ class Fault(ABC):
         return {"duration_ms": round(rng.uniform(1.0, 2.0) * ttl_ms)}
 
     def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
-        return Target(client=wait_for_holder(env, rng))
+        return Target(client=wait_for_holder(env, rng, held_for_ms=at_work_ms(env, params)))
 
     def evidence_for(self, env: WorkloadEnv, target: Target) -> str:
         """The evidence this firing's start event declares: the class's ``evidence``, unless

@@ -54,6 +54,7 @@ from chaos.nemesis.fault import (
     Stepping,
     Target,
     TTLs,
+    at_work_ms,
     takes,
     wait_for_holder,
 )
@@ -361,7 +362,8 @@ class Partition(LinkFault):
         n = len(env.topology.nodes)
         count = {"one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1}
         nodes = sorted(rng.sample(range(n), min(n, count[params["scope"]])))
-        return Target(client=wait_for_holder(env, rng), nodes=nodes)
+        holder = wait_for_holder(env, rng, held_for_ms=at_work_ms(env, params))
+        return Target(client=holder, nodes=nodes)
 
     def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
         assert target.client is not None

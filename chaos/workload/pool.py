@@ -242,15 +242,20 @@ class WorkerPool:
             time.sleep(0.002)
         return dict(w.written) if w.holding.value else {}
 
-    def holders(self, acquired_within_ms: float | None = None) -> list[str]:
+    def holders(self, acquired_within_ms: float | None = None,
+                held_for_ms: float | None = None) -> list[str]:
         """Clients that believe they hold the lock right now (and, if asked, acquired it less
-        than ``acquired_within_ms`` ago: their whole critical section is still ahead)."""
-        since = 0 if acquired_within_ms is None else h.now() - int(acquired_within_ms * 1e6)
+        than ``acquired_within_ms`` ago: their whole critical section is still ahead; or at
+        least ``held_for_ms`` ago: at work, past their first extend)."""
+        at = h.now()
+        since = 0 if acquired_within_ms is None else at - int(acquired_within_ms * 1e6)
+        until = None if held_for_ms is None else at - int(held_for_ms * 1e6)
         with self._lock:
             return [
                 cid
                 for cid, w in self.workers.items()
                 if w.holding.value and w.holding.value >= since and not w.done
+                and (until is None or w.holding.value <= until)
             ]
 
     def pid(self, cid: str) -> int:
