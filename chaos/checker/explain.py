@@ -395,7 +395,8 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
     whose acquire writes before it knows it won (004's ``getSet``) can have overwritten ``a``'s
     value with an expiry stamped at that old invoke — already past when ``b`` read it.
     Acquires that never write (``SET NX``) cannot do this, and for them the faster ones this
-    leaves out are only polling."""
+    leaves out are only polling. Nor can one after which ``a`` extended before ``b`` asked
+    (``_wrote_again``)."""
     ttl = timeline.ttl_ns
     if ttl is None:
         return None
@@ -403,7 +404,7 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
         timeline.failed_at, timeline.failed_invoked, timeline.failed_by, strict=True
     ):
         if (p != a.process and invoked < a.start < failed <= b.start
-                and invoked + ttl <= b.start):
+                and invoked + ttl <= b.start and not _wrote_again(a, failed, b.invoked, timeline)):
             paused = timeline.pauses_of(p, invoked, failed)
             stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
             return "overwrote", (
@@ -414,6 +415,24 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
                 f"and took it"
             )
     return None
+
+
+def _wrote_again(hold: Hold, after: int, before: int, timeline: Timeline) -> bool:
+    """Whether ``hold``'s own extend, invoked after ``after`` and answered before ``before``,
+    gave it a new lease: it wrote its expiry again, and a lock that keeps the expiry in its
+    value must, to extend it — what an acquire wrote before is gone. (The whole-seconds extend
+    lost its lease's remainder at each extend, and its overlap read "that losing acquire
+    overwrote c2's expiry", the acquire 1.3 s and four extends behind the grant.)"""
+    p = hold.process
+    invoked, done = timeline.ops_invoked.get(p), timeline.ops_done.get(p)
+    if invoked is None or done is None:
+        return False
+    for since, _ in hold.leases[1:]:
+        if after < since < before and (p, since) in timeline.extended:
+            index = bisect_right(done, since) - 1  # the operation answered then
+            if index >= 0 and done[index] == since and invoked[index] > after:
+                return True
+    return False
 
 
 def _writes_first(timeline: Timeline) -> str:

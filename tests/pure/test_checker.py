@@ -646,6 +646,22 @@ def test_an_outlasted_acquire_whose_lease_no_key_backs_is_named_before_an_overwr
     assert only(within.release("c3", 808).check(), "hard").cause == "overwrote"
 
 
+def test_a_losing_acquire_the_holder_extended_after_is_not_named_an_overwrite():
+    """The whole-seconds extend (each extend lost what a truncated PTTL dropped): c1's losing
+    acquire had failed 5 ms into c2's hold, c2 extended four times after it, and c3's grant
+    while c2's lease was valid read "that losing acquire overwrote c2's expiry". An extend
+    invoked after the losing acquire returned wrote c2's expiry again before c3 asked."""
+    h = History().attempt("c1", 0, 5).acquire("c2", 3, lease=200)
+    for ms in (70, 140, 210, 280):
+        h.extend("c2", ms, ms + 400)
+    v = only(h.acquire("c3", 300).release("c2", 500).check(), "hard")
+    assert v.cause != "overwrote", v.explanation
+    # without those extends, the overwrite still fits the times
+    h = History().attempt("c1", 0, 5).acquire("c2", 3, lease=600)
+    v = only(h.acquire("c3", 300).release("c2", 500).check(), "hard")
+    assert v.cause == "overwrote", v.explanation
+
+
 def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
     h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=650, lease=300)
     assert only(h.release("c3", 808).check(), "hard").cause == "unexplained"
