@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
+from itertools import pairwise
 
 from chaos.checker.data import LostWrite
 from chaos.checker.fairness import Overtaken
@@ -131,17 +132,24 @@ def _revived(ov: Overlap, timeline: Timeline, clock: Clock) -> tuple[str, str] |
         if not lapsed <= other.start < t or timeline.split_at(t) is not None or (
                 timeline.key_loss(lapsed, t) is not None):
             continue
-        p, at = holder.process, clock.at
-        if (p, t) in timeline.extended:
-            cause, op, verb = "foreign-extend", "extend", "extends"
-        elif any(level.start == t for level in holder.levels or ()):
-            cause, op, verb = "foreign-reentry", "nested acquire", "re-enters"
-        else:
-            cause, op, verb = "foreign-renewal", "renewal", "renews"
-        return cause, (f"{p}'s {op} at {at(t)} succeeded although {other.process} had held "
-                       f"the lock since {at(other.start)}: the {op} does not check whose key "
-                       f"it {verb}")
+        return _unchecked(holder, t, other, timeline, clock)
     return None
+
+
+def _unchecked(holder: Hold, t: int, other: Hold, timeline: Timeline,
+               clock: Clock) -> tuple[str, str]:
+    """The cause and the words for what gave ``holder`` its lease from ``t`` on — its extend,
+    a nested acquire or a renewal — though ``other`` held the lock by then."""
+    p, at = holder.process, clock.at
+    if (p, t) in timeline.extended:
+        cause, op, verb = "foreign-extend", "extend", "extends"
+    elif any(level.start == t for level in holder.levels or ()):
+        cause, op, verb = "foreign-reentry", "nested acquire", "re-enters"
+    else:
+        cause, op, verb = "foreign-renewal", "renewal", "renews"
+    return cause, (f"{p}'s {op} at {at(t)} succeeded although {other.process} had held "
+                   f"the lock since {at(other.start)}: the {op} does not check whose key "
+                   f"it {verb}")
 
 
 def _did(hold: Hold) -> str:
@@ -315,12 +323,37 @@ def _claims_past_any_key(b: Hold, timeline: Timeline) -> bool:
     return ttl is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * ttl
 
 
+def _took_over(release: Release, victim: Hold) -> tuple[int, int] | None:
+    """When the releaser's own extend (renewal, nested grant) succeeded after ``victim`` had
+    acquired — its lease gone before ``victim`` did, so that key was ``victim``'s — and
+    before the release: one that does not check whose key it extends (``SET key token XX``)
+    made it the releaser's, and its owner-checked release then removed it. (When, and when
+    its lease had lapsed.) ``_revived`` names such an extend when the lease it gave was still
+    valid; one invoked before a pause and answered after it gave a lease already past, and
+    the overlap read "c2 released c1's lock" (a fresh clone's CI)."""
+    hold = release.hold
+    if hold is None:
+        return None
+    for (_, lapsed_at), (since, _) in pairwise(hold.leases):
+        if lapsed_at <= victim.start < since <= release.invoked:
+            return since, lapsed_at
+    return None
+
+
 def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,
               clock: Clock) -> tuple[str, str]:
     """The words for a release by another client that removed ``victim``'s key
     (``Timeline.foreign_release``): certain, in flight, or with no answer."""
     at = clock.at
     release, certain = found
+    took = _took_over(release, victim)
+    if took is not None and release.hold is not None:  # it removed a key it had made its own
+        since, lapsed_at = took
+        cause, text = _unchecked(release.hold, since, victim, timeline, clock)
+        p = release.process
+        return cause, (f"{text}. Before it, {p}'s lease expired at {at(lapsed_at)}; after it, "
+                       f"{p}'s release returned true at {at(release.acked)}, removing "
+                       f"{victim.process}'s key")
     if certain:
         text = (
             f"{release.process} released {victim.process}'s lock at {at(release.acked)}: "

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from test_checker_support import History
+from test_checker_support import History, at
 
 from chaos.checker import check, fails
 
@@ -660,6 +660,29 @@ def test_a_losing_acquire_the_holder_extended_after_is_not_named_an_overwrite():
     h = History().attempt("c1", 0, 5).acquire("c2", 3, lease=600)
     v = only(h.acquire("c3", 300).release("c2", 500).check(), "hard")
     assert v.cause == "overwrote", v.explanation
+
+
+def test_a_release_of_a_key_the_releasers_extend_took_over_names_the_extend():
+    """``SET key token XX`` (broken_locks.extend_sets_anyones_key), a fresh clone's CI: c2's
+    extend, invoked just before a pause, answered after it with a lease already past; its
+    command wrote c2's token over c1's key, and c2's release then removed it — c3 took the
+    lock while c1's lease was valid. The overlap read "c2 released c1's lock": the release
+    only removed what the extend had made c2's."""
+    h = History().acquire("c2", 0, lease=200)
+    h.add(120, "invoke", "c2", "extend", token=h.tokens["c2"])
+    h.acquire("c1", 210, lease=500)
+    h.add(560, "ok", "c2", "extend", token=h.tokens["c2"], valid_until=at(320))
+    h.release("c2", 561, 562).acquire("c3", 563).release("c1", 600, outcome="fail")
+    v = only(h.check(), "hard")
+    assert (v.processes, v.cause) == (["c1", "c3"], "foreign-extend"), v.explanation
+    assert ("c2's extend at 0.560 s succeeded although c1 had held the lock since 0.210 s: "
+            "the extend does not check whose key it extends. Before it, c2's lease expired "
+            "at 0.200 s; after it, c2's release returned true at 0.562 s, removing c1's key"
+            ) in v.explanation
+    # no extend between: the release alone
+    h = History().acquire("c2", 0, lease=200).acquire("c1", 210, lease=500)
+    h.release("c2", 561, 562).acquire("c3", 563).release("c1", 600, outcome="fail")
+    assert only(h.check(), "hard").cause == "foreign-release"
 
 
 def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
