@@ -308,7 +308,10 @@ class Timeline:
         its own lease had lapsed (or it ended no hold of its own): its DEL may have reached
         Redis after this acquire's SET, and a loaded machine can deliver the releaser's
         reply first. (A release of a live lease cannot: this acquire's SET NX could only
-        succeed once that release had removed the releaser's own key.) Failing those, a
+        succeed once that release had removed the releaser's own key. Nor can one invoked
+        before this acquire returned that returned after it, its lease still valid then: c1's
+        release of a live lease, in flight 0.9 ms across c2's grant, read as what removed
+        c2's key 200 ms later, when c2's lease had run out while it was paused.) Failing those, a
         release that got no answer, invoked before ``before``, within ``IN_FLIGHT_BOUND_NS``
         of this hold's acquire, by the same rule: a ``DEL`` whose reply a fault lost ran all
         the same, and the overlap it made was "unexplained". If ``chained`` (the explanations'
@@ -333,6 +336,9 @@ class Timeline:
             if release.acked <= hold.start and not release.stale and not (
                     chained and (release.outlived or self._lost_key(release))):
                 continue
+            if release.invoked < hold.start < release.acked and not release.outlived and not (
+                    chained and self._lost_key(release)):
+                continue  # its own key stood until its command ran: before this SET NX could
             if release.acked <= before and release.invoked >= hold.start:
                 return release, True
             in_flight = in_flight or release

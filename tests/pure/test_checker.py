@@ -685,6 +685,29 @@ def test_a_release_of_a_key_the_releasers_extend_took_over_names_the_extend():
     assert only(h.check(), "hard").cause == "foreign-release"
 
 
+def test_a_live_leases_release_in_flight_across_a_grant_is_no_suspect():
+    """A fresh clone's CI: c1's release of a lease still valid for 140 ms was in flight 0.9 ms
+    across c2's grant; c2 was then paused past its lease, c3 took the lock, and c2's owner-less
+    extend took it back. "Before it, c1 released c2's lock: c1's release … was still in flight
+    when c2 acquired": but c1's key stood until its command ran, so c2's SET NX came after
+    it. Before it, c2's lease expired."""
+    h = History().acquire("c1", 0, lease=340)
+    h.add(200, "invoke", "c1", "release", token=h.tokens["c1"])
+    h.acquire("c2", 200.8, invoked=200.5, lease=200)
+    h.add(200.9, "ok", "c1", "release", token=h.tokens["c1"])
+    h.acquire("c3", 406, lease=200).extend("c2", 530, 730).release("c2", 600)
+    v = only(h.release("c3", 650, outcome="fail").check(), "hard")
+    assert (v.processes, v.cause) == (["c2", "c3"], "foreign-extend"), v.explanation
+    assert "Before it, c2's lease expired at 0.401 s while c2 still held it" in v.explanation
+    # its lease gone before it returned: its command may have come after c2's SET NX
+    h = History().acquire("c1", 0, lease=200.7)
+    h.add(200, "invoke", "c1", "release", token=h.tokens["c1"])
+    h.acquire("c2", 200.8, invoked=200.5, lease=500)
+    h.add(200.9, "ok", "c1", "release", token=h.tokens["c1"])
+    v = only(h.acquire("c3", 406, lease=200).check(), "hard")
+    assert v.cause == "in-flight-release", v.explanation
+
+
 def test_an_acquire_quicker_than_the_ttl_is_not_named_so():
     h = History().acquire("c3", 755, lease=178).acquire("c2", 801, invoked=650, lease=300)
     assert only(h.release("c3", 808).check(), "hard").cause == "unexplained"
