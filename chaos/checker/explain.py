@@ -330,9 +330,10 @@ def _took_over(release: Release, victim: Hold) -> tuple[int, int] | None:
     made it the releaser's, and its owner-checked release then removed it. (When, and when
     its lease had lapsed.) ``_revived`` names such an extend when the lease it gave was still
     valid; one invoked before a pause and answered after it gave a lease already past, and
-    the overlap read "c2 released c1's lock" (a fresh clone's CI)."""
+    the overlap read "c2 released c1's lock" (a fresh clone's CI). Only for a release that
+    answered true: one with no answer is a hypothesis of its own (``_released``)."""
     hold = release.hold
-    if hold is None:
+    if hold is None or not release.answered:
         return None
     for (_, lapsed_at), (since, _) in pairwise(hold.leases):
         if lapsed_at <= victim.start < since <= release.invoked:

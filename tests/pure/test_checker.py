@@ -679,6 +679,14 @@ def test_a_release_of_a_key_the_releasers_extend_took_over_names_the_extend():
             "the extend does not check whose key it extends. Before it, c2's lease expired "
             "at 0.200 s; after it, c2's release returned true at 0.562 s, removing c1's key"
             ) in v.explanation
+    # a release that got no answer is no "returned true"
+    h = History().acquire("c2", 0, lease=200)
+    h.add(120, "invoke", "c2", "extend", token=h.tokens["c2"])
+    h.acquire("c1", 210, lease=500)
+    h.add(560, "ok", "c2", "extend", token=h.tokens["c2"], valid_until=at(320))
+    h.release("c2", 561, 562, outcome="info").acquire("c3", 563)
+    v = only(h.release("c1", 600, outcome="fail").check(), "hard")
+    assert "returned true" not in v.explanation, v.explanation
     # no extend between: the release alone
     h = History().acquire("c2", 0, lease=200).acquire("c1", 210, lease=500)
     h.release("c2", 561, 562).acquire("c3", 563).release("c1", 600, outcome="fail")
