@@ -15,9 +15,11 @@ direct evidence to the least:
    valid) freed the lock its outer hold still had: a reentrant lock whose release ignores
    its count (python-zk/kazoo#291);
 4. the earlier lease had simply expired (the holder was stalled, or its work outran the TTL);
-5. the later acquire took a TTL or longer and the lock granted it a lease more than
-   ``CLAIM_TTLS`` TTLs past the grant, which no key it set can back (the redlock crate's
-   validity, computed in an unsigned integer, wraps);
+5. either acquire (the later one first) took a TTL or longer and the lock granted it a
+   lease more than ``CLAIM_TTLS`` TTLs past the grant, which no key it set can back (the
+   redlock crate's validity, computed in an unsigned integer, wraps): the earlier holder's
+   keys had expired under a lease that said otherwise, or the later one was granted on keys
+   already gone;
 6. a fault that moves a client's wall clock was on when the later client acquired, aimed at
    one of the two: a lock that judges expiry by client clocks gave it away early;
 7. a client's losing acquire that writes first overwrote the earlier holder's expiry (certain
@@ -257,9 +259,10 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             f"{a.process}'s lease expired at {at(lapsed)} while {a.process} still held it "
             f"({_stalled(a, b.start, timeline, clock)})"
         )
-    outlasted = _outlasted(b, timeline, clock)
-    if outlasted is not None and _claims_past_any_key(b, timeline):
-        return outlasted
+    for holder in (b, a):
+        unbacked = _outlasted(holder, timeline, clock)
+        if unbacked is not None and _claims_past_any_key(holder, timeline):
+            return unbacked
     moved = _clock_moved(a, b, timeline, clock)
     if moved is not None:
         return moved
@@ -284,6 +287,7 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
             chain, victim = timeline.foreign_release(b, a.start, chained=True), b
         if chain is not None:
             return _released(chain, victim, timeline, clock)
+    outlasted = _outlasted(b, timeline, clock)
     if outlasted is not None:
         return outlasted
     return "unexplained", (
@@ -317,8 +321,9 @@ def _claims_past_any_key(b: Hold, timeline: Timeline) -> bool:
     no key set during its acquire lasts that long, so an acquire that outlasted its TTL
     (``_outlasted``) is the certain cause, named before the hypotheses about other clients'
     writes (a losing acquire that overwrote an expiry: in the redlock crate's audit, every
-    client was paused before its last node, and the one whose validity wrapped was named
-    second to a loser that overwrote nothing)."""
+    client was paused before its last node, and the one whose validity wrapped — the later
+    holder in one seed, the earlier in another — was named second to a loser that overwrote
+    nothing)."""
     ttl = timeline.ttl_ns
     return ttl is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * ttl
 

@@ -646,6 +646,18 @@ def test_an_outlasted_acquire_whose_lease_no_key_backs_is_named_before_an_overwr
     assert only(within.release("c3", 808).check(), "hard").cause == "overwrote"
 
 
+def test_an_earlier_holder_whose_lease_no_key_backs_is_named_before_an_overwrite():
+    """The redlock crate's audit, seed 1: c2, paused before its last node, was granted a
+    lease for ever 260 ms after it asked; its other keys had expired, and c5 took the lock
+    11 ms later. c1's losing acquire, under way across c2's grant, was named instead ("if
+    this lock's acquire writes before it knows it won, … overwrote c2's expiry")."""
+    h = History().attempt("c1", 432, 697).acquire("c2", 687, invoked=427, lease=10**9)
+    v = only(h.acquire("c5", 698, lease=187).release("c2", 739).check(), "hard")
+    assert (v.processes, v.cause) == (["c2", "c5"], "acquire-outlasted-lease"), v.explanation
+    assert "c2's acquire, invoked at 0.427 s, took 260 ms, longer than the 200 ms TTL" \
+        in v.explanation
+
+
 def test_a_losing_acquire_the_holder_extended_after_is_not_named_an_overwrite():
     """The whole-seconds extend (each extend lost what a truncated PTTL dropped): c1's losing
     acquire had failed 5 ms into c2's hold, c2 extended four times after it, and c3's grant
