@@ -9,7 +9,8 @@ violation's explanation, the campaign that found it and the command that replays
 judged as its source predicts (``Library.expected``) when every seed's audit says so: a sound
 one passes (exit 0: no violation at or above ``hard``, everything it asked for exercised —
 soft and lost writes are the known limit of a lease without fencing), a broken one fails
-(exit 1) for the reason its source gives.
+(exit 1, hard) for the reason its source gives: the checker names one of ``Library.flaw``
+as the first hard violation's cause.
 
 An hour of audits belongs on several machines, so it shards like ``compare``: each of N jobs
 (a CI matrix, a Kubernetes Indexed Job running the lockchaos image) runs every N-th audit from
@@ -53,12 +54,15 @@ ROOM_POLL_S = 2.0
 class Library:
     """One library of the corpus: the bundled lock that wraps it, and what its source says
     the audit must find — ``expected`` (``passes``/``fails``), ``because`` (one sentence, the
-    mechanism), ``cites`` (the source lines and tracker threads that say so)."""
+    mechanism), ``cites`` (the source lines and tracker threads that say so), and for a broken
+    one ``flaw``: the causes (``Violation.cause``) the checker gives that mechanism. A hard
+    violation of another cause is a finding the source does not predict, not the flaw."""
 
     lock: str
     expected: str
     because: str
     cites: str
+    flaw: tuple[str, ...] = ()
 
 
 CORPUS = (
@@ -74,7 +78,9 @@ CORPUS = (
             "with no `expire`, its acquire script compares the string \"-1\" with the number "
             "-1 (always unequal in Lua) and runs `EXPIRE key -1`, which deletes the key it just "
             "set: every acquire succeeds",
-            "sherlock 0.4.1 `sherlock/lock.py:416,484-485`; py-sherlock/sherlock PR #37"),
+            "sherlock 0.4.1 `sherlock/lock.py:416,484-485`; py-sherlock/sherlock PR #37",
+            # the acquire deleted its own key: no command the history shows removed it
+            flaw=("unexplained",)),
     Library("pottery-redlock", PASSES,
             "Redlock on 5 masters: a quorum of SET NX PX, validity checked against the time "
             "spent; the audit assumes crash-restart and clock jumps away (Kleppmann)",
@@ -83,7 +89,8 @@ CORPUS = (
             "its renewal thread has no error handling: one failed renewal (a reset, a lost "
             "reply) ends it for good, and the lease lapses under a holder that runs on",
             "python-redis-lock 4.0.1 `redis_lock/__init__.py:272-286`; "
-            "ionelmc/python-redis-lock#85"),
+            "ionelmc/python-redis-lock#85",
+            flaw=("dead-watchdog",)),
     Library("bsm-redislock", PASSES,
             "SET NX PX in Lua, compare-and-PEXPIRE to refresh, compare-and-DEL to release",
             "github.com/bsm/redislock v0.9.4 `redislock.go:18-26,56-207`"),
@@ -91,7 +98,8 @@ CORPUS = (
             "its release checks the lease against the client's own clock, then sends a plain "
             "DEL with no owner check: a holder stopped past its lease deletes the next "
             "holder's lock",
-            "npm redis-lock 1.0.0 `index.js:13,41-45`; errorception/redis-lock#29, #39"),
+            "npm redis-lock 1.0.0 `index.js:13,41-45`; errorception/redis-lock#29, #39",
+            flaw=("in-flight-release", "foreign-release")),
     Library("sesame-redlock", PASSES,
             "Redlock in Lua scripts on N masters; it hands over a lock whose validity the "
             "time spent ate (validity ≤ 0), which claims no instant, so no overlap with it "
@@ -109,7 +117,8 @@ CORPUS = (
             "its validity is a `usize` computed as TTL − drift − elapsed: an acquire that "
             "outlasts the TTL wraps around, and a lease already expired is returned as valid "
             "for about 1.8·10¹⁹ ms",
-            "crate redlock 2.0.0 `src/redlock.rs:145,150-155`; badboy/redlock-rs#20, PR #21"),
+            "crate redlock 2.0.0 `src/redlock.rs:145,150-155`; badboy/redlock-rs#20, PR #21",
+            flaw=("acquire-outlasted-lease",)),
 )
 BY_LOCK = {library.lock: library for library in CORPUS}
 
@@ -120,16 +129,17 @@ def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, Any
     started = time.monotonic()
     result = run_audit(AuditPlan(Campaign(lock, seed=seed), budget_s), out)
     worst = result.verdicts[0] if result.verdicts else None
-    first, found_by, replay = None, None, None
+    first, cause, found_by, replay = None, None, None, None
     if worst is not None and worst[1].violations:
         name, verdict, run_dir = worst
-        first = verdict.violations[0].explanation
+        first, cause = verdict.violations[0].explanation, verdict.violations[0].cause
         found_by = name
         campaign = load_campaign(run_dir)
         if campaign is not None:
             replay = "lockchaos " + shlex.join(["run", *campaign.options()])
     return row_of(lock, seed, budget_s, exit_status=result.exit_status,
-                  verdict=result.verdict, first_violation=first, found_by=found_by,
+                  verdict=result.verdict, first_violation=first, cause=cause,
+                  found_by=found_by,
                   replay=replay, first_hard_s=result.first_hard_s,
                   wall_s=round(time.monotonic() - started, 1),
                   untested=[why for _, why in result.untested],
@@ -153,16 +163,19 @@ def row_of(lock: str, seed: int, budget_s: float, **values: Any) -> dict[str, An
     """A row of the page, every field there (None where an audit did not say), stamped
     with the commit."""
     return {"lock": lock, "seed": seed, "budget_s": budget_s, "exit_status": None,
-            "verdict": None, "first_violation": None, "found_by": None, "replay": None,
+            "verdict": None, "first_violation": None, "cause": None, "found_by": None,
+            "replay": None,
             "first_hard_s": None, "wall_s": None, "untested": [], "audit_dir": None,
             **values, "commit": commit()}
 
 
 def judged(library: Library, row: dict[str, Any]) -> bool:
-    """Whether one audit judged ``library`` as its source predicts."""
+    """Whether one audit judged ``library`` as its source predicts: a sound one passed, a
+    broken one failed hard for its flaw (a row written before rows kept the cause has none)."""
     if library.expected == PASSES:
         return bool(row["exit_status"] == 0)
-    return bool(row["exit_status"] == 1 and row["verdict"] == "hard")  # for the flaw it has
+    return bool(row["exit_status"] == 1 and row["verdict"] == "hard"
+                 and row.get("cause") in library.flaw)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -223,8 +236,8 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         "and held against what its own source and tracker predict. *Passes*: no violation at or",
         "above `hard` and everything the audit asked for exercised (a holder that outlives its",
         "lease under a long pause, and the lost writes that follow, are the known limit of any",
-        "lease without fencing: [fencing.md](fencing.md)). *Fails*: the audit found the flaw",
-        "the source shows.",
+        "lease without fencing: [fencing.md](fencing.md)). *Fails*: the audit found a hard",
+        "violation, and the checker named the cause the source predicts (the *cause* column).",
         "",
         f"Audited at commit {made_at(by_lock)} by `python bench/libraries.py run --out DIR` "
         "(sharded:",
@@ -232,8 +245,8 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         "`python bench/libraries.py merge DIR… --page docs/libraries.md`.",
         "",
         "| library | language | verdict (seeds) | as its source predicts | first violation | "
-        "breaking fault | median to first hard |",
-        "|---|---|---|---|---|---|---|",
+        "cause | breaking fault | median to first hard |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     details = []
     for library in CORPUS:
@@ -245,18 +258,23 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         language = info.language if info else ""
         verdicts = ", ".join(f"{row['verdict']}" for row in rows)
         matched = sum(judged(library, row) for row in rows)
-        finding = next((row for row in rows if row["first_violation"] and
-                        row["exit_status"] == 1), None)
+        failed = [row for row in rows if row["first_violation"] and row["exit_status"] == 1]
+        finding = next((row for row in failed if judged(library, row)),
+                       failed[0] if failed else None)
         firsts = [row["first_hard_s"] for row in rows if row["first_hard_s"] is not None]
         median = f"{statistics.median(firsts):.1f} s" if firsts else "—"
         lines.append(
             f"| `{library.lock}` ({name}) | {language} | {verdicts} | "
             f"{matched}/{len(rows)} ({library.expected}) | "
             f"{_first_sentence(finding['first_violation']) if finding else '—'} | "
-            f"{finding['found_by'] if finding else '—'} | {median} |"
+            f"{_cause(finding)} | {finding['found_by'] if finding else '—'} | {median} |"
         )
         details += [f"## `{library.lock}`: {name}", "",
                     f"What its source says: {library.because} ({library.cites}).", ""]
+        if library.flaw:
+            named = ", ".join(_cause(row) if row["exit_status"] == 1 else "—" for row in rows)
+            details += [f"The cause the checker must name: {' or '.join(map(_code, library.flaw))}"
+                        f"; named, seed by seed: {named}.", ""]
         if finding:
             details += ["The audit's first violation: " + finding["first_violation"], "",
                         "Replay it:", "", "```sh", replay(finding), "```", ""]
@@ -273,6 +291,15 @@ def replay(row: dict[str, Any]) -> str:
         return str(row["replay"])
     record = Path(row.get("audit_dir") or "-") / AUDIT
     return load_audit(record).replay if record.exists() else ""
+
+
+def _cause(row: dict[str, Any] | None) -> str:
+    """The checker's name for what broke exclusion in a row's first violation."""
+    return _code(row["cause"]) if row and row.get("cause") else "—"
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
 
 
 def _first_sentence(text: str) -> str:

@@ -51,3 +51,23 @@ def test_an_audit_that_died_is_a_row_and_the_shard_goes_on(
     page = bench.render({"redis-py": [died, json.loads((tmp_path / "redis-py-s2.json")
                                                        .read_text())]})
     assert "| error, data | 1/2 (passes) |" in page
+
+
+def test_a_broken_library_is_judged_by_the_cause_its_source_predicts() -> None:
+    """A hard violation is not enough: python-redis-lock's source predicts a renewal thread
+    that dies (``dead-watchdog``); a hard overlap of another cause is a finding its source
+    does not explain, and the page counts it so and says which cause each seed named."""
+    bench = _bench()
+    library = bench.BY_LOCK["python-redis-lock"]
+
+    def row(seed: int, cause: str | None) -> dict[str, object]:
+        return bench.row_of("python-redis-lock", seed, 60.0, exit_status=1, verdict="hard",
+                            first_violation=f"hard: seed {seed}. More.", cause=cause,
+                            found_by="latency")
+
+    rows = [row(1, "unexplained"), row(2, "dead-watchdog")]
+    assert [bench.judged(library, r) for r in rows] == [False, True]
+    page = bench.render({"python-redis-lock": rows})
+    assert "| hard, hard | 1/2 (fails) | hard: seed 2. | `dead-watchdog` | latency |" in page
+    assert ("The cause the checker must name: `dead-watchdog`; named, seed by seed: "
+            "`unexplained`, `dead-watchdog`.") in page
