@@ -65,7 +65,8 @@ class Violation(msgspec.Struct, kw_only=True):
     to the end of the run, far past the TTL (it fails every gate), ``self-deadlock``,
     ``gave-up`` or ``leaked-permits`` for the findings of docs/history-format.md's "Liveness"
     and "Leaked permits", else none; (fairness) ``overtaken``. A semaphore's excess of permits
-    takes the overlaps' causes. ``expires_s`` is each
+    takes the overlaps' causes, or ``raced`` (its last acquire was under way across another's
+    grant). ``expires_s`` is each
     holder's lease deadline in effect when the overlap began (None: no deadline).
     ``both_valid_*`` bound the first stretch in which both leases were valid (hard violations
     only).

@@ -32,9 +32,12 @@ class SharedHistory(History):
             "capacity": capacity, "modes": modes, "fair": False})
 
     def take(self, p: str, ms: float, *, mode: str = SHARED, permits: int = 1,
-             lease: float = 200) -> SharedHistory:
+             lease: float = 200, invoked: float | None = None) -> SharedHistory:
+        """Granted at ``ms``, asked at ``invoked`` (default ``ms``); ``lease`` ms from the
+        grant."""
         token = self.tokens[p] = f"{p}@{ms}"
-        self.add(ms, "invoke", p, "acquire", value={"mode": mode, "permits": permits})
+        asked = ms if invoked is None else invoked
+        self.add(asked, "invoke", p, "acquire", value={"mode": mode, "permits": permits})
         self.add(ms, "ok", p, "acquire", token=token, valid_until=at(ms + lease))
         return self
 
@@ -52,6 +55,37 @@ def test_valid_permits_over_the_capacity_are_hard_in_plain_words() -> None:
     assert "c2 acquired 2 permits at 0.020 s" in v.explanation
     assert v.processes == ["c1", "c2", "c4"] and v.both_valid_from_s == 0.05
     assert verdict.first_hard_violation_s == 0.05
+
+
+def test_an_acquire_granted_after_one_it_was_under_way_across_is_named_a_race() -> None:
+    """Redis in Action 6.3.1 with no fault: c1 read its clock first, c2's transaction
+    arrived first and took the one permit, c1's ZADD ranked it ahead of c2 and it was
+    granted too. The excess read "the lock granted c1 while the others' permits should
+    still have been counted"."""
+    h = SharedHistory(1, [SHARED])
+    h.take("c2", 20, invoked=15).pause_point("c1", 12, "MULTI")
+    h.take("c1", 30, invoked=10).release("c1", 100).release("c2", 110)
+    v = h.check().violations[0]
+    assert (v.kind, v.cause) == ("hard", "raced"), v.explanation
+    assert ("c1's acquire, invoked at 0.010 s, stalled at pause-point MULTI, was still under "
+            "way when c2 was granted at 0.020 s, and was granted too at 0.030 s: each counted "
+            "itself within the 1 permit") in v.explanation
+    # asked after c2 was granted: nothing raced, the lock counted wrong
+    h = SharedHistory(1, [SHARED]).take("c2", 20, invoked=15).take("c1", 30, invoked=25)
+    assert h.release("c1", 100).release("c2", 110).check().violations[0].cause == "unexplained"
+
+
+def test_a_client_clock_moved_under_a_semaphore_holder_is_named_before_a_race() -> None:
+    """The book semaphore times out holders by the acquiring client's clock: c1's, 800 ms
+    ahead, timed out c2's live entry. That is the cause, though c1 also asked before c2's
+    grant."""
+    h = SharedHistory(1, [SHARED])
+    h.fault("f1", "client-clock", 5, 900, target={"client": "c1"}, params={"skew_ms": 800})
+    h.take("c2", 20, invoked=15).take("c1", 30, invoked=10)
+    v = h.release("c1", 100).release("c2", 110).check().violations[0]
+    assert v.cause == "client-clock", v.explanation
+    assert "c1's clock ran 800 ms ahead (client-clock f1 from 0.005 s): it judged c2's permit " \
+        "expired and took it" in v.explanation
 
 
 def test_permits_within_the_capacity_are_no_violation() -> None:
