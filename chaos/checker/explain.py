@@ -219,7 +219,7 @@ def _excess_cause(ex: Excess, timeline: Timeline, clock: Clock) -> tuple[str, st
     if raced is not None:
         return raced
     return "unexplained", (
-        f"the lock granted {last.process} while the others' permits should still have "
+        f"The lock granted {last.process} while the others' permits should still have "
         f"been counted"
     )
 
@@ -325,7 +325,7 @@ def _cause(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str
     if outlasted is not None:
         return outlasted
     return "unexplained", (
-        f"the lock granted {b.process} while {a.process}'s key should still have existed"
+        f"The lock granted {b.process} while {a.process}'s key should still have existed"
     )
 
 

@@ -50,7 +50,7 @@ def test_both_leases_valid_is_hard():
     assert v.expires_s == {"c1": 0.2, "c2": 0.25}
     assert verdict.first_hard_violation_s == 0.05
     assert v.explanation.startswith("hard: c1 and c2 both held the lock from 0.050 s to 0.120 s")
-    assert "the lock granted c2 while c1's key should still have existed" in v.explanation
+    assert "The lock granted c2 while c1's key should still have existed" in v.explanation
     assert v.cause == "unexplained"
 
 
