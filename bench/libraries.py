@@ -94,6 +94,11 @@ CORPUS = (
     Library("bsm-redislock", PASSES,
             "SET NX PX in Lua, compare-and-PEXPIRE to refresh, compare-and-DEL to release",
             "github.com/bsm/redislock v0.9.4 `redislock.go:18-26,56-207`"),
+    Library("redsync", PASSES,
+            "Redlock on N masters: SET NX PX on each, granted only with a quorum while "
+            "expiry − time spent − drift is still ahead, a Lua compare-and-delete to release; "
+            "the audit assumes crash-restart and clock jumps away (Kleppmann)",
+            "github.com/go-redsync/redsync/v4 v4.13.0 `mutex.go:104-119,221-258`"),
     Library("node-redis-lock", FAILS,
             "its release checks the lease against the client's own clock, then sends a plain "
             "DEL with no owner check: a holder stopped past its lease deletes the next "
@@ -105,6 +110,11 @@ CORPUS = (
             "time spent ate (validity ≤ 0), which claims no instant, so no overlap with it "
             "is hard",
             "@sesamecare-oss/redlock 1.4.0 `src/index.ts:212-296`, `src/scripts.ts:10-62`"),
+    Library("node-redlock", PASSES,
+            "Redlock in Lua scripts on N masters (EXISTS, then SET PX), a lease of start + "
+            "duration − drift, a Lua compare-and-delete to release; like sesame-redlock it "
+            "hands over a lock whose validity the time spent ate, which claims no instant",
+            "npm redlock 5.0.0-beta.2 `dist/cjs/index.js:10-55,205-242`"),
     Library("redisson", PASSES,
             "owner hash and PEXPIRE in one script, a watchdog that renews every third of the "
             "lease and stops when it finds the lease gone",
