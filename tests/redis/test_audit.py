@@ -59,9 +59,11 @@ def test_a_sound_lock_passes_and_says_what_was_assumed_away(
     assert record["verdict"] in ("ok", "soft", "data")  # lua × slow work loses writes
     assert record["tested"] == list(MUST_SURVIVE)
     assert "failover" in record["assumed_away"] and "crash-restart" in record["assumed_away"]
-    assert len(record["runs"]) >= len(MUST_SURVIVE)  # every fault at least once
     assert record["surface"] == {"acquire": ["SET"], "release": ["EVAL"]}
     assert record["exercised"]["pause_points"]["release EVAL"] > 0
+    # Every fault at least once, with an effect — in a campaign of its own or in the one that
+    # carries several: how many campaigns a 40 s budget fits is the machine's (7 on a loaded
+    # CI run, the carrier's network faults all effective), not the audit's promise.
     assert set(record["coverage"]) == set(MUST_SURVIVE)
     assert all(entry["effective"] for entry in record["coverage"].values()), record["coverage"]
     directory = Path(record["audit_dir"])
