@@ -486,9 +486,13 @@ class DockerTopology(RemoteTopology):
         try:
             for node in getattr(self, "nodes", []):
                 node.close_clock_shell()
-            self._down()
+            # `down` can stop at a network whose endpoint outlived its container for a moment
+            # ("has active endpoints": a fresh clone's CI); what it left goes next, and only a
+            # failure there fails the teardown.
+            with contextlib.suppress(RuntimeError):
+                self._down()
         finally:
-            remove_containers(self.run_id, self.engine)  # what `down` left (it never should)
+            remove_containers(self.run_id, self.engine)  # what `down` left
             self._reaper.dismiss()
 
     def _down(self) -> None:

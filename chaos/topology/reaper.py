@@ -84,6 +84,10 @@ def reap_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+NETWORK_GONE_S = 10.0  # at most, for a network's stale endpoints to go (``_remove_network``)
+NETWORK_RETRY_S = 0.25
+
+
 def remove_containers(run_id: str, client: Any = None) -> None:
     """Remove every container (with its anonymous volumes) and network labelled ``run_id``
     (``client``: a Docker SDK client, else one from the environment)."""
@@ -95,8 +99,30 @@ def remove_containers(run_id: str, client: Any = None) -> None:
         with contextlib.suppress(docker.errors.NotFound):
             container.remove(force=True, v=True)
     for network in client.networks.list(filters=selector):
-        with contextlib.suppress(docker.errors.NotFound):
+        _remove_network(network, docker.errors)
+
+
+def _remove_network(network: Any, errors: Any) -> None:
+    """Remove ``network``. Docker can list an endpoint of a container it has just removed
+    for a moment ("has active endpoints", moby/moby#17217: a fresh clone's CI lost a compare
+    job's teardown to it): what the network still lists is disconnected by force and the
+    removal tried again, for ``NETWORK_GONE_S`` at most."""
+    deadline = time.monotonic() + NETWORK_GONE_S
+    while True:
+        try:
             network.remove()
+            return
+        except errors.NotFound:
+            return
+        except errors.APIError as exc:
+            if "active endpoints" not in str(exc) or time.monotonic() > deadline:
+                raise
+        with contextlib.suppress(errors.APIError):
+            network.reload()
+            for endpoint in list(network.attrs.get("Containers") or {}):
+                with contextlib.suppress(errors.APIError):
+                    network.disconnect(endpoint, force=True)
+        time.sleep(NETWORK_RETRY_S)
 
 
 class _Dismissed(Exception):
