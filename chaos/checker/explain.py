@@ -236,8 +236,7 @@ def _raced(last: Hold, others: list[Hold], capacity: int, timeline: Timeline,
     if not crossed:
         return None
     other = crossed[-1]
-    paused = timeline.pauses_of(last.process, last.invoked, last.start)
-    stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+    stalled = _stalled_at(last.process, last.invoked, last.start, timeline)
     at = clock.at
     return "raced", (
         f"{last.process}'s acquire, invoked at {at(last.invoked)}{stalled}, was still under way "
@@ -339,8 +338,7 @@ def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | N
     ttl = timeline.ttl_ns
     if ttl is None or b.start - b.invoked < ttl or b.deadline_at(b.start) <= b.start:
         return None  # quicker than a TTL, or granted a lease already gone (soft at most)
-    paused = timeline.pauses_of(b.process, b.invoked, b.start)
-    stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+    stalled = _stalled_at(b.process, b.invoked, b.start, timeline)
     return "acquire-outlasted-lease", (
         f"{b.process}'s acquire, invoked at {clock.at(b.invoked)}{stalled}, took "
         f"{(b.start - b.invoked) / 1e6:.0f} ms, longer than the {ttl / 1e6:.0f} ms TTL, and the "
@@ -400,8 +398,7 @@ def _released(found: tuple[Release, bool], victim: Hold, timeline: Timeline,
             f"{release.process}'s release returned true while {victim.process} held it"
         )
     else:
-        paused = timeline.pauses_of(release.process, release.invoked, release.acked)
-        stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+        stalled = _stalled_at(release.process, release.invoked, release.acked, timeline)
         when = (f"when {victim.process} acquired" if release.acked > victim.start
                 else f"while {victim.process}'s acquire was")
         text = (
@@ -480,8 +477,7 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
     ):
         if (p != a.process and invoked < a.start < failed <= b.start
                 and invoked + ttl <= b.start and not _wrote_again(a, failed, b.invoked, timeline)):
-            paused = timeline.pauses_of(p, invoked, failed)
-            stalled = f", stalled at pause-point {paused[-1].command}" if paused else ""
+            stalled = _stalled_at(p, invoked, failed, timeline)
             return "overwrote", (
                 f"{p}'s acquire, invoked at {clock.at(invoked)}{stalled}, was still under way "
                 f"when {a.process} acquired and failed at {clock.at(failed)}: "
@@ -742,6 +738,13 @@ def _previous(hold: Hold | None, timeline: Timeline, clock: Clock) -> str:
         f"{ended} released it at {clock.at(hold.end)} (the release "
         f"{outcome.get(hold.released or '', 'never completed')})"
     )
+
+
+def _stalled_at(process: str, lo: int, hi: int, timeline: Timeline) -> str:
+    """", stalled at pause-point X": the last pause point ``process`` reached in [lo, hi]
+    (an operation in flight then), or nothing."""
+    points = timeline.pauses_of(process, lo, hi)
+    return f", stalled at pause-point {points[-1].command}" if points else ""
 
 
 def _last_pause(process: str, lo: int, hi: int, timeline: Timeline) -> str:
