@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -71,3 +72,25 @@ def test_a_broken_library_is_judged_by_the_cause_its_source_predicts() -> None:
     assert "| hard, hard | 1/2 (fails) | hard: seed 2. | `dead-watchdog` | latency |" in page
     assert ("The cause the checker must name: `dead-watchdog`; named, seed by seed: "
             "`unexplained`, `dead-watchdog`.") in page
+
+
+def test_every_row_of_a_run_is_stamped_with_the_commit_its_process_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit made while a shard runs moves the checkout's head, not the code the shard
+    loaded: each row keeps the head the run started at."""
+    bench = _bench()
+    heads = iter(["aaaaaaa", "bbbbbbb", "ccccccc"])
+
+    def rev_parse(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], 0, stdout=next(heads) + "\n", stderr="")
+
+    def audit_row(lock: str, seed: int, budget_s: float, out: Path) -> dict[str, object]:
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(bench.subprocess, "run", rev_parse)
+    monkeypatch.setattr(bench, "audit_row", audit_row)
+    bench.run(argparse.Namespace(libraries="redis-py", seeds=2, budget=60.0, shard=None,
+                                 out=str(tmp_path)))
+    stamped = {json.loads(path.read_text())["commit"] for path in tmp_path.glob("*.json")}
+    assert stamped == {"aaaaaaa"}
