@@ -56,13 +56,10 @@ from chaos.checker.liveness import GaveUp, Outage, Wedged
 from chaos.checker.overlaps import Overlap
 from chaos.checker.permits import Excess
 from chaos.checker.renewals import DeadWatchdog, Lapse
-from chaos.checker.timeline import FaultSpan, PauseReached, Release, Timeline
+from chaos.checker.timeline import CLAIM_TTLS, FaultSpan, PauseReached, Release, Timeline
 from chaos.history import ACQUIRE, EXCLUSIVE, MOVES_CLOCK
 
 MAX_LISTED = 5  # lost writes or suspects spelled out in one explanation
-# A lease this many TTLs past its grant rests on no key the acquire set (whole-second
-# rounding gives a key a second at most; a sound lock claims a TTL at most).
-CLAIM_TTLS = 2
 
 
 class Clock:
@@ -335,7 +332,7 @@ def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | N
     spent in an unsigned integer, wrapped to 1.8·10¹⁹ ms: "lease until no deadline"). Named
     only when nothing else explains the overlap: a blocking acquire that waited, then set its
     key, took as long and did nothing wrong."""
-    ttl = timeline.ttl_ns
+    ttl = timeline.key_life_ns
     if ttl is None or b.start - b.invoked < ttl or b.deadline_at(b.start) <= b.start:
         return None  # quicker than a TTL, or granted a lease already gone (soft at most)
     stalled = _stalled_at(b.process, b.invoked, b.start, timeline)
@@ -356,7 +353,7 @@ def _claims_past_any_key(b: Hold, timeline: Timeline) -> bool:
     client was paused before its last node, and the one whose validity wrapped — the later
     holder in one seed, the earlier in another — was named second to a loser that overwrote
     nothing)."""
-    ttl = timeline.ttl_ns
+    ttl = timeline.key_life_ns
     return ttl is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * ttl
 
 
@@ -468,8 +465,8 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
     value with an expiry stamped at that old invoke — already past when ``b`` read it.
     Acquires that never write (``SET NX``) cannot do this, and for them the faster ones this
     leaves out are only polling. Nor can one after which ``a`` extended before ``b`` asked
-    (``_wrote_again``)."""
-    ttl = timeline.ttl_ns
+    (``_wrote_again``). The expiry stamped is the lock's own (``key_life_ns``)."""
+    ttl = timeline.key_life_ns
     if ttl is None:
         return None
     for failed, invoked, p in zip(

@@ -22,6 +22,10 @@ import msgspec
 from chaos.checker.holds import NEVER, Hold
 from chaos.history import EXCLUSIVE, LOSES_KEYS, REPORTED, SPLITS_MASTER, STALLS_CLIENT
 
+# A lease this many TTLs past its grant rests on no key the acquire set (whole-second
+# rounding gives a key a second at most; a sound lock claims a TTL at most).
+CLAIM_TTLS = 2
+
 
 class FaultSpan(msgspec.Struct, gc=False):
     """A fault as the history tells it: when it was on (``stop`` is ``NEVER`` when the history
@@ -235,11 +239,29 @@ class Timeline:
     _key_losses: list[tuple[int, FaultSpan]] = field(default_factory=list)
     _fault_starts: list[int] = field(default_factory=list)
     _unsure_invoked: list[int] = field(default_factory=list)
+    _key_life: int | None = None
 
     @property
     def ttl_ns(self) -> int | None:
         ttl_ms = self.params.get("ttl_ms")
         return int(ttl_ms * 1_000_000) if isinstance(ttl_ms, int | float) else None
+
+    @property
+    def key_life_ns(self) -> int | None:
+        """How long a key the lock sets lives, as its grants show: the run's TTL, unless the
+        lock's grants quicker than a TTL claim leases more than ``CLAIM_TTLS`` TTLs long (half
+        of them at least: their lower median) — a lock whose keys live longer than the run's
+        TTL (sherlock with no expiry: a day), whose acquires and leases that TTL cannot judge.
+        (Its acquire that took longer than the run's TTL was named "outlasted its lease"
+        while its key lived a day.)"""
+        ttl = self.ttl_ns
+        if ttl is None or self._key_life is not None:
+            return self._key_life or ttl
+        quick = sorted(hold.deadline_at(hold.start) - hold.start for hold in self.holds
+                       if hold.start - hold.invoked < ttl)
+        claimed = quick[(len(quick) - 1) // 2] if quick else ttl  # the lower median
+        self._key_life = claimed if claimed > CLAIM_TTLS * ttl else ttl
+        return self._key_life
 
     @property
     def capacity(self) -> int | None:

@@ -646,6 +646,23 @@ def test_an_outlasted_acquire_whose_lease_no_key_backs_is_named_before_an_overwr
     assert only(within.release("c3", 808).check(), "hard").cause == "overwrote"
 
 
+def test_a_lock_whose_keys_outlive_the_ttl_is_not_judged_by_it():
+    """sherlock with no expiry claims a day on every grant, as its keys would live: an
+    acquire of it that took longer than the run's TTL (a pause inside it) was named "took
+    longer than the 200 ms TTL … any key it set had expired", of a key meant to live a day.
+    A lock's own key lifetime is what its quick grants claim."""
+    day = 86_400_000
+    h = History().acquire("c3", 2, invoked=1, lease=day).release("c3", 5)
+    h.acquire("c1", 350, lease=day).acquire("c2", 400, invoked=20, lease=day)
+    v = only(h.check(), "hard")
+    assert v.cause != "acquire-outlasted-lease", v.explanation
+    assert "longer than" not in v.explanation
+    # the same grants with leases the TTL backs: the wrapped claim is still named
+    h = History().acquire("c3", 2, invoked=1, lease=200).release("c3", 5)
+    h.acquire("c1", 350, lease=200).acquire("c2", 400, invoked=20, lease=day)
+    assert only(h.check(), "hard").cause == "acquire-outlasted-lease"
+
+
 def test_an_earlier_holder_whose_lease_no_key_backs_is_named_before_an_overwrite():
     """The redlock crate's audit, seed 1: c2, paused before its last node, was granted a
     lease for ever 260 ms after it asked; its other keys had expired, and c5 took the lock
