@@ -332,13 +332,13 @@ def _outlasted(b: Hold, timeline: Timeline, clock: Clock) -> tuple[str, str] | N
     spent in an unsigned integer, wrapped to 1.8·10¹⁹ ms: "lease until no deadline"). Named
     only when nothing else explains the overlap: a blocking acquire that waited, then set its
     key, took as long and did nothing wrong."""
-    ttl = timeline.key_life_ns
-    if ttl is None or b.start - b.invoked < ttl or b.deadline_at(b.start) <= b.start:
+    life = timeline.key_life_ns
+    if life is None or b.start - b.invoked < life or b.deadline_at(b.start) <= b.start:
         return None  # quicker than a TTL, or granted a lease already gone (soft at most)
     stalled = _stalled_at(b.process, b.invoked, b.start, timeline)
     return "acquire-outlasted-lease", (
         f"{b.process}'s acquire, invoked at {clock.at(b.invoked)}{stalled}, took "
-        f"{(b.start - b.invoked) / 1e6:.0f} ms, longer than the {ttl / 1e6:.0f} ms TTL, and the "
+        f"{(b.start - b.invoked) / 1e6:.0f} ms, longer than the {life / 1e6:.0f} ms TTL, and the "
         f"lock granted it a lease until {clock.deadline(b.deadline_at(b.start))}: any key it "
         f"set in its first TTL had expired by then, and another client could take it "
         f"meanwhile (a lock must not count a key it set more than a TTL before it grants)"
@@ -353,8 +353,8 @@ def _claims_past_any_key(b: Hold, timeline: Timeline) -> bool:
     client was paused before its last node, and the one whose validity wrapped — the later
     holder in one seed, the earlier in another — was named second to a loser that overwrote
     nothing)."""
-    ttl = timeline.key_life_ns
-    return ttl is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * ttl
+    life = timeline.key_life_ns
+    return life is not None and b.deadline_at(b.start) - b.start > CLAIM_TTLS * life
 
 
 def _took_over(release: Release, victim: Hold) -> tuple[int, int] | None:
@@ -466,14 +466,14 @@ def _overwritten(a: Hold, b: Hold, timeline: Timeline, clock: Clock) -> tuple[st
     Acquires that never write (``SET NX``) cannot do this, and for them the faster ones this
     leaves out are only polling. Nor can one after which ``a`` extended before ``b`` asked
     (``_wrote_again``). The expiry stamped is the lock's own (``key_life_ns``)."""
-    ttl = timeline.key_life_ns
-    if ttl is None:
+    life = timeline.key_life_ns
+    if life is None:
         return None
     for failed, invoked, p in zip(
         timeline.failed_at, timeline.failed_invoked, timeline.failed_by, strict=True
     ):
         if (p != a.process and invoked < a.start < failed <= b.start
-                and invoked + ttl <= b.start and not _wrote_again(a, failed, b.invoked, timeline)):
+                and invoked + life <= b.start and not _wrote_again(a, failed, b.invoked, timeline)):
             stalled = _stalled_at(p, invoked, failed, timeline)
             return "overwrote", (
                 f"{p}'s acquire, invoked at {clock.at(invoked)}{stalled}, was still under way "
