@@ -64,6 +64,9 @@ DROPPED = "dropped"  # nemesis: bytes a fault dropped on one client's link to a 
 # Toxiproxy between value.since and the event's time: value {"id", "client", "node", "since",
 # "requests", "replies"} (chaos.nemesis.link_faults.DropCounter)
 STALL = "stall"  # a client process did not run from value {"since": t} to the event's time
+# A thread this late (a wake-up, or a write of its event) lost that stretch: well above a loaded
+# machine's usual scheduling delay (a few ms), well below the tolerance a lapse is judged with.
+MIN_STALL_MS = 50.0
 # (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 # harness: the lock's key at the end, per node where it exists, its PTTL in ms (-1: no expiry):
@@ -182,7 +185,16 @@ class HistoryWriter:
         thread logs them: a watchdog's renewals, say) reach the file in time order — which
         lets the checker stream the file instead of sorting it."""
         with self._lock:
-            return self.append(Event(t=now(), type=type, process=process, f=f, **fields))
+            event = self.append(Event(t=now(), type=type, process=process, f=f, **fields))
+            written = now()
+            if written - event.t >= MIN_STALL_MS * 1e6 and f != STALL:
+                # The write held the thread that logged (a watchdog logging its renewal)
+                # while a loaded machine's write-back throttled it: that process lost the
+                # stretch to us, as to a GC pause. The stall watcher, which only waits, never
+                # sees it (CI: a renewal 420 ms late, no stall, "watchdog did not renew").
+                self.append(Event(t=written, type=INFO, process=process, f=STALL,
+                                  value={"since": event.t}))
+            return event
 
     def close(self) -> None:
         if self._fd >= 0:

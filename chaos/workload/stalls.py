@@ -21,11 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from chaos import history as h
+from chaos.history import MIN_STALL_MS
 
 PERIOD_S = 0.01
-# A wake-up this late is a stall: well above a loaded machine's usual scheduling delay (a few
-# milliseconds), well below the tolerance a lapse is judged with (250 ms).
-MIN_STALL_MS = 50.0
 # Past the run's deadline, the process stops by itself soon (its loop ends there).
 GRACE_NS = 5_000_000_000
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +137,28 @@ def test_now_is_monotonic():
     readings = [h.now() for _ in range(1000)]
     assert readings == sorted(readings)
     assert isinstance(readings[0], int)  # nanoseconds, not float seconds
+
+
+def test_a_write_that_held_the_logging_thread_is_a_stall_of_its_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI, an overloaded machine: c1's watchdog logged a renewal, and its next one went out
+    420 ms late with no stall recorded (the stall watcher only waits; it never writes), so the
+    lapse read as a dead watchdog. A write that held its thread that long is that process's
+    stall; a quick one is not."""
+    write = os.write
+
+    def slow_write(fd: int, data: bytes) -> int:
+        if b'"renew"' in data:
+            time.sleep(0.08)
+        return write(fd, data)
+
+    monkeypatch.setattr(h.os, "write", slow_write)
+    with h.HistoryWriter(tmp_path / "history.jsonl") as writer:
+        quick = writer.log(h.OK, "c1", "read")
+        renewed = writer.log(h.OK, "c1", "renew")
+    events = list(h.iter_events(tmp_path / "history.jsonl"))
+    stalls = [e for e in events if e.f == h.STALL]
+    assert [e.process for e in stalls] == ["c1"]
+    assert stalls[0].value == {"since": renewed.t} and stalls[0].t - renewed.t >= 50_000_000
+    assert quick.t < renewed.t
