@@ -64,10 +64,10 @@ DROPPED = "dropped"  # nemesis: bytes a fault dropped on one client's link to a 
 # Toxiproxy between value.since and the event's time: value {"id", "client", "node", "since",
 # "requests", "replies"} (chaos.nemesis.link_faults.DropCounter)
 STALL = "stall"  # a client process did not run from value {"since": t} to the event's time
+# (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 # A thread this late (a wake-up, or a write of its event) lost that stretch: well above a loaded
 # machine's usual scheduling delay (a few ms), well below the tolerance a lapse is judged with.
 MIN_STALL_MS = 50.0
-# (chaos.workload.stalls): paused, or not scheduled by an overloaded machine
 FINAL_READ = "final-read"  # harness: the resource's final state (type ok)
 # harness: the lock's key at the end, per node where it exists, its PTTL in ms (-1: no expiry):
 # value {"key": name, "pttl": {"n0": -1}} (type ok); a key the lock names otherwise is not seen
