@@ -16,15 +16,19 @@ setup:
 venv:
 	@bash scripts/venv.sh
 
-# Everything but the long tests: the audits that run a sound lock's whole budget (a minute
-# each, marker `budget`), the set-up proofs (a wheel installed into a fresh venv, the full
-# image, the Compose demo, `lockchaos driver new` built from nothing) and the sweep over every
-# server (marker `slow`). Those are
-# `make test-long`, which CI runs after this (.ci/run).
+# The Python side against real Redis, Sentinel and Toxiproxy: the pure, redis and browser
+# groups, but for the long tests. `make test-long`, which CI runs after this (.ci/run), runs
+# the rest: the docker and drivers groups (Docker topologies and images; the locks in Java,
+# Go, Node and Rust), each a test file at a time as here, then the audits that run a sound
+# lock's whole budget (a minute each, marker `budget`), the set-up proofs (a wheel installed
+# into a fresh venv, the full image, the Compose demo, `lockchaos driver new` built from
+# nothing) and the sweep over every server (marker `slow`).
+QUICK := not budget and not slow
 test: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not budget and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "$(QUICK) and not docker and not drivers" $(PYTEST_ARGS)
 
 test-long: setup
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "$(QUICK) and (docker or drivers)" $(PYTEST_ARGS)
 	$(PY) -m pytest -n $(JOBS) -m "budget or slow" $(PYTEST_ARGS)
 
 # The pure tests alone (tests/pure: nothing but Python, no Redis, Docker or drivers), under a

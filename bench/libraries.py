@@ -10,7 +10,11 @@ judged as its source predicts (``Library.expected``) when every seed's audit say
 one passes (exit 0: no violation at or above ``hard``, everything it asked for exercised —
 soft and lost writes are the known limit of a lease without fencing), a broken one fails
 (exit 1, hard) for the reason its source gives: the checker names one of ``Library.flaw``
-as the first hard violation's cause.
+as the first hard violation's cause. A library whose source predicts a liveness flaw and no
+safety one starves (``STARVES``): no audit finds a hard violation, and each names one of
+``Library.flaw`` as the cause of its worst (liveness) verdict, whether or not the flaw wedged
+the lock for good within the budget (exit 1) or not (exit 0): when it does is luck, what it is
+is not.
 
 An hour of audits belongs on several machines, so it shards like ``compare``: each of N jobs
 (a CI matrix, a Kubernetes Indexed Job running the lockchaos image) runs every N-th audit from
@@ -44,7 +48,7 @@ from chaos.lockspec import resolve
 from chaos.report.audit_page import AUDIT, load_audit
 from chaos.topology import conntrack
 
-PASSES, FAILS = "passes", "fails"
+PASSES, FAILS, STARVES = "passes", "fails", "starves"
 ROOT = Path(__file__).resolve().parents[1]
 ROOM_SHARE = 0.5  # of the kernel's connection-tracking table, free before each audit
 ROOM_WAIT_S = 180.0  # at most: its entries outlive their connections by 120 s
@@ -54,10 +58,11 @@ ROOM_POLL_S = 2.0
 @dataclass(frozen=True)
 class Library:
     """One library of the corpus: the bundled lock that wraps it, and what its source says
-    the audit must find — ``expected`` (``passes``/``fails``), ``because`` (one sentence, the
-    mechanism), ``cites`` (the source lines and tracker threads that say so), and for a broken
-    one ``flaw``: the causes (``Violation.cause``) the checker gives that mechanism. A hard
-    violation of another cause is a finding the source does not predict, not the flaw."""
+    the audit must find — ``expected`` (``passes``/``fails``/``starves``), ``because`` (one
+    sentence, the mechanism), ``cites`` (the source lines and tracker threads that say so),
+    and for a flawed one ``flaw``: the causes (``Violation.cause``) the checker gives that
+    mechanism. A violation of another cause is a finding the source does not predict, not
+    the flaw."""
 
     lock: str
     expected: str
@@ -124,6 +129,46 @@ CORPUS = (
             "Redisson's lock with a fencing token (INCR in the granting script): stale holders' "
             "writes can be refused",
             "Redisson 3.45.1 `RedissonFencedLock.java:77-79,107-128,151-156`"),
+    Library("redisson-lease", PASSES,
+            "one script takes the owner hash (client UUID:thread) and sets PEXPIRE to the "
+            "lease, no watchdog; unlock decrements only the owner's field; lock scripts go "
+            "out once (no-retry, retryAttempts 0): only a holder past its lease (soft)",
+            "Redisson 3.45.1 `RedissonLock.java:199-206,218-228,344-368`, "
+            "`RedisExecutor.java:399-401,479-483`"),
+    Library("redisson-fair", PASSES,
+            "RLock's owner hash behind a FIFO queue: one script grants only when the key is "
+            "absent and this thread heads the queue, with PEXPIRE = lease; unlock checks the "
+            "owner field; nothing re-sent. The queue's timeouts use the client's clock: "
+            "fairness, not safety",
+            "Redisson 3.45.1 `RedissonFairLock.java:103-153,156-233,238-289`, "
+            "`RedissonLock.java:231-308`"),
+    Library("redisson-rwlock", PASSES,
+            "one hash per lock: a write is granted only when it is empty (or its own), a read "
+            "while it is in read mode; each reader's lease is its own key and the hash "
+            "outlives the longest; unlock scripts check the owner field; nothing re-sent",
+            "Redisson 3.45.1 `RedissonWriteLock.java:53-117`, `RedissonReadLock.java:55-140`; "
+            "redisson/redisson#2144, #1110 (fixed)"),
+    Library("redisson-permit-expirable-semaphore", PASSES,
+            "each permit is a random id ZADDed, scored currentTimeMillis + lease of the "
+            "acquiring client, in the script that takes it from the counter and first "
+            "reclaims expired ids; tryRelease ZREMs that id only; nothing re-sent; the audit "
+            "assumes client clock jumps away",
+            "Redisson 3.45.1 `RedissonPermitExpirableSemaphore.java:330-335,377-429,622-642`"),
+    Library("redisson-semaphore", STARVES,
+            "permits are a bare counter, DECRBY to take and INCRBY to give back, with no "
+            "owner and no lease: a paused holder keeps its permits (no excess), but a crash "
+            "or a lost acquire reply leaks them for good (liveness; all leaked wedges it)",
+            "Redisson 3.45.1 `RedissonSemaphore.java:269-278,454-472,507-517`; "
+            "redisson/redisson#4462, #2213",
+            flaw=("leaked-permits", "wedged")),
+    Library("node-semaphore", PASSES,
+            "one script drops entries older than the client's Date.now() − TTL and ZADDs the "
+            "token below the limit; the 0.8-TTL refresh re-scores only a token still there, "
+            "release ZREMs it; ioredis re-sends nothing; the audit assumes client clock "
+            "jumps away",
+            "npm redis-semaphore 5.8.0 `lib/semaphore/acquire/index.js:11-38`, "
+            "`acquire/lua.js:5-21`, `refresh/lua.js:5-21`, `semaphore/release.js:9-13`, "
+            "`Lock.js:45-75`; swarthy/redis-semaphore#175 (fixed)"),
     Library("rust-redlock", FAILS,
             "its validity is a `usize` computed as TTL − drift − elapsed: an acquire that "
             "outlasts the TTL wraps around, and a lease already expired is returned as valid "
@@ -182,11 +227,15 @@ def row_of(lock: str, seed: int, budget_s: float, **values: Any) -> dict[str, An
 
 def judged(library: Library, row: dict[str, Any]) -> bool:
     """Whether one audit judged ``library`` as its source predicts: a sound one passed, a
-    broken one failed hard for its flaw (a row written before rows kept the cause has none)."""
+    broken one failed hard for its flaw (a row written before rows kept the cause has none),
+    one that starves found no hard violation and its worst was that flaw's liveness
+    violation — wedged for good (exit 1) or not yet (exit 0), never untested (exit 3)."""
     if library.expected == PASSES:
         return bool(row["exit_status"] == 0)
-    return bool(row["exit_status"] == 1 and row["verdict"] == "hard"
-                 and row.get("cause") in library.flaw)
+    flawed = row.get("cause") in library.flaw
+    if library.expected == STARVES:
+        return bool(row["exit_status"] in (0, 1) and row["verdict"] == "liveness" and flawed)
+    return bool(row["exit_status"] == 1 and row["verdict"] == "hard" and flawed)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -254,6 +303,9 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         "lease under a long pause, and the lost writes that follow, are the known limit of any",
         "lease without fencing: [fencing.md](fencing.md)). *Fails*: the audit found a hard",
         "violation, and the checker named the cause the source predicts (the *cause* column).",
+        "*Starves*: no hard violation, and the worst is the liveness flaw the source predicts",
+        "(a permit no holder gives back); the audit fails (exit 1) only where the flaw wedged",
+        "the lock for good within its budget, which is luck, so either exit matches.",
         "",
         f"Audited at commit {made_at(by_lock)} by `python bench/libraries.py run --out DIR` "
         "(sharded:",
@@ -274,9 +326,11 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         language = info.language if info else ""
         verdicts = ", ".join(f"{row['verdict']}" for row in rows)
         matched = sum(judged(library, row) for row in rows)
-        failed = [row for row in rows if row["first_violation"] and row["exit_status"] == 1]
-        finding = next((row for row in failed if judged(library, row)),
-                       failed[0] if failed else None)
+        # a finding: an audit that failed, or one that found the flaw the source predicts
+        found = [row for row in rows if row["first_violation"] and (
+            row["exit_status"] == 1 or (bool(library.flaw) and judged(library, row)))]
+        finding = next((row for row in found if judged(library, row)),
+                       found[0] if found else None)
         firsts = [row["first_hard_s"] for row in rows if row["first_hard_s"] is not None]
         median = f"{statistics.median(firsts):.1f} s" if firsts else "—"
         lines.append(
@@ -288,7 +342,7 @@ def render(by_lock: dict[str, list[dict[str, Any]]]) -> str:
         details += [f"## `{library.lock}`: {name}", "",
                     f"What its source says: {library.because} ({library.cites}).", ""]
         if library.flaw:
-            named = ", ".join(_cause(row) if row["exit_status"] == 1 else "—" for row in rows)
+            named = ", ".join(_cause(row) if row in found else "—" for row in rows)
             details += [f"The cause the checker must name: {' or '.join(map(_code, library.flaw))}"
                         f"; named, seed by seed: {named}.", ""]
         if finding:

@@ -16,21 +16,18 @@ import tempfile
 from pathlib import Path
 
 from chaos import lockspec
-from chaos.campaign import HISTORY, Campaign, choose_layout
-from chaos.experiments.audit import AuditPlan
-from chaos.experiments.execute import run_campaign
-from chaos.experiments.surface import learn
+from chaos.campaign import Campaign
+from chaos.experiments.audit import AuditPlan, warm_up
 
 
 def surface(lock: str, seed: int) -> dict[str, object]:
-    """One warm-up of ``lock`` and what it taught (or why it could not start here: ``delifeq``
+    """The warm-up of ``lock`` and what it taught (or why it could not start here: ``delifeq``
     needs Valkey 9)."""
-    warm = AuditPlan(Campaign(lock, seed=seed)).warm_up_campaign()
     with tempfile.TemporaryDirectory() as out:
-        outcome = run_campaign(warm, Path(out))
-        if outcome.verdict.inconclusive and not outcome.verdict.counts.get("holds"):
-            return {"lock": lock, "error": outcome.verdict.inconclusive_reasons[0]}
-        learned = learn(outcome.run_dir / HISTORY, choose_layout(warm).nodes)
+        warm, learned = warm_up(AuditPlan(Campaign(lock, seed=seed)), Path(out))
+        verdict = warm.outcome.verdict
+        if verdict.inconclusive and not verdict.counts.get("holds"):
+            return {"lock": lock, "error": verdict.inconclusive_reasons[0]}
     sent = sum(len(commands) for op, commands in learned.surface.items() if op != "background")
     return {"lock": lock, "surface": learned.surface, "on_failure": learned.on_failure,
             "together": learned.together, "points": len(learned.points()), "commands": sent}

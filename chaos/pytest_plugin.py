@@ -315,13 +315,13 @@ class Checker:
         return verdict
 
 
-AUDIT_BUDGET_S = 30.0  # a test's audit unless it says otherwise (`lockchaos audit --budget`)
+AUDIT_BUDGET_S = 60.0  # a test's audit unless it says otherwise: `lockchaos audit`'s --budget
 AuditRunner = Callable[..., AuditFile]
 
 
 @pytest.fixture
 def lockchaos_audit(lockchaos_campaign: Campaign, tmp_path: Path) -> AuditRunner:
-    """``lockchaos_audit(budget=30, faults="", fail_on="hard", seed=1)``: audit the lock as
+    """``lockchaos_audit(budget=60, faults="", fail_on="hard", seed=1)``: audit the lock as
     ``lockchaos audit`` does — a warm-up that learns its commands, then every fault a lock
     must survive (``faults``: instead of those; ``+name`` adds one) — into the test's
     ``tmp_path``; fails the test with the audit's answer (``chaos.report.audit_answer``) unless

@@ -80,7 +80,7 @@ done
 mkdir -p "$WORK/pytest"  # pytest makes --basetemp, not its parent
 timed browser 600 env CI=true "$PY" -m pytest -q -p no:cacheprovider \
     --basetemp "$WORK/pytest/browser" tests/browser
-timed test 3600 env CI=true make test PYTEST_ARGS="--basetemp $WORK/pytest/test"  # as CI: every group
+timed test 3600 env CI=true make test PYTEST_ARGS="--basetemp $WORK/pytest/test"  # as CI: the Python side, then the rest
 timed test-long 1800 env CI=true make test-long PYTEST_ARGS="--basetemp $WORK/pytest/test-long"
 
 say "every step passed"

@@ -150,7 +150,8 @@ class Campaign(msgspec.Struct, frozen=True, dict=True):
     seed: Annotated[int, Knob("--seed", "the seed of the fault schedule and the clients")] = 1
     stop_on_first: Annotated[bool, Knob(
         "--stop-on-first", "end the run at its first violation at or above --fail-on, once "
-        "every requested fault has had an effect on the lock"
+        "every requested fault has had an effect on the lock (a lock wedged for good is "
+        "judged at the run's end: until then it is an outage in progress)"
     )] = False
     fail_on: Annotated[str, Knob(
         "--fail-on", "hard, data, liveness, fairness or soft", choices=VIOLATION_KINDS

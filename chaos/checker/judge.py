@@ -42,6 +42,10 @@ from chaos.history import (
     WRITE,
 )
 
+# The violations that show by themselves that the lock was used: two holds at once, or their
+# writes to the resource interleaved.
+EXCLUSION = frozenset({"hard", "data"})
+
 
 def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str],
           rules: tuple[Rule, ...] = RULES) -> Verdict:
@@ -74,12 +78,16 @@ def judge(timeline: Timeline, *, liveness_factor: float, notes: list[str],
     if not timeline.has_start_event:
         notes.append("no harness start event: times are counted from the first event")
 
-    # Whether the run exercised the lock: only a finished run can say. Beside violations,
-    # only what it asked for and never met counts (the violations show the lock was used).
+    # Whether the run exercised the lock: only a finished run can say. Beside a violation of
+    # exclusion (hard, or data: two holds at once, or their writes, show the lock was used)
+    # only what it asked for and never met counts; beside the others, whether it completed
+    # lock cycles counts too: a lapsed lease in a run whose every release raised tested
+    # nothing of the release, and a gate below hard must not pass it.
     covered = coverage(timeline)
     reasons: list[str] = []
     if timeline.has_end_event:
-        reasons = (exercised.untested(timeline, covered) if violations
+        reasons = (exercised.untested(timeline, covered)
+                   if any(v.kind in EXCLUSION for v in violations)
                    else exercised.inconclusive_reasons(timeline, clock, covered))
     elif not violations and timeline.has_start_event:
         notes.append("the history has no end event (a run cut short?): whether it exercised "

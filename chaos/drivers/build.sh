@@ -251,11 +251,23 @@ build_go() {  # name: sources/NAME/{go.mod,go.sum,*.go} on the Go kit, one binar
     fi
 }
 
+# A kit's conformance driver, built where its launcher runs it (it builds on first use
+# otherwise: a test's first hello) from the caches its drivers filled: `run --build`.
+build_conformance() {  # language
+    [ -d "$(kit_out "$1")" ] || return 0  # no kit: said where it was not built
+    if ! LOCKCHAOS_KIT="$(kit_out "$1")" "$KITS/$1/conformance/run" --build \
+            >"$OUT/$1-conformance.log" 2>&1; then
+        tail -n 20 "$OUT/$1-conformance.log" >&2; say "the $1 kit's conformance driver failed to build (see above)"
+        return 1
+    fi
+}
+
 # The Go builds compile (one after the other: they share the module cache) while npm installs
 # the Node drivers (CPU beside downloads): waited for below.
 go_build=""
 if have go; then
-    ( rc=0; build_go redsync || rc=1; build_go bsm-redislock || rc=1; exit "$rc" ) & go_build=$!
+    ( rc=0; build_go redsync || rc=1; build_go bsm-redislock || rc=1
+      build_conformance go || rc=1; exit "$rc" ) & go_build=$!
 else
     missing "go not found: no redsync and bsm-redislock drivers (install Go)"
 fi
@@ -280,6 +292,7 @@ if have node && have npm; then
     for name in node-redlock node-semaphore node-redis-lock sesame-redlock; do
         build_node "$name" || status=1
     done
+    build_conformance node || status=1
 else
     missing "node or npm not found: no node-redlock, node-semaphore, node-redis-lock and sesame-redlock drivers (install Node.js 18+ and npm)"
 fi

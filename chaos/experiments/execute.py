@@ -24,6 +24,7 @@ from chaos.campaign import (
     run_dir_for,
     save_campaign,
 )
+from chaos.checker.verdict import reaches
 from chaos.errors import UsageError
 from chaos.history import HistoryError
 from chaos.nemesis import ScheduledNemesis, generate
@@ -122,7 +123,8 @@ def _client_clocks(campaign: Campaign, run_dir: Path) -> str | None:
 
 class _StopOnFirst:
     """Checks the history so far every half second and stops the workers at the first
-    violation at or above ``fail_on`` (the checker is pure: a partial history is fine) once
+    violation at or above ``fail_on`` (the checker is pure: a partial history is fine; a lock
+    wedged for good is the exception, ``_stops``) once
     each of ``faults`` has had an effect on the lock: a run that stopped at a violation the
     lock made by itself, before a requested fault ever reached it, would say nothing of
     that fault (under load, check-then-set races before its pause point is reached)."""
@@ -147,9 +149,18 @@ class _StopOnFirst:
                 # The file or its first event is not written yet (a truncated last line
                 # the checker skips itself): try again next tick. Anything else is a bug.
                 continue
-            if checker.fails(verdict, self.fail_on) and self._each_fault_acted(verdict):
+            if self._stops(verdict) and self._each_fault_acted(verdict):
                 pool.request_stop()
                 return
+
+    def _stops(self, verdict: checker.Verdict) -> bool:
+        """A violation at or above ``fail_on`` — but not a lock wedged for good: that is an
+        outage lasting to the history's end, and in a history still being written it is an
+        outage in progress. A lock that grants again a moment later would, stopped there,
+        be called wedged, which fails every gate (a late start, or five Redlock clients
+        splitting the votes for 2 s on a loaded machine); it is judged when the run ends."""
+        return any(not v.wedged and reaches(v.kind, self.fail_on)
+                   for v in verdict.violations)
 
     def _each_fault_acted(self, verdict: checker.Verdict) -> bool:
         return all(name in verdict.coverage and verdict.coverage[name].effective

@@ -35,12 +35,17 @@ from typing import NamedTuple
 from chaos.checker import read_timeline
 from chaos.checker.exercised import RELOADS, acts
 from chaos.checker.reader import HistoryReader, value_of
-from chaos.history import ACQUIRE, COMMAND, OK, PAUSE_POINT
+from chaos.history import ACQUIRE, COMMAND, INVOKE, OK, PAUSE_POINT, RELEASE
 from chaos.report.audit_page import Declared
 
 # The operations a pause point can name (a ``background`` command — a watchdog's — has none).
 POINT_OPS = ("acquire", "release", "extend")
 WARM_UP_S = 2.0  # long enough for a few lock cycles with extends and nested acquires
+# A warm-up in which the lock granted or released nothing taught nothing of that operation:
+# it runs again, twice as long each time, this many times in all (``runner.warm_up``). A
+# 5-master Redlock (redsync) with five clients splitting the votes granted nothing in 2 s on
+# a loaded two-core machine, and its audit would have aimed at no release at all.
+WARM_UP_TRIES = 3
 WARM_UP_NEST_DEPTH = 2  # an acquire while holding: a reentrant lock lets its holder in
 # Holders' work in the warm-up, in TTLs. A lock that refuses its own holder holds only the
 # outer quarters of it (``Worker.hold``): half a TTL then, longer than a renewal period (a
@@ -68,28 +73,37 @@ def point_name(op: str, command: str) -> str:
 
 @dataclass
 class Tally:
-    """What one history shows the lock did under the audit: grants that carried a fence, and
-    per ``point_name`` how often a client stopped (``pauses``) or crashed (``crashes``)
-    there. (Nested grants are the checker's ``counts.reacquired``: only those that re-entered.)"""
+    """What one history shows the lock did under the audit: grants, those that carried a
+    fence, releases sent, and per ``point_name`` how often a client stopped (``pauses``) or
+    crashed (``crashes``) there. (Nested grants are the checker's ``counts.reacquired``:
+    only those that re-entered.)"""
 
+    grants: int = 0
     fenced_grants: int = 0
+    releases: int = 0
     pauses: dict[str, int] = field(default_factory=dict)
     crashes: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Tally) -> None:
+        self.grants += other.grants
         self.fenced_grants += other.fenced_grants
+        self.releases += other.releases
         for mine, theirs in ((self.pauses, other.pauses), (self.crashes, other.crashes)):
             for name, count in theirs.items():
                 mine[name] = mine.get(name, 0) + count
 
 
 def tally(history: Path) -> Tally:
-    """One pass over ``history``: each acquire ``ok`` with a fence a fenced grant; each
-    ``pause-point`` event one stop or crash at its operation and command."""
+    """One pass over ``history``: each acquire ``ok`` a grant, fenced or not; each release
+    invoked one release; each ``pause-point`` event one stop or crash at its operation and
+    command."""
     result = Tally()
     for event in HistoryReader(history).events():
         if event.f == ACQUIRE and event.type == OK:
+            result.grants += 1
             result.fenced_grants += event.fence is not None
+        elif event.f == RELEASE and event.type == INVOKE:
+            result.releases += 1
         elif event.f == PAUSE_POINT:
             point = value_of(event.value) or {}
             name = point_name(str(point.get("op")), str(point.get("command")))
@@ -156,13 +170,16 @@ class Learned:
     """What the warm-up taught: per operation the commands sent, in first-seen order
     (``background`` for a watchdog's), of those the ones sent only when the operation failed,
     those first sent in one write with another and those sent once per process
-    (``how_sent``), and what the lock declared or was found to do."""
+    (``how_sent``), what the lock declared or was found to do, and what it was never seen
+    to do (``unseen``: it "granted" nothing, or "released" nothing), what it sends then
+    unlearned."""
 
     surface: dict[str, list[str]]
     declared: Declared
     on_failure: dict[str, list[str]] = field(default_factory=dict)
     together: dict[str, dict[str, str]] = field(default_factory=dict)
     once: dict[str, list[str]] = field(default_factory=dict)
+    unseen: str | None = None
 
     def points(self) -> list[tuple[str, str]]:
         """Every (operation, command) a pause point can stop a client before, acquire's
@@ -228,4 +245,5 @@ def learn(history: Path, nodes: int | None) -> Learned:
     )
     sending = how_sent(history)
     return Learned({op: list(commands) for op, commands in timeline.surface.items()}, declared,
-                   sending.on_failure, sending.together, sending.once)
+                   sending.on_failure, sending.together, sending.once,
+                   unseen="granted" if not seen.grants else None if seen.releases else "released")

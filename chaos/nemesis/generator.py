@@ -254,4 +254,4 @@ def generate(specs: list[FaultSpec], *, seed: int, duration_s: float, ttl_ms: in
     """A campaign's seeded schedule: ``specs`` take turns in rounds (a seeded shuffle, or in
     the order given: ``in_order``) until the run is over. Same seed, same schedule."""
     return Schedule(seed, tuple(timed(specs, Seeded(seed), rounds(in_order), ttl_ms=ttl_ms,
-                                      duration_s=duration_s)))
+                                      duration_s=duration_s)), first_round=len(specs))

@@ -43,10 +43,25 @@ class ScheduledNemesis:
             self._heal(fault_id, heal)
 
     def _play(self) -> None:
-        for event in self.schedule.events:
-            if self._stop.wait(max(0.0, self._t0 + event.at_s - time.monotonic())):
+        """Fire each event at its time; after the first round (``Schedule.first_round``),
+        never before the quiet gap the schedule leaves after the previous event's end has
+        passed since that fault's heal: a heal that took longer than planned (a loaded
+        machine's Toxiproxy, five clients' links) would otherwise eat the gap, and a lock
+        that needs fault-free time to show what it does (recover, or stay wedged) would
+        never get it. The first round keeps its times: the generator fitted it into the
+        run, and a fault pushed past the run's end would test nothing."""
+        events = self.schedule.events
+        first_round = self.schedule.first_round
+        healed_at = self._t0
+        for i, event in enumerate(events):
+            due = self._t0 + event.at_s
+            if first_round is not None and 0 < first_round <= i:
+                previous = events[i - 1]
+                due = max(due, healed_at + event.at_s - previous.at_s - previous.duration_s)
+            if self._stop.wait(max(0.0, due - time.monotonic())):
                 return
             self._fire(event)
+            healed_at = time.monotonic()
 
     def _fire(self, event: FaultEvent) -> None:
         env, fault = self._env, FAULTS[event.fault]

@@ -33,6 +33,11 @@ class FaultEvent:
 class Schedule:
     seed: int
     events: tuple[FaultEvent, ...]
+    # How many leading events are the first round (every fault once): they fire at their
+    # times however late a heal ran, as the generator fitted them into the run (a fault that
+    # never fires tested nothing); each later one keeps its quiet gap after the previous
+    # fault's heal (``ScheduledNemesis``). None: every event is of the first round.
+    first_round: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"seed": self.seed, "events": [asdict(e) for e in self.events]}

@@ -24,7 +24,8 @@ def outcome(audit: AuditFile) -> str:
 def answer(audit: AuditFile) -> list[str]:
     """The answer as rich markup lines (the replay command apart: ``REPLAY``): the outcome,
     the worst verdict with what it means and its first explanation, what a hard violation
-    left untried, in one line, and what the audit asked for and never exercised."""
+    left untried or the budget had no time for, in one line, and what the audit asked for
+    and never exercised."""
     said = outcome(audit)
     style = {"fails": LOOKS["hard"].terminal, "did not test": LOOKS[INCONCLUSIVE].terminal}.get(
         said, LOOKS["ok"].terminal)
@@ -37,10 +38,20 @@ def answer(audit: AuditFile) -> list[str]:
         lines.append(f"  {escape(worst.name)}: {escape(worst.explanation)}")
     if audit.skipped:
         lines.append("  " + escape(skipped_line(audit)))
+    elif audit.not_fitted:
+        cut = len(dict.fromkeys(audit.not_fitted))
+        lines.append(f"  no time for {_count(cut, 'planned campaign')} in the "
+                     f"{audit.budget_s:g} s budget ({fits(audit.fits_in_s)} would run them)")
     label = reasons_label(audit.verdict)
     lines += [f"  [{LOOKS[INCONCLUSIVE].terminal}]{label}[/]: {escape(reason)}"
               for reason in audit.inconclusive_reasons]
     return lines
+
+
+def fits(fits_in_s: float | None) -> str:
+    """"--budget 90" (``AuditFile.fits_in_s``: the budget that would have run what had no
+    time), or "a longer --budget" when the audit could not say."""
+    return "a longer --budget" if fits_in_s is None else f"--budget {fits_in_s:g}"
 
 
 def skipped_line(audit: AuditFile) -> str:

@@ -93,8 +93,10 @@ class AuditFile(msgspec.Struct, kw_only=True):
     # inconclusive).
     optional: dict[str, dict[str, str]] = {}
     unreached_optional: list[str] = []
-    # Planned campaigns not run because the budget had no time left for them: not tested.
+    # Planned campaigns not run because the budget had no time left for them: not tested;
+    # and, when some came first, the budget that would have run them (an estimate).
     not_fitted: list[str] = []
+    fits_in_s: float | None = None
     # Explorations the machine stopped (a server that did not take a connection in time):
     # one line each; the campaigns' findings stand.
     explore_stopped: list[str] = []

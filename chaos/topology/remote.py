@@ -18,6 +18,7 @@ and ``bus`` links the nodes announce, and says how to make one client's link to 
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ from chaos.topology.base import (
 from chaos.topology.cluster import MasterAndFailover
 from chaos.topology.node import READY_TIMEOUT_S, direct_client, wait_until
 from chaos.topology.toxiproxy import Link, ToxiproxyAPI
+
+# How long the Sentinels have to name a master (``_sentinel_master``), asked every ASK_AGAIN_S.
+MASTER_ASK_S = 10.0
+ASK_AGAIN_S = 0.1
 
 
 @dataclass
@@ -166,18 +171,30 @@ class RemoteTopology(MasterAndFailover, ClosedOnExit, ABC):
         return list(self._client_links[client_id])
 
     def _sentinel_master(self) -> int:
-        """The node whose reported address a Sentinel names (the first that answers)."""
+        """The node whose reported address a Sentinel names (the first that answers with
+        one), asked round after round for up to ``MASTER_ASK_S``: a Sentinel behind a busy
+        machine's Docker proxy and Toxiproxy can miss a one-second answer, and so can all
+        three in one round (a CI's failover fault found no master, 2026-12-02)."""
         reported = [self._reported(i) for i in range(len(self.nodes))]
-        for sentinel in self.sentinels:
-            try:
-                with sentinel.client(decode_responses=True, socket_timeout=1.0) as conn:
-                    answer = conn.sentinel_get_master_addr_by_name(self.master_name)
-            except (redis.RedisError, OSError):  # that Sentinel is unreachable: ask the next
-                continue
-            master = host_port((answer[0], int(answer[1]))) if answer else None
-            if master in reported:
-                return reported.index(master)
-        raise RuntimeError("no Sentinel named a master among this topology's nodes")
+        heard: dict[str, str] = {}
+        deadline = time.monotonic() + MASTER_ASK_S
+        while True:
+            for sentinel in self.sentinels:
+                try:
+                    with sentinel.client(decode_responses=True, socket_timeout=1.0) as conn:
+                        answer = conn.sentinel_get_master_addr_by_name(self.master_name)
+                except (redis.RedisError, OSError) as exc:  # unreachable now: ask the next
+                    heard[sentinel.name] = type(exc).__name__
+                    continue
+                master = host_port((answer[0], int(answer[1]))) if answer else None
+                if master in reported:
+                    return reported.index(master)
+                heard[sentinel.name] = f"named {master}"
+            if time.monotonic() >= deadline:
+                said = ", ".join(f"{name}: {what}" for name, what in heard.items())
+                raise RuntimeError(f"no Sentinel named a master among this topology's nodes "
+                                   f"in {MASTER_ASK_S:.0f} s ({said})")
+            time.sleep(ASK_AGAIN_S)
 
     def describe(self) -> dict[str, Any]:
         """Addresses as plain JSON-able data (never a password)."""

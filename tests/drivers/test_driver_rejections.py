@@ -18,6 +18,7 @@ from prerequisites import driver_gap, need
 
 from chaos.drivers import adapter
 from chaos.locks.context import build_context
+from chaos.locks.contract import LockClient
 from chaos.lockspec import resolve
 from chaos.topology import LocalTopology
 
@@ -38,6 +39,21 @@ class Announced(list[str]):
 
     def sent_in_background(self, command: str) -> None:
         """Nor are background commands."""
+
+
+def connected(lock: LockClient) -> None:
+    """One lock cycle, by which the client has opened its connections: the first acquire of a
+    cold client opens them, and on a loaded machine it can run out its bound doing so (a JVM's
+    first Redisson connection: "Unexpected exception while processing command"), so an
+    indeterminate one is tried again, 3 times at most. What the tests look at comes after."""
+    for last in (False, False, True):
+        try:
+            lease = lock.acquire()
+            assert lease is not None and lock.release(lease) is True
+            return
+        except adapter.DriverError:
+            if last:
+                raise
 
 
 def test_node_redlock_survives_commands_rejected_while_announcing(
@@ -101,8 +117,7 @@ def test_a_quorum_lost_to_timeouts_is_indeterminate_not_refused(
     links = [link.name for link in standalone.client_links("c1")[:3]]  # a majority of five
     api = standalone.toxiproxy
     try:
-        lease = lock.acquire()  # every node connected and answering
-        assert lease is not None and lock.release(lease) is True
+        connected(lock)  # every node connected and answering
         for name in links:  # reachable, but no reply: the SET may have landed
             api.add_toxic(name, "timeout", toxic_name="silent", timeout=0)
         with pytest.raises(adapter.DriverError):
@@ -130,8 +145,7 @@ def test_connection_set_up_is_not_announced(standalone: LocalTopology, driver: s
     lock = resolve(driver).factory(ctx)
     links = [link.name for link in standalone.client_links("c1")]
     try:
-        lease = lock.acquire()
-        assert lease is not None and lock.release(lease) is True
+        connected(lock)
         for name in links:  # every connection closed: the next ones are new
             standalone.toxiproxy.disable(name)
         for name in links:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -33,7 +34,7 @@ from chaos.experiments.audit.trials import (
     single_trials,
 )
 from chaos.experiments.execute import Outcome
-from chaos.experiments.surface import ONCE, WARM_UP_WORK_TTLS, Learned, how_sent
+from chaos.experiments.surface import ONCE, WARM_UP_WORK_TTLS, Learned, how_sent, learn
 from chaos.explore import Program
 from chaos.explore.explorer import EXPLORE_TTL_MS
 from chaos.locks.contract import LockContext, grants
@@ -500,6 +501,15 @@ def test_a_fault_no_campaign_fired_is_a_reason_too(tmp_path: Path) -> None:
     assert result.inconclusive_reasons == ["client-pause never fired in any run"]
     assert result.untested == [("client-pause", "client-pause never fired in any run")]
     assert result.verdict == "inconclusive" and result.exit_status == 3
+    # Its campaign came first but had no time: a loaded machine's audit of a sound lock said
+    # "client-crash never fired in any run", and not the budget that would have run it.
+    result.not_fitted = [Trial([("client-pause", {})], required=True)]
+    result.fits_in_s = 240
+    assert result.inconclusive_reasons == [
+        "client-pause never fired in any run: its campaign had no time in the 60 s budget "
+        "(--budget 240 would run it)"]
+    result.not_fitted = [Trial([("client-pause", {})], required=False)]  # not one to run first
+    assert result.inconclusive_reasons == ["client-pause never fired in any run"]
 
 
 def test_an_audit_well_past_its_budget_says_why() -> None:
@@ -716,6 +726,17 @@ def test_a_point_the_lock_need_not_reach_is_one_line_when_unreached(tmp_path: Pa
     result.trials = [aimed("release", "EVAL"), aimed("acquire", "HELLO")]
     assert result.unreached_optional == ["acquire HELLO (connection set-up)"]
     assert result.inconclusive_reasons == [] and result.exit_status == 0
+    # A point whose campaign came first but had no time is not tested either: an audit of
+    # GET-then-DEL on a loaded machine ran 3 of its 15 such campaigns in 30 s, never paused a
+    # release before its GET, and passed, its not-fitted campaigns listed nowhere it said.
+    cut = replace(aimed("release", "GET").trial, required=True)
+    result.not_fitted = [cut, replace(aimed("release", "SET").trial, required=False)]
+    assert result.inconclusive_reasons == [
+        "no client ever stopped or crashed before release GET: its campaign had no time in the "
+        "60 s budget (a longer --budget would run it)"] and result.exit_status == 3
+    result.fits_in_s = 110
+    assert result.inconclusive_reasons[0].endswith("60 s budget (--budget 110 would run it)")
+    result.not_fitted = []
     result.trials.append(aimed("release", "DEL"))
     assert result.inconclusive_reasons == [
         "no client ever stopped or crashed before release DEL: this lock sends it, but never "
@@ -788,3 +809,32 @@ def test_faults_left_unfired_are_never_carried_ahead_of_a_holder_made_to_fail_at
     assert carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1.0, 200)
     assert not carry_now(trials[plain:], unfired, costs[plain:], 0.0, 1e6, 200)  # time enough
 
+
+
+def test_a_warm_up_run_again_is_twice_as_long_on_the_next_seed() -> None:
+    plan = AuditPlan(Campaign("lua", seed=7))
+    runs = [plan.warm_up_campaign(tries) for tries in (1, 2, 3)]
+    assert [(run.duration_s, run.seed) for run in runs] == [(2.0, 7), (4.0, 8), (8.0, 9)]
+    assert {run.fail_on for run in runs} == {"hard"} and not any(run.faults for run in runs)
+
+
+@pytest.mark.parametrize(("grants", "releases", "unseen"),
+                         [(0, 0, "granted"), (3, 0, "released"), (3, 2, None)])
+def test_a_warm_up_that_saw_no_grant_or_release_leaves_the_audit_inconclusive(
+    tmp_path: Path, grants: int, releases: int, unseen: str | None
+) -> None:
+    """The commands of an operation the warm-up never saw were not learned, and no fault was
+    aimed at them: the audit says so (a release the warm-up never saw was never tested)."""
+    history = History()
+    for i in range(grants):
+        history.acquire("c1", 100 * i)
+        if i < releases:
+            history.release("c1", 100 * i + 50)
+    history.save(tmp_path / HISTORY)
+    taught = learn(tmp_path / HISTORY, 1)
+    assert taught.unseen == unseen
+    result = AuditResult(AuditPlan(Campaign("lua")), tmp_path, taught)
+    said = [why for what, why in result.untested if what == "warm-up"]
+    assert said == ([] if unseen is None else [
+        f"the lock {unseen} nothing in the warm-up (run once): what it sends to grant and "
+        "release was never learned, and no fault was aimed at it"])

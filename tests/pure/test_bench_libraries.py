@@ -94,3 +94,27 @@ def test_every_row_of_a_run_is_stamped_with_the_commit_its_process_loaded(
                                  out=str(tmp_path)))
     stamped = {json.loads(path.read_text())["commit"] for path in tmp_path.glob("*.json")}
     assert stamped == {"aaaaaaa"}
+
+
+def test_a_library_that_starves_is_judged_by_its_liveness_flaw_whatever_the_luck() -> None:
+    """Redisson's RSemaphore keeps permits as a counter with no lease: a crashed holder's
+    permits never come back. Whether every permit leaked within the budget (wedged for good,
+    exit 1) or not (exit 0) is luck; a hard violation, an untested audit or a worst verdict
+    of another cause is not that flaw."""
+    bench = _bench()
+    library = bench.BY_LOCK["redisson-semaphore"]
+    assert library.expected == bench.STARVES
+
+    def row(seed: int, exit_status: int, verdict: str, cause: str | None) -> dict[str, object]:
+        return bench.row_of("redisson-semaphore", seed, 60.0, exit_status=exit_status,
+                            verdict=verdict, first_violation=f"{verdict}: seed {seed}. More.",
+                            cause=cause, found_by="client-crash")
+
+    rows = [row(1, 0, "liveness", "leaked-permits"), row(2, 1, "liveness", "wedged"),
+            row(3, 1, "hard", "leaked-permits"), row(4, 3, "liveness", "leaked-permits"),
+            row(5, 0, "soft", "lease-expired")]
+    assert [bench.judged(library, r) for r in rows] == [True, True, False, False, False]
+    page = bench.render({"redisson-semaphore": rows})
+    assert "| 2/5 (starves) | liveness: seed 1. | `leaked-permits` | client-crash |" in page
+    assert ("named, seed by seed: `leaked-permits`, `wedged`, `leaked-permits`, —, —."
+            in page)

@@ -112,6 +112,22 @@ def test_releases_that_always_raise_complete_no_cycle():
     assert verdict.counts["lock_bugs"] == 2 and verdict.counts["lock_cycles"] == 0
 
 
+def test_a_lapsed_lease_beside_releases_that_always_raise_is_still_no_cycle():
+    """A soft violation (c1's lease lapsed before c2's grant) does not show that a lock whose
+    every release raised was tested: below a hard gate the run is not green (it was, exit 0,
+    when violations kept only what was asked for and never met)."""
+    h = History().acquire("c1", 0, lease=100).acquire("c2", 120)
+    raised(h, "release", "c1", 150, "ValueError: nope")
+    raised(h, "release", "c2", 300, "ValueError: nope")
+    verdict = h.final_read(400, []).check()
+    assert verdict.verdict == "soft" and verdict.counts["lock_cycles"] == 0
+    assert verdict.inconclusive_reasons == [
+        "no lock cycle completed: every release raised ValueError: nope (c1, first at 0.151 s)"
+    ]
+    assert exit_status(verdict, "hard") == EXIT_INCONCLUSIVE
+    assert exit_status(verdict, "soft") == 1
+
+
 def test_a_violation_wins_over_inconclusive():
     h = History().acquire("c1", 0).acquire("c2", 50)
     raised(h, "release", "c1", 60, "ValueError: nope")
@@ -173,7 +189,7 @@ def test_exit_status(found, fail_on, allow, code):
     histories = {
         "ok": cycles(History(), 2),
         "inconclusive": History(),
-        "soft": History().acquire("c1", 0, lease=10).acquire("c2", 20),
+        "soft": cycles(History().acquire("c1", 0, lease=10).acquire("c2", 20), 2, 300),
         "hard": History().acquire("c1", 0).acquire("c2", 20),
     }
     verdict = histories[found].final_read(100, []).check()

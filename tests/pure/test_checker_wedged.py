@@ -37,8 +37,9 @@ def refused(h: History, since: float, until: float) -> History:
 
 def crashed_mid_acquire(until: float = 3000) -> History:
     """c2 crashes between its SETNX and its EXPIRE (a pause point that crashes) at 161 ms;
-    nobody acquires again until ``until``."""
-    h = History().acquire("c1", 10).release("c1", 100)
+    nobody acquires again until ``until``; before it, two lock cycles (one is too few to judge
+    a run by)."""
+    h = History().acquire("c3", 10).release("c3", 50).acquire("c1", 60).release("c1", 100)
     h.add(150, "invoke", "c2", "acquire").pause_point("c2", 160, "EXPIRE", "crash")
     return refused(h.crash("c2", 161), 170, until)
 

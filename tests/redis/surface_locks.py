@@ -14,15 +14,22 @@ threads of its own, and each was called inconclusive although nothing was wrong 
   whose ``SET`` failed waits for the holder's ``PUBLISH`` on the lock's channel (subscribed
   once, at its first wait, and kept, as Redisson's waiters share one subscription) and tries
   again once; released by a Lua compare-and-delete that publishes. A holder that crashes
-  leaves its key for ever (wedged): a liveness bug, never a safety one.
+  leaves its key for ever (wedged): a liveness bug, never a safety one;
+* ``late_start`` — ``lua`` that grants nothing for ``LATE_S`` from the first acquire any of
+  its clients asked (as a lock whose key an earlier run left behind, or whose clients wait
+  for their view of the cluster): the warm-up's first run, 2 s long, saw no grant and no
+  release.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import redis
 
@@ -30,6 +37,7 @@ from chaos.history import now
 from chaos.locks import scripts
 from chaos.locks.context import with_socket_timeout
 from chaos.locks.contract import Lease, LockContext, grants
+from chaos.locks.lua import LuaLock
 from chaos.locks.lua_extend import LuaExtendLock
 from chaos.locks.parts import SingleNodeLock
 from chaos.locks.redlock import CLOCK_DRIFT_BASE_MS, CLOCK_DRIFT_FACTOR, MIN_NODES, node_timeout_s
@@ -162,3 +170,26 @@ class PubSubLock(SingleNodeLock):
 
 def pubsub_no_expiry(ctx: LockContext) -> PubSubLock:
     return PubSubLock(ctx)
+
+
+# Where ``late_start`` notes the first acquire of any of its clients (a file, set by the test).
+LATE_FROM = "LOCKCHAOS_TEST_LATE_FROM"
+LATE_S = 2.5  # longer than the warm-up's first run (WARM_UP_S), shorter than its second
+
+
+class LateLock(LuaLock):
+    def __init__(self, ctx: LockContext) -> None:
+        super().__init__(ctx)
+        self.first: float | None = None  # when any client of it first asked (wall clock)
+
+    def acquire(self) -> Lease | None:
+        if self.first is None:
+            mark = Path(os.environ[LATE_FROM])
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            self.first = mark.stat().st_mtime
+        return super().acquire() if time.time() - self.first >= LATE_S else None
+
+
+def late_start(ctx: LockContext) -> LateLock:
+    return LateLock(ctx)

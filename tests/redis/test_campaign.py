@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from cells import CellRuns
 from run_parsing import parse_run
+from surface_locks import LATE_FROM, LATE_S
 
 from chaos import checker
 from chaos.campaign import Campaign, CampaignFile
@@ -184,3 +185,18 @@ def test_nothing_outlives_a_killed_run(tmp_path: Path, sig: signal.Signals) -> N
     wait_until(lambda: not any(alive(pid) for pid in children), "children to die", timeout_s=15)
     if sig == signal.SIGTERM:
         assert runner.returncode == 128 + signal.SIGTERM
+
+
+def test_stop_on_first_does_not_call_an_outage_in_progress_wedged_for_good(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock nobody can take for 2.5 s (over 10 TTLs, with no fault on) that then grants
+    again: checked mid-run, the outage reaches the history's end and reads as wedged for
+    good. Stopping there would end the run on that verdict, which fails every gate; the run
+    goes on, sees the grants, and the outage is the liveness violation it was."""
+    monkeypatch.setenv(LATE_FROM, str(tmp_path / "first-acquire"))
+    campaign = Campaign("surface_locks:late_start", duration_s=LATE_S + 2, stop_on_first=True)
+    outcome = run_campaign(campaign, tmp_path / "out")
+    verdict = outcome.verdict
+    assert not verdict.wedged, verdict.explanations[:3]
+    assert verdict.counts["holds"] > 0 and outcome.exit_status == 0, verdict.explanations[:3]

@@ -5,11 +5,12 @@ the slot map through their own proxies, and seed 003's failover problem reproduc
 from __future__ import annotations
 
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import redis
@@ -22,7 +23,8 @@ from chaos.locks import build_context
 from chaos.lockspec import resolve
 from chaos.nemesis.fault import Target
 from chaos.nemesis.server_faults import Failover
-from chaos.topology import LocalTopology, start
+from chaos.topology import LocalTopology, local, start
+from chaos.topology.base import Endpoint
 from chaos.topology.cluster import CLUSTER_MASTERS
 from chaos.topology.node import wait_until
 from chaos.workload.harness import WorkloadEnv
@@ -41,6 +43,34 @@ def test_the_cluster_forms_with_three_masters_and_their_replicas(cluster: LocalT
     roles = [node["role"] for node in cluster.describe()["nodes"]]
     assert sorted(roles) == ["master"] * 3 + ["slave"] * 3
     assert cluster.master_index(KEY) in range(3)
+
+
+def test_a_node_whose_meeting_was_lost_still_joins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis drops a handshake no one answered within the node timeout (1 s) and never tries
+    it again: a fresh clone's CI, its MEETs delayed on a loaded machine, timed out "waiting
+    for the cluster's nodes to meet". Here the last node's bus refuses every connection
+    while the cluster forms, and opens 2.5 s later: the node is met again and joins."""
+    cut_at: list[float] = []
+    start_proxy = LocalTopology._start_proxy_and_resource
+    form = local.form_cluster
+
+    def cut_last_bus_while_forming(topo: LocalTopology, *args: int) -> None:
+        start_proxy(topo, *args)
+
+        def form_with_a_lost_meeting(nodes: Sequence[Endpoint], *rest: Any) -> None:
+            last = f"bus-n{len(nodes) - 1}"
+            topo.toxiproxy.disable(last)
+            cut_at.append(time.monotonic())
+            threading.Timer(2.5, topo.toxiproxy.enable, (last,)).start()
+            form(nodes, *rest)
+
+        monkeypatch.setattr(local, "form_cluster", form_with_a_lost_meeting)
+
+    monkeypatch.setattr(LocalTopology, "_start_proxy_and_resource", cut_last_bus_while_forming)
+    with start("cluster") as topo:
+        assert time.monotonic() - cut_at[0] >= 2.5  # formed only once the bus was open again
+        roles = sorted(node["role"] for node in topo.describe()["nodes"])
+        assert roles == ["master"] * 3 + ["slave"] * 3
 
 
 def test_a_client_follows_the_slot_map_through_its_own_proxies(cluster: LocalTopology) -> None:

@@ -59,7 +59,10 @@ def test_the_demo_services_reproduce_seed_001_and_the_checker_judges_it(tmp_path
             "LOCKCHAOS_DEMO_TOXIPROXY": topo.toxiproxy.url,
             "LOCKCHAOS_DEMO_LISTEN_HOST": "127.0.0.1",
             "LOCKCHAOS_DEMO_TTL_MS": "100",
-            "LOCKCHAOS_DEMO_DURATION_S": "2.5",
+            # Each worker runs this long from its own start, which a loaded machine delays
+            # (a Python process importing lockchaos): at 2.5 s a fresh clone's two workers
+            # overlapped for 6 cycles, none of them one that lost its lock.
+            "LOCKCHAOS_DEMO_DURATION_S": "6",
             "LOCKCHAOS_DEMO_LOSE_LOCK_P": "0.5",
             "LOCKCHAOS_DEMO_FAIL_ON": "soft",
         }

@@ -60,8 +60,12 @@ class Contexts:
 
     def lock(self, topo: LocalTopology, name: str, cid: str = "c1",
              ttl_ms: int = SECOND) -> LockClient:
+        # A socket timeout of a second, not the runs' 500 ms: these tests look at what a
+        # library sends and how it fails on cut links (refused at once), and a loaded CI's
+        # stall timed out 4 of pottery's 5 extends (Indeterminate) at 500 ms.
         ctx = build_context(topo.client_view(cid), lock_name=KEY, ttl_ms=ttl_ms,
-                            connection_class=self.connection, report_renewal=self._renewed)
+                            connection_class=self.connection, report_renewal=self._renewed,
+                            socket_timeout_s=SECOND / 1000)
         self.made.append(ctx)
         return resolve(name).create(ctx)
 
@@ -372,8 +376,11 @@ def test_python_redis_lock_history_shows_a_holder_working_unrenewed_after_the_he
                     and e.type != h.INVOKE and e.t > acquired.t)
     renewals = [e for e in events if e.process == holder and e.f == h.RENEW
                 and e.token == acquired.token]
-    assert [e.type for e in renewals] == [h.FAIL], renewals  # the one renewal it sent
-    assert fault.t <= renewals[0].value["invoked"] <= healed
+    # Renewals answered until the one the fault cut, and none after it. (The fault meets the
+    # first renewal when it fires on time; a loaded machine fired it later, after one.)
+    *answered, cut = renewals
+    assert cut.type == h.FAIL and all(e.type == h.OK for e in answered), renewals
+    assert fault.t <= cut.value["invoked"] <= healed
     period_ns = SECOND * 2 / 3 * 1e6
     assert released.t - healed > 2 * period_ns  # it ran on, links up, never renewing
     assert released.type == h.FAIL  # its key was gone: NotAcquired

@@ -5,6 +5,7 @@ Sentinel routing, cleanup of its links, and faults it cannot do refused up front
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,6 +162,28 @@ def test_sentinel_lookups_are_routed_to_each_clients_own_links(tmp_path: Path) -
             assert topo.client_view("c1").route[_fmt(local.internal[0].address)] == (
                 topo.client_view("c1").nodes[0]
             )
+
+
+def test_sentinels_that_stall_past_one_answer_still_name_the_master(tmp_path: Path) -> None:
+    """All three Sentinels stopped for 4 s (a busy machine's stall): each misses its 1 s
+    answer, and the topology asks again until one names the master, instead of failing the
+    fault that asked (``no Sentinel named a master``)."""
+    with topology.start("sentinel") as local:
+        config = write_config(tmp_path / "external.toml", local, password=False, sentinel=True)
+        with topology.open_provider("external", "sentinel", config=config) as topo:
+            for sentinel in local.sentinels:
+                sentinel.pause()
+
+            def resume_all() -> None:
+                for sentinel in local.sentinels:
+                    sentinel.resume()
+
+            resume = threading.Timer(4.0, resume_all)
+            resume.start()
+            try:
+                assert topo.master_index() == 0
+            finally:
+                resume.join()
 
 
 def test_compare_through_it_marks_faults_it_cannot_do_as_not_applicable(

@@ -10,7 +10,7 @@ from typing import Any
 
 from chaos import history as h
 from chaos.campaign import Campaign
-from chaos.checker.verdict import INCONCLUSIVE
+from chaos.checker.verdict import EXIT_INCONCLUSIVE, INCONCLUSIVE, exit_status
 from chaos.experiments.execute import run_campaign
 from chaos.nemesis import FAULTS
 
@@ -29,7 +29,11 @@ def test_a_failover_that_splits_the_clients_after_the_run_ended_did_nothing(
     short = run_campaign(Campaign("lua", faults=FAILOVER, duration_s=1.5, seed=2), tmp_path)
     assert short.verdict.coverage["failover"].fired == 1
     assert short.verdict.coverage["failover"].effective == 0
-    assert short.verdict.verdict == INCONCLUSIVE
+    # Inconclusive — or, when a loaded machine let a lease lapse (a fresh clone's CI), soft
+    # beside it: either way the failover's lack of effect is said, and the gate is not green.
+    assert short.verdict.verdict in (INCONCLUSIVE, "soft"), short.verdict.explanations
+    assert [why for why in short.verdict.inconclusive_reasons if why.startswith("failover")]
+    assert exit_status(short.verdict, "hard") == EXIT_INCONCLUSIVE
     assert not _effects(short.run_dir / "history.jsonl")
 
 

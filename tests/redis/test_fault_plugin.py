@@ -8,7 +8,9 @@ the overlap it causes — by its name, read from the history.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,11 @@ from chaos import history as h
 from chaos.campaign import Campaign
 from chaos.checker import check_file
 from chaos.experiments.execute import Outcome, run_campaign
+from chaos.nemesis import ScheduledNemesis
 from chaos.nemesis.fault import FAULTS, Fault, Heal, Target, register, wait_for_holder
+from chaos.nemesis.schedule import FaultEvent, Schedule
+from chaos.topology import LocalTopology
+from chaos.workload import run_workload
 from chaos.workload.harness import WorkloadEnv
 
 
@@ -40,13 +46,20 @@ class WipeKeys(Fault):
         return lambda: None
 
 
+@contextmanager
+def registered(fault: type[Fault]) -> Iterator[str]:
+    """``fault`` in the catalog while the block runs (its name), and out of it after."""
+    register(fault)
+    try:
+        yield fault.name
+    finally:
+        del FAULTS[fault.name]
+
+
 @pytest.fixture
 def wipe_keys() -> Iterator[str]:
-    register(WipeKeys)
-    try:
-        yield WipeKeys.name
-    finally:
-        del FAULTS[WipeKeys.name]
+    with registered(WipeKeys) as name:
+        yield name
 
 
 def _wipe_while_held(fault: str, out: Path) -> Outcome:
@@ -100,3 +113,35 @@ def test_a_fault_without_effects_is_refused() -> None:
     with pytest.raises(ValueError, match="effects"):
         register(Vague)
     assert "vague" not in FAULTS
+
+
+class SlowHeal(Fault):
+    """A fault whose heal takes far longer than the fault was planned to last (as removing
+    toxics from five clients' links does on a loaded machine)."""
+
+    name = "slow-heal"
+    summary = "nothing for 100 ms, then a heal of 600 ms"
+    effects = frozenset({h.DISTURBS_NETWORK})
+
+    def aim(self, env: WorkloadEnv, rng: random.Random, params: dict[str, Any]) -> Target:
+        return Target()
+
+    def apply(self, env: WorkloadEnv, target: Target, params: dict[str, Any]) -> Heal:
+        return lambda: time.sleep(0.6)
+
+
+def test_after_the_first_round_a_late_heal_still_gets_its_quiet_gap(
+    single: LocalTopology, tmp_path: Path
+) -> None:
+    """Each event is planned 300 ms after the previous one's end; each heal ends 600 ms late.
+    The first round's second fault fires as soon as it can (its time has passed); the next
+    round's waits its 300 ms after the heal, which would otherwise eat it."""
+    path = tmp_path / "history.jsonl"
+    with registered(SlowHeal) as name:
+        events = tuple(FaultEvent(at_s, name, {"duration_ms": 100}) for at_s in (0.2, 0.6, 1.0))
+        run_workload(single, Campaign("lua", duration_s=3.0).workload(), path, clients=2,
+                     nemesis=ScheduledNemesis(Schedule(1, events, first_round=2)))
+    times = {(e.f, e.value["id"]): e.t for e in h.read_history(path)
+             if e.process == h.NEMESIS and e.f in (h.START, h.STOP)}
+    quiet_ms = [(times[(h.START, f"f{i + 1}")] - times[(h.STOP, f"f{i}")]) / 1e6 for i in (1, 2)]
+    assert quiet_ms[0] < 290 <= quiet_ms[1], quiet_ms

@@ -482,29 +482,32 @@ def test_watchdog_renews_again_after_a_cut_link_and_stops_once_the_lease_is_gone
     less than the TTL costs no lease. Cut for longer, the key expires, another client takes
     it, and the next renewal finds the token gone: the watchdog gives the lease up, and says
     so (validity 0, no error)."""
+    # A 1 s TTL: the renewal after the link is back lands a third of it before the lease ends
+    # (at 300 ms, 100 ms: a loaded fresh clone's reconnect took longer, and the lease lapsed).
+    ttl = 1000
     reported: list[tuple[float | None, str | None]] = []
-    c1 = clients.make(single, "watchdog", "c1",
+    c1 = clients.make(single, "watchdog", "c1", ttl_ms=ttl,
                       report_renewal=lambda lease, validity, t, error=None:
                       reported.append((validity, error)))
-    c2 = clients.make(single, "watchdog", "c2")
+    c2 = clients.make(single, "watchdog", "c2", ttl_ms=ttl)
     lease = c1.acquire()
     assert lease and isinstance(lease.state, Watchdog)
     link = single.client_links("c1")[0].name
     single.toxiproxy.disable(link)
-    time.sleep(TTL / 2 / 1000)  # a renewal goes out and raises
+    time.sleep(ttl / 2 / 1000)  # a renewal goes out and raises
     single.toxiproxy.enable(link)
-    time.sleep(2 * TTL / 1000)
+    time.sleep(2 * ttl / 1000)
     assert lease.state.alive and not c2.acquire(), "the watchdog kept the lease"
     raised = [error for validity, error in reported if error is not None]
     assert raised and all(validity == 0 for validity, error in reported if error), reported
-    assert reported[-1] == (TTL, None), "it renewed again once the link was back"
+    assert reported[-1] == (ttl, None), "it renewed again once the link was back"
 
     single.toxiproxy.disable(link)
-    outlive(lease)
+    outlive(lease, ttl)
     assert lease.state.alive, "a renewal that raised is not the end of the watchdog"
     assert c2.acquire(), "no renewal landed, so the lock expired"
     single.toxiproxy.enable(link)
-    lease.state.join(TTL / 1000)
+    lease.state.join(ttl / 1000)
     assert not lease.state.alive and lease.state.failure == "the lock is no longer ours"
     assert reported[-1] == (0.0, None), "it found the lease gone and said so"
 

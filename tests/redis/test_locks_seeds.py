@@ -160,7 +160,10 @@ def test_retry_loop_outwaits_a_dead_holders_key_and_claims_its_wait(
     assert lease and lease.token.startswith("c2:"), "the window outlasts the key"
     assert left_s - 0.02 <= waited < WINDOW_RATIO[name]  # the window at lock_timeout 1 s
     assert lease.validity_ms is not None
-    assert 1000 + (left_s - 0.05) * 1000 <= lease.validity_ms <= 1000 + waited * 1000
+    # Counted from the start of the try that won, which a loaded machine can stall before its
+    # SET reaches Redis (a fresh clone's CI: 1,897 ms claimed for a key that lived 998 ms
+    # more): half the wait is what shows it is counted at all (one TTL if it were not).
+    assert 1000 + left_s * 500 <= lease.validity_ms <= 1000 + waited * 1000
     assert {entry[:4] for entry in conn.log} == {("SET", KEY, lease.token, "EX")}
     assert {entry[4:] for entry in conn.log} == {("1", "NX")}  # EX 1: the TTL in seconds
 

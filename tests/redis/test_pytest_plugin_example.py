@@ -5,4 +5,4 @@ import pytest
 
 @pytest.mark.lockchaos(lock="my_lock:make_lock")
 def test_my_lock_passes_the_audit(lockchaos_audit):
-    lockchaos_audit(budget=30)
+    lockchaos_audit(budget=60)

@@ -56,7 +56,7 @@ from chaos.experiments.audit.plan import (
     MUST_SURVIVE,
     AuditPlan,
 )
-from chaos.experiments.audit.runner import run_audit
+from chaos.experiments.audit.runner import run_audit, warm_up
 
 __all__ = [
     "AUDIT_OPTIONS",
@@ -66,4 +66,5 @@ __all__ = [
     "AuditPlan",
     "AuditResult",
     "run_audit",
+    "warm_up",
 ]

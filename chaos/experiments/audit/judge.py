@@ -29,6 +29,7 @@ from chaos.experiments.surface import (
     tally,
 )
 from chaos.explore import ExploreResult
+from chaos.report.audit_answer import fits
 from chaos.report.audit_page import (
     Exercised,
 )
@@ -51,12 +52,22 @@ class TrialResult:
 WARM_UP = "warm-up"  # the warm-up's name among the runs
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """The audit's warm-up as it ran: its last campaign's outcome, when that began (seconds
+    since the audit began) and how many campaigns it took (``runner.warm_up``)."""
+
+    outcome: Outcome
+    started_s: float
+    tries: int
+
+
 @dataclass
 class AuditResult:
     plan: AuditPlan
     directory: Path
     learned: Learned | None = None
-    warm_up: Outcome | None = None
+    warm_up: WarmUp | None = None
     trials: list[TrialResult] = field(default_factory=list)
     explored: list[ExploreResult] = field(default_factory=list)
     skipped: list[Trial] = field(default_factory=list)  # planned, not run: a hard one was found
@@ -65,6 +76,9 @@ class AuditResult:
     # Explorations the machine stopped, one line each (``run_audit``).
     explore_stopped: list[str] = field(default_factory=list)
     required: int = 0  # planned campaigns that come first (``Trial.required``)
+    # The budget that would have run those of them that had no time (``run_audit``'s estimate,
+    # on this machine's measured cost of a campaign); None when they all ran.
+    fits_in_s: float | None = None
     wall_s: float = 0.0
 
     @property
@@ -73,8 +87,8 @@ class AuditResult:
         only when it broke the lock with no fault at all (a hard violation): what else it
         finds is what it asked (a lock refusing its own holder is not reentrant)."""
         found = [(s.trial.name, s.outcome.verdict, s.outcome.run_dir) for s in self.trials]
-        if self.warm_up is not None and self.warm_up.verdict.hard_violations:
-            found.append((WARM_UP, self.warm_up.verdict, self.warm_up.run_dir))
+        if self.warm_up is not None and self.warm_up.outcome.verdict.hard_violations:
+            found.append((WARM_UP, self.warm_up.outcome.verdict, self.warm_up.outcome.run_dir))
         for result in self.explored:
             if result.failure is not None and result.run_dir is not None:
                 found.append(("explore", result.failure.verdict, result.run_dir))
@@ -99,7 +113,7 @@ class AuditResult:
         asked for was never exercised (``untested``)."""
         runs = [(s.trial.name, s.outcome.verdict) for s in self.trials]
         if self.warm_up is not None:
-            runs.append((WARM_UP, self.warm_up.verdict))
+            runs.append((WARM_UP, self.warm_up.outcome.verdict))
         broken = list(dict.fromkeys(f"{name}: {error.reason}" for name, verdict in runs
                                     for error in verdict.rule_errors or ()))
         verdicts = [s.outcome.verdict for s in self.trials]
@@ -117,15 +131,41 @@ class AuditResult:
         only the campaigns skipped after a hard violation would have injected is not among
         them: the audit stopped before its turn (``skipped_faults``), and says so once."""
         covered = self.coverage
-        missed = [(name, f"{name} had no effect on the lock in any run" if name in covered else
-                   f"{name} never fired in any run") for name, _ in self.plan.tested()
+        missed = [(name, self._missed(name, fired=name in covered))
+                  for name, _ in self.plan.tested()
                   if (name not in covered or not covered[name].effective)
                   and name not in self.skipped_faults]
         exercised = self.exercised
         missed += [(point_name(op, command), self._unreached(op, command))
                    for op, command in self._unreached_aims(exercised)
                    if not self._optional(op, command)]
-        return missed + self._capabilities_unused(exercised)
+        return self._unseen() + missed + self._capabilities_unused(exercised)
+
+    def _missed(self, name: str, *, fired: bool) -> str:
+        """Why tested fault ``name`` had no effect, and, when a campaign injecting it came
+        first and had no time, that: a loaded machine's audit of a sound lock said "client-crash
+        never fired in any run" where its campaigns had all been cut for time."""
+        said = f"{name} had no effect on the lock in any run" if fired else \
+            f"{name} never fired in any run"
+        cut = any(trial.required and name in (fault for fault, _ in trial.faults)
+                  for trial in self.not_fitted)
+        return f"{said}: {self._no_time}" if cut else said
+
+    @property
+    def _no_time(self) -> str:
+        return (f"its campaign had no time in the {self.plan.budget_s:g} s budget "
+                f"({fits(self.fits_in_s)} would run it)")
+
+    def _unseen(self) -> list[tuple[str, str]]:
+        """What the warm-up, every time it ran, never saw the lock do (``Learned.unseen``):
+        the commands of that operation were not learned, and no fault was aimed at them."""
+        if self.learned is None or not self.learned.unseen:
+            return []
+        tries = self.warm_up.tries if self.warm_up is not None else 1
+        times = "once" if tries == 1 else f"{tries} times"
+        return [(WARM_UP, f"the lock {self.learned.unseen} nothing in the warm-up (run {times}): "
+                          "what it sends to grant and release was never learned, and no fault "
+                          "was aimed at it")]
 
     @property
     def unreached_optional(self) -> list[str]:
@@ -136,10 +176,22 @@ class AuditResult:
                 self._unreached_aims(self.exercised) if (why := self._optional(op, command))]
 
     def _unreached_aims(self, exercised: Exercised) -> list[tuple[str, str]]:
-        """The (operation, command) points the campaigns aimed at that no client reached."""
+        """The (operation, command) points the audit aimed at that no client reached: those
+        of the campaigns that ran, and those of the campaigns that come first but had no time
+        (``not_fitted``): a pause before each command the lock sends is what the audit
+        plans, and one no campaign made was not tested, whatever the budget."""
         reached = {**exercised.pause_points, **exercised.crashes}
-        aims = dict.fromkeys(aim for s in self.trials if (aim := s.trial.aim()))
+        aims = dict.fromkeys([*(aim for s in self.trials if (aim := s.trial.aim())),
+                              *self._cut_aims])
         return [(op, command) for op, command in aims if not reached.get(point_name(op, command))]
+
+    @property
+    def _cut_aims(self) -> list[tuple[str, str]]:
+        """The points of campaigns that come first and had no time, that no campaign that
+        ran aimed at."""
+        ran = {s.trial.aim() for s in self.trials}
+        return [aim for trial in self.not_fitted
+                if trial.required and (aim := trial.aim()) and aim not in ran]
 
     def _optional(self, op: str, command: str) -> str | None:
         """Why the point before ``command`` in ``op`` need not be reached
@@ -163,6 +215,8 @@ class AuditResult:
         saw the lock send it: a point the user aimed at a command the lock never sent said
         "this lock sends it" (``--faults client-pause-at:command=HGET`` on ``lua``)."""
         said = f"no client ever stopped or crashed before {point_name(op, command)}"
+        if (op, command) in self._cut_aims:
+            return f"{said}: {self._no_time}"
         learned = self.learned
         if learned is None:
             return f"{said}: never while a point was armed"
@@ -235,8 +289,9 @@ class AuditResult:
     @property
     def first_hard_s(self) -> float | None:
         """Seconds from the audit's start to the end of the first run that found a hard one."""
-        if self.warm_up is not None and self.warm_up.verdict.hard_violations:
-            return self.warm_up.verdict.first_hard_violation_s
+        if self.warm_up is not None and self.warm_up.outcome.verdict.hard_violations:
+            first = self.warm_up.outcome.verdict.first_hard_violation_s or 0.0
+            return self.warm_up.started_s + first
         for s in self.trials:
             if s.outcome.verdict.hard_violations:
                 first = s.outcome.verdict.first_hard_violation_s or 0.0

@@ -142,12 +142,14 @@ class AuditPlan:
             extend_during_work=extend, nest_depth=nest_depth, faults_in_order=in_order, **own,
         )
 
-    def warm_up_campaign(self) -> Campaign:
+    def warm_up_campaign(self, tries: int = 1) -> Campaign:
         """The warm-up (``chaos.experiments.surface``): no fault, ``WARM_UP_S`` long, holders
         extending and acquiring again while they hold, working ``WARM_UP_WORK_TTLS``; it
         stops only at a hard violation (a lock that refuses its own holder is not
-        reentrant: that is what it asks)."""
-        warm = self.campaign([], seed=self.base.seed, extend=True, duration_s=WARM_UP_S,
+        reentrant: that is what it asks). Its ``tries``-th run (one that saw the lock grant
+        or release nothing runs again) is twice as long as the one before, on the next seed."""
+        warm = self.campaign([], seed=self.base.seed + tries - 1, extend=True,
+                             duration_s=WARM_UP_S * 2 ** (tries - 1),
                              nest_depth=WARM_UP_NEST_DEPTH,
                              work_ms=WARM_UP_WORK_TTLS * self.base.ttl_ms)
         return msgspec.structs.replace(warm, fail_on="hard")

@@ -50,7 +50,7 @@ def record(result: AuditResult) -> AuditFile:
         required=result.required, skipped_faults=result.skipped_faults,
         optional=learned.optional_points() if learned else {},
         unreached_optional=result.unreached_optional,
-        not_fitted=[trial.name for trial in result.not_fitted],
+        not_fitted=[trial.name for trial in result.not_fitted], fits_in_s=result.fits_in_s,
         explore_stopped=result.explore_stopped,
     )  # fmt: skip
 

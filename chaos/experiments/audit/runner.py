@@ -4,6 +4,7 @@ then explore; then its record and pages.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -13,7 +14,7 @@ import redis
 from hypothesis.errors import Flaky
 
 from chaos.campaign import HISTORY, Campaign, choose_layout, stamped_path
-from chaos.experiments.audit.judge import AuditResult, TrialResult
+from chaos.experiments.audit.judge import AuditResult, TrialResult, WarmUp
 from chaos.experiments.audit.plan import AuditPlan, Trial, fitted, kept_ttl
 from chaos.experiments.audit.record import record
 from chaos.experiments.audit.trials import (
@@ -29,9 +30,7 @@ from chaos.experiments.audit.trials import (
     plan_trials,
 )
 from chaos.experiments.execute import run_campaign
-from chaos.experiments.surface import (
-    learn,
-)
+from chaos.experiments.surface import WARM_UP_TRIES, Learned, learn
 from chaos.explore import explore
 from chaos.explore.explorer import MAX_EXAMPLES
 from chaos.report.audit_page import (
@@ -40,6 +39,11 @@ from chaos.report.audit_page import (
 )
 
 RUNS = "runs"
+# The share of the budget the warm-up may take when it runs again (``warm_up``).
+WARM_UP_SHARE = 0.25
+# The budget an audit advises when some of its campaigns that come first had no time is a
+# multiple of this (``AuditResult.fits_in_s``): an estimate, not a promise to the second.
+FITS_STEP_S = 10
 
 
 Event = Callable[[str], None]
@@ -78,6 +82,31 @@ class Clock:
         self._extra.append(took_s - campaign.duration_s - campaign.holder_work_ms / 1000)
 
 
+def warm_up(plan: AuditPlan, runs: Path, clock: Clock | None = None,
+            say: Event | None = None) -> tuple[WarmUp, Learned]:
+    """The warm-up campaign into ``runs``, and what it taught; run again (the next of
+    ``AuditPlan.warm_up_campaign``: twice as long, the next seed) while it saw the lock grant
+    or release nothing (``Learned.unseen``: their commands were not learned, and no fault
+    would be aimed at them), ``WARM_UP_TRIES`` times in all, each within ``WARM_UP_SHARE`` of
+    the budget."""
+    clock = clock or Clock(plan.budget_s)
+    for tries in range(1, WARM_UP_TRIES + 1):
+        warm = plan.warm_up_campaign(tries)
+        began = clock.spent_s
+        outcome = run_campaign(warm, runs)
+        clock.ran(warm, clock.spent_s - began)
+        learned = learn(outcome.run_dir / HISTORY, choose_layout(warm).nodes)
+        if not learned.unseen or tries == WARM_UP_TRIES:
+            break
+        again = plan.warm_up_campaign(tries + 1)
+        if time.monotonic() + campaign_cost(again, clock.overhead_s) > clock.at(WARM_UP_SHARE):
+            break
+        if say is not None:
+            say(f"warm-up: the lock {learned.unseen} nothing in "
+                f"{warm.duration_s:g} s; again, {again.duration_s:g} s long")
+    return WarmUp(outcome, began, tries), learned
+
+
 def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> AuditResult:
     """Run the audit of ``plan`` into a new directory under ``out``; its budget counts from
     here (a driver's ``describe``, in ``validate``, starts a process too)."""
@@ -90,15 +119,14 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
     result = AuditResult(plan, directory)
 
     say("warm-up: learning the lock's commands and capabilities")
-    warm = plan.warm_up_campaign()
-    began = clock.spent_s
-    result.warm_up = run_campaign(warm, directory / RUNS)
-    clock.ran(warm, clock.spent_s - began)
-    learned = result.learned = learn(result.warm_up.run_dir / HISTORY, choose_layout(warm).nodes)
+    result.warm_up, learned = warm_up(plan, directory / RUNS, clock, say)
+    result.learned = learned
     plan = result.plan = fitted(plan, learned)
     trials, cell_s = plan_trials(plan, learned, overhead_s=clock.overhead_s,
                                  spent_s=clock.spent_s)
     result.required = sum(trial.required for trial in trials)
+
+    short_s = 0.0  # what the campaigns that come first and had no time would have cost
 
     def broke() -> bool:
         return not plan.full and any(v.hard_violations for _, v, _ in result.verdicts)
@@ -107,11 +135,15 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
         """Run ``trial`` if it fits before its deadline (those that come first, and runs
         again, ``REQUIRED_SHARE`` of the budget; the others ``CAMPAIGN_SHARE``; less one
         campaign's overhead, the explore phase's start); else it is not tested, listed so."""
+        nonlocal short_s
         campaign = plan.trial_campaign(index, trial, cell_s)
         share = REQUIRED_SHARE if trial.required or trial.again else CAMPAIGN_SHARE
         end = clock.at(share) - clock.overhead_s
-        if time.monotonic() + campaign_cost(campaign, clock.overhead_s) > end:
+        cost = campaign_cost(campaign, clock.overhead_s)
+        if time.monotonic() + cost > end:
             result.not_fitted.append(trial)
+            if trial.required:
+                short_s += cost
             return
         say(f"campaign {index + 1}/{of}: {trial.name}")
         at = clock.spent_s
@@ -151,6 +183,9 @@ def run_audit(plan: AuditPlan, out: Path, on_event: Event | None = None) -> Audi
             if broke():
                 break
             run_trial(len(result.trials), trial, len(result.trials) + 1)
+    if short_s:
+        result.fits_in_s = FITS_STEP_S * math.ceil(
+            (clock.spent_s + short_s) / REQUIRED_SHARE / FITS_STEP_S)
     if not broke():
         # Each exploration on one topology until its share of the budget is spent, as
         # `lockchaos explore` runs (not a topology and a new seed, Hypothesis starting over

@@ -30,7 +30,7 @@ public final class LockDriver {
         Driver.serve(Description.of("@NAME@", "jedis 8.0.2").extend(), LockDriver::lock);
     }
 
-    /** This client's lock (built when the harness says hello; it connects meanwhile, in the background). */
+    /** This client's lock, built and connected when the harness says hello. */
     public static Lock<Void> lock(Hello hello) {
         JedisNode redis = JedisNode.master(hello);  // the first node, or the Sentinels' master
         String key = hello.lockName();

@@ -30,7 +30,7 @@ public final class LockDriver {
         Driver.serve(Description.of("@NAME@", "lettuce 6.8.1").extend(), LockDriver::lock);
     }
 
-    /** This client's lock (built when the harness says hello; it connects meanwhile, in the background). */
+    /** This client's lock, built and connected when the harness says hello. */
     public static Lock<Void> lock(Hello hello) {
         LettuceNode redis = LettuceNode.master(hello);  // the first node, or the Sentinels' master
         String[] key = {hello.lockName()};

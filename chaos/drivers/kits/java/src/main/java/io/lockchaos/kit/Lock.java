@@ -24,8 +24,9 @@ public interface Lock<L> {
     }
 
     /**
-     * Builds the lock from the harness's hello (connecting lazily: a JVM should answer hello
-     * fast). One driver may build locks of different lease types (its variants).
+     * Builds the lock from the harness's hello, connected ({@link Node}): the hello is
+     * answered when it returns, and the run starts once every client answered. One driver may
+     * build locks of different lease types (its variants).
      */
     @FunctionalInterface
     interface Factory {

@@ -4,16 +4,22 @@ import java.util.List;
 
 /**
  * One Redis node as a lock sees it, for a client library whose connections the kit opens
- * (Jedis, Lettuce): a connection opened in the background once the node is made — a JVM answers
- * hello before it connects, and its first request does not carry a cold client's class loading
- * (a first Lettuce connection took 1.5 s on a loaded machine) — or else when the lock first
- * needs it, replaced once broken — as a pool would — and, with Sentinel, the master found again
- * after a failover, through this client's proxy for it ({@link Hello#routed}). Failing to
- * connect sends nothing: {@link NotSent}.
+ * (Jedis, Lettuce): a connection opened once the node is made, before the hello is answered
+ * (a client is ready when it can send: a cold Lettuce's first connection took 1.5 s on a
+ * loaded machine, and over four on a busier one, where it ran out the first requests' bound
+ * before they sent anything), or else when the lock first needs it, replaced once broken — as
+ * a pool would — and, with Sentinel, the master found again after a failover, through this
+ * client's proxy for it ({@link Hello#routed}). Failing to connect sends nothing:
+ * {@link NotSent}.
  *
  * @param <C> the library's connection
  */
 public abstract class Node<C extends AutoCloseable> {
+    /** All nodes' first connections, within the harness's 30 s bound on hello (a JVM's start and the factory's share of it). */
+    private static final long CONNECT_BOUND_MS = 10_000;
+    private static final long CONNECT_RETRY_MS = 50;
+    private static final int MAX_CONNECT_ATTEMPTS = 200;
+
     protected final Hello hello;
     private final Address fixed;
     private C connection;
@@ -97,26 +103,56 @@ public abstract class Node<C extends AutoCloseable> {
         N make(Hello hello, Address at);
     }
 
-    /** One node per data node of the hello (a Redlock's masters), each connecting in the background. */
+    /** One node per data node of the hello (a Redlock's masters), each connected first. */
     public static <N extends Node<?>> List<N> each(Hello hello, Maker<N> maker) {
-        return hello.nodes().stream().map(a -> connecting(maker.make(hello, a))).toList();
+        long deadline = System.nanoTime() + CONNECT_BOUND_MS * 1_000_000L;
+        return hello.nodes().stream().map(a -> connected(maker.make(hello, a), deadline)).toList();
+    }
+
+    /** {@code node}, connected first (see {@link #connected(Node, long)}). */
+    public static <N extends Node<?>> N connected(N node) {
+        return connected(node, System.nanoTime() + CONNECT_BOUND_MS * 1_000_000L);
     }
 
     /**
-     * {@code node}, its connection opened on a daemon thread meanwhile (its set-up is no
-     * request's: nothing is announced or reported). A request that needs it first waits for it;
-     * a failure leaves the request to connect again.
+     * {@code node}, its connection opened now, an attempt that failed (a cold client's
+     * handshake can outlast the socket timeout on a busy machine) tried again until
+     * {@code deadline} ({@link System#nanoTime}); a node still unreachable then, or one that
+     * refused the connection (nothing listens there: a node down, which waiting for would
+     * hold the hello 10 s), is left to the first request, which connects (or fails,
+     * definitely) itself. Its set-up is no request's: nothing is announced or reported.
      */
-    public static <N extends Node<?>> N connecting(N node) {
-        Thread t = new Thread(() -> {
+    private static <N extends Node<?>> N connected(N node, long deadline) {
+        for (int attempt = 0; attempt < MAX_CONNECT_ATTEMPTS; attempt++) {
             try {
                 ((Node<?>) node).connection();
-            } catch (NotSent e) {
-                // the first request connects (or fails, definitely) itself
+                return node;
+            } catch (NotSent | RuntimeException e) {  // a library's own timeout, say
+                if (refused(e) || System.nanoTime() >= deadline) return node;
             }
-        }, "lockchaos-connect");
-        t.setDaemon(true);
-        t.start();
+            try {
+                Thread.sleep(CONNECT_RETRY_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return node;
+            }
+        }
         return node;
+    }
+
+    /**
+     * Whether {@code error} came of a refused connection: a {@link java.net.ConnectException}
+     * among its causes (Lettuce's) or what they suppressed (Jedis adds each address's failure
+     * so), ten deep at most.
+     */
+    private static boolean refused(Throwable error) {
+        Throwable cause = error;
+        for (int depth = 0; cause != null && depth < 10; depth++, cause = cause.getCause()) {
+            if (cause instanceof java.net.ConnectException) return true;
+            for (Throwable suppressed : cause.getSuppressed()) {
+                if (suppressed instanceof java.net.ConnectException) return true;
+            }
+        }
+        return false;
     }
 }

@@ -44,7 +44,7 @@ public final class JedisNode extends Node<Jedis> {
 
     /** The first node, or with Sentinel this client's proxy for the master. */
     public static JedisNode master(Hello hello) {
-        return Node.connecting(new JedisNode(hello, null));
+        return Node.connected(new JedisNode(hello, null));
     }
 
     /** Every data node (a Redlock's independent masters). */

@@ -72,7 +72,7 @@ public final class LettuceNode extends Node<StatefulRedisConnection<String, Stri
 
     /** The first node, or with Sentinel this client's proxy for the master. */
     public static LettuceNode master(Hello hello) {
-        return Node.connecting(new LettuceNode(hello, null));
+        return Node.connected(new LettuceNode(hello, null));
     }
 
     /** Every data node (a Redlock's independent masters). */
