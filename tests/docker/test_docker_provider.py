@@ -99,7 +99,10 @@ def test_docker_toxiproxy_counts_what_a_partition_dropped_of_a_lock_it_cannot_ho
     events = [json.loads(line) for line in (outcome.run_dir / "history.jsonl").open()]
     assert any(e["f"] == "dropped" and e["value"]["requests"] > 0 for e in events)
     assert outcome.verdict.coverage["partition"].effective >= 1, outcome.verdict.coverage
-    assert outcome.verdict.verdict == "ok", outcome.verdict.inconclusive_reasons
+    # Tested, and sound: no reason it did not test, no hard violation (at the 200 ms lease a
+    # loaded machine's stall may let one lapse beside it: soft, which this is not about).
+    assert outcome.verdict.inconclusive_reasons == [], outcome.verdict.inconclusive_reasons
+    assert outcome.verdict.hard_violations == 0, outcome.verdict.explanations
 
 
 @DEFAULT_IMAGES
