@@ -144,10 +144,10 @@ def replicas_of(nodes: Sequence[Endpoint], master: int) -> list[int]:
                 if conn.info("replication").get("role") != "slave":
                     continue
                 mine = str(conn.execute_command("CLUSTER", "MYID"))
-                rows = str(conn.execute_command("CLUSTER", "NODES")).splitlines()
+                rows = _rows(conn)
         except (redis.RedisError, OSError):
             continue
-        me = next((r.split() for r in rows if r.startswith(mine)), [])
+        me = next((row for row in rows if row[0] == mine), [])
         if len(me) > 3 and me[3] == master_id:
             replicas.append(i)
     return replicas
@@ -175,8 +175,7 @@ def _meet(first: Endpoint, host: str, addresses: Sequence[tuple[int, int]]) -> b
     delayed past 1 s left a node out of the cluster for good (a fresh clone's CI: "timed out
     after 30 s waiting for the cluster's nodes to meet")."""
     with first.client(decode_responses=True) as conn:
-        rows = str(conn.execute_command("CLUSTER", "NODES")).splitlines()
-        known = {row.split()[1].split("@")[0] for row in rows if row.strip()}
+        known = {row[1].split("@")[0] for row in _rows(conn)}
         missing = [(port, bus) for port, bus in addresses if f"{host}:{port}" not in known]
         for port, bus in missing:
             conn.execute_command("CLUSTER", "MEET", host, port, bus)
@@ -185,9 +184,14 @@ def _meet(first: Endpoint, host: str, addresses: Sequence[tuple[int, int]]) -> b
 
 def _knows(node: Endpoint, count: int) -> bool:
     with node.client(decode_responses=True) as conn:
-        lines = conn.execute_command("CLUSTER", "NODES")
-    known = [line for line in str(lines).splitlines() if line.strip()]
-    return len(known) == count and not any("handshake" in line for line in known)
+        known = _rows(conn)
+    return len(known) == count and not any("handshake" in row[2] for row in known)
+
+
+def _rows(conn: redis.Redis) -> list[list[str]]:
+    """``CLUSTER NODES``, a node a row: id, address (ip:port@bus), flags, master id, …"""
+    return [row.split() for row in str(conn.execute_command("CLUSTER", "NODES")).splitlines()
+            if row.strip()]
 
 
 def _node_id(node: Endpoint) -> str:
