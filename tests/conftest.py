@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from cells import CellRuns
+from lease_span import pytest_runtest_call  # noqa: F401  (the hook: a stalled run's failure runs again)
 from leftovers import left_by
 from prerequisites import docker_gap, need
 
