@@ -8,10 +8,17 @@ PYTEST_ARGS ?=
 # its claim takes the next seed (tests/cells.py). JOBS=0: serially.
 JOBS ?= 3
 
-.PHONY: setup venv test test-long test-fast demo lint typecheck bench clean
+.PHONY: setup docker venv test test-long test-fast demo lint bench clean
 
+# What `make test` and `make demo` need: Redis (MALLOC=libc), Sentinel, Toxiproxy, .venv, the
+# lock drivers, Chromium, the CI linters.
 setup:
 	@bash scripts/setup.sh
+
+# The docker provider's engine, Compose v2 and lockchaos's images (built offline: minutes the
+# first time, docs/images.md); `make test-long` runs it.
+docker: setup
+	@bash scripts/docker-setup.sh
 
 venv:
 	@bash scripts/venv.sh
@@ -27,7 +34,7 @@ QUICK := not budget and not slow
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "$(QUICK) and not docker and not drivers" $(PYTEST_ARGS)
 
-test-long: setup
+test-long: docker
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "$(QUICK) and (docker or drivers)" $(PYTEST_ARGS)
 	$(PY) -m pytest -n $(JOBS) -m "budget or slow" $(PYTEST_ARGS)
 

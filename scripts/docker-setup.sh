@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up of what the docker provider needs (docs/images.md), run by setup.sh:
+# Idempotent set-up of what the docker provider needs (docs/images.md), run by `make docker`:
 #
-#   docker-setup.sh [engine|compose|images]     (no argument: all three, in that order)
+#   docker-setup.sh [engine|compose|images]     (no argument: all three: the engine first)
 #
 #   * engine: if no Docker engine answers `docker info` and we are root on Debian, apt's
 #     docker.io, dockerd started in the background (log and pidfile in .cache/docker/); never
@@ -14,9 +14,9 @@
 #     lockchaos-demo, and lockchaos/lockchaos and :full (with the built drivers) for CI and
 #     Kubernetes), built offline with debootstrap (`python -m chaos.images`, chaos/images/)
 #
-# setup.sh runs the engine with the local provider's programs, then compose and images at
-# once (neither needs the other; the images need .venv, Toxiproxy and the drivers): each
-# phase takes its own lock, so two set-ups at once never start two engines or build twice.
+# `make docker` runs it after `make setup` (the images need .venv, Toxiproxy and the drivers):
+# the engine, then Compose and the images at once (neither needs the other). Each phase takes
+# its own lock, so two set-ups at once never start two engines or build twice.
 #
 # Where a step cannot be done (not root, not Debian, no Go, a failed build) it prints one line
 # saying what is missing and exits 0: setup goes on and the docker tests skip. Under CI (CI
@@ -120,7 +120,7 @@ compose() {
 # --- lockchaos's images -------------------------------------------------------------------
 images() {
     one_at_a_time images
-    [ -x "$PY" ] || skip ".venv is missing (run scripts/setup.sh first): cannot build the images"
+    [ -x "$PY" ] || skip ".venv is missing (run make setup first): cannot build the images"
     local absent tools=() options=(--prefix "${LOCKCHAOS_IMAGE_PREFIX:-}")
     absent="$("$PY" -m chaos.images missing "${options[@]}" 2>"$STATE/images.err")" \
         || skip "$(head -n1 "$STATE/images.err")"
@@ -146,8 +146,16 @@ case "${1:-all}" in
     images) images; say "ready: images present" ;;
     all)
         engine
-        compose
-        images
+        # Compose and the images do not need each other, and each takes minutes the first
+        # time (a Go build; debootstraps and server builds): at once.
+        compose &
+        compose_pid=$!
+        images &
+        images_pid=$!
+        failed=0
+        wait "$compose_pid" || failed=1
+        wait "$images_pid" || failed=1
+        [ "$failed" -eq 0 ] || exit 1  # the phase said what failed
         say "ready: $(docker version --format 'engine {{.Server.Version}}' 2>/dev/null)," \
             "compose $(docker compose version --short 2>/dev/null), images present"
         ;;

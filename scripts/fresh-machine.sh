@@ -2,8 +2,8 @@
 # Prove the set-up from nothing (issue 21): on this machine kind, remove everything lockchaos
 # made — its Docker images, its caches (the clone's .cache, the per-user cache, the Compose v2
 # plugin it built), the engine it started — then, in a fresh clone of this checkout, run the
-# README's commands and time them: `make setup` (engine, Compose, every image, Redis, Toxiproxy,
-# the drivers), then one docker campaign per server, one campaign per bundled driver, the
+# README's commands and time them: `make setup` (Redis, Toxiproxy, .venv, the drivers, Chromium,
+# the CI linters), `make docker` (engine, Compose, every image), then one docker campaign per server, one campaign per bundled driver, the
 # browser check, and the whole suite as CI runs it. What the machine kind keeps between clones stays (apt packages, the Go, Maven
 # and npm download caches): DEVELOPERS.md's "a fresh clone".
 #
@@ -64,6 +64,7 @@ done
 git clone -q "$SOURCE" "$CLONE"
 cd "$CLONE"
 timed setup 3600 make setup
+timed docker 3600 make docker
 timed lint 900 make lint
 PY="$CLONE/.venv/bin/python"
 LC="$CLONE/.venv/bin/lockchaos"

@@ -1,11 +1,13 @@
-"""What a test needs that `make setup` provides outside Python (a Docker engine and
-lockchaos's images, a built lock driver, Chromium), and what happens when it is not here.
+"""What a test needs that `make setup` and `make docker` provide outside Python (a Docker
+engine and lockchaos's images, a built lock driver, Chromium), and what happens when it is
+not here.
 
 Outside CI the test skips, naming exactly what is missing (a laptop without Docker still
 runs the rest). Under CI (the ``CI`` variable set, as CI services set it: ``CI=true``) the
-test fails with that line instead: CI ran `make setup`, which under CI fails when it cannot
-set a prerequisite up, so a missing one there means something is broken, and a skip would
-turn that into a green run that tested nothing (issue 21).
+test fails with that line instead: CI ran `make setup` (and `make docker` before the docker
+tests), which under CI fail when they cannot set a prerequisite up, so a missing one there
+means something is broken, and a skip would turn that into a green run that tested nothing
+(issue 21).
 
 One decision for every group: ``need(gap)``. The gaps are one line each ("" when nothing is
 missing): ``image_gap`` (pure: declared images vs present ones), ``docker_gap`` (the engine,
@@ -29,7 +31,7 @@ from chaos.errors import UsageError
 from chaos.topology.images import IMAGES, image_for
 
 DOCKER_TIMEOUT_S = 20
-IMAGES_HINT = "scripts/docker-setup.sh builds them"
+IMAGES_HINT = "make docker builds them"
 
 
 def under_ci() -> bool:
@@ -89,9 +91,9 @@ def toolchain_gap() -> str:
 def _engine_gap() -> str:
     """The engine or Compose v2 that is missing (asked once a session)."""
     if not _answers(["docker", "info"]):
-        return "no Docker engine: `docker info` failed (scripts/docker-setup.sh starts one as root)"
+        return "no Docker engine: `docker info` failed (make docker starts one as root)"
     if not _answers(["docker", "compose", "version"]):
-        return "no Compose v2: `docker compose version` failed (scripts/docker-setup.sh builds it)"
+        return "no Compose v2: `docker compose version` failed (make docker builds it)"
     return ""
 
 

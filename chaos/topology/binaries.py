@@ -73,9 +73,10 @@ CACHE = default_cache()
 def setup_hint(flag: str = "") -> str:
     """The command that installs what is missing, as an error line should name it: ``lockchaos
     setup`` (with ``flag``, e.g. ``--drivers``), which works for a pip install and a checkout
-    alike; in a checkout, ``make setup`` does it too."""
+    alike; in a checkout, ``make setup`` does it too (``make docker`` for ``--docker``)."""
     command = f"lockchaos setup {flag}".strip()
-    return f"run `{command}`" + (" (or `make setup` in this checkout)" if IN_CHECKOUT else "")
+    make = "make docker" if flag == "--docker" else "make setup"
+    return f"run `{command}`" + (f" (or `{make}` in this checkout)" if IN_CHECKOUT else "")
 
 
 def env_name(program: str) -> str:

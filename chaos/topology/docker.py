@@ -58,6 +58,7 @@ from chaos.topology.base import (
     SHAPES,
     refuse,
 )
+from chaos.topology.binaries import setup_hint
 from chaos.topology.cluster import CLUSTER_MASTERS, form_cluster
 from chaos.topology.engine import engine
 from chaos.topology.images import FAKETIME_FILE, SERVERS, image_for, labels, own_image
@@ -171,9 +172,9 @@ def check_images(client: Any, chosen: dict[str, str]) -> None:
     for variable, image in chosen.items():
         if own_image(image) and labels(client, image) is None:
             raise UsageError(
-                f"the docker provider needs the image {image}: build it with "
-                f"`python -m chaos.images build` (docs/images.md), or set {variable} to an "
-                "image a registry here provides"
+                f"the docker provider needs the image {image}: to build lockchaos's images, "
+                f"{setup_hint('--docker')} (docs/images.md); or set {variable} to an image a "
+                "registry here provides"
             )
 
 

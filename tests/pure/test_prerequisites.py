@@ -30,7 +30,7 @@ def test_a_test_is_gated_on_exactly_the_images_it_declares() -> None:
 def test_a_missing_prerequisite_skips_outside_ci_and_fails_under_ci(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reason = "no image lockchaos/redis:8.0 (scripts/docker-setup.sh builds them)"
+    reason = "no image lockchaos/redis:8.0 (make docker builds them)"
     monkeypatch.delenv("CI", raising=False)
     need("")  # nothing missing: the test goes on
     with pytest.raises(pytest.skip.Exception, match=r"^no image lockchaos/redis:8\.0 \("):
