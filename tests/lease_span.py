@@ -19,7 +19,8 @@ violation needed; an assertion about its verdict that failed says nothing of the
 (the landing CI of 51b25a5: a failover test's run ended ``data`` beside a 177 ms stall at a
 200 ms TTL). ``machine_stalls`` finds such runs among the histories a test wrote, and the
 hook below (tests/conftest.py takes it) turns the test's failed assertion into
-``MachineStalled`` when there is one, so the test runs again.
+``MachineStalled`` when there is one, so the test runs again. A run with a hard violation is
+never one: two valid leases at once are evidence whatever the machine did.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.checker import read_timeline
+from chaos.checker import check_file, read_timeline
 from chaos.checker.reader import HistoryReader
 from chaos.history import HistoryError
 
@@ -62,9 +63,13 @@ def within_lease(ttl_ms: float, what: str) -> Iterator[None]:
 def machine_stall(history: Path) -> str | None:
     """How the machine outlasted a lease in the run ``history`` records — a client process
     that did not run, though no fault or pause point stopped it, for ``SURE_SHARE`` of the
-    run's TTL or more — or None."""
+    run's TTL or more — or None. None too for a run with a hard violation: two valid leases
+    at once are evidence whatever the machine did (a sound lock's hard is a false red this
+    suite must see, never run again until it passes)."""
     try:
         timeline = read_timeline(HistoryReader(history))
+        if check_file(history).hard_violations:
+            return None
     except (HistoryError, OSError):
         return None  # not a history (yet): nothing to say of it
     ttl = timeline.ttl_ns

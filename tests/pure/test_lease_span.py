@@ -53,12 +53,16 @@ def test_a_client_the_machine_stopped_for_most_of_a_lease_is_a_machine_stall(
     assert said is not None and said.startswith("c1 did not run for 150 ms of a 200 ms lease")
 
 
-def test_a_short_stall_or_one_a_fault_or_a_point_made_is_not_the_machines(
+def test_a_short_stall_one_a_fault_or_a_point_made_or_one_beside_a_hard_is_not_the_machines(
     tmp_path: Path,
 ) -> None:
     assert machine_stall(_run(tmp_path, stall_ms=100)) is None  # under 2/3 of the lease
     assert machine_stall(_run(tmp_path, stall_ms=150, fault=True)) is None
     assert machine_stall(_run(tmp_path, stall_ms=150, point=True)) is None
+    hard = History().acquire("c1", 50, lease=300).acquire("c2", 60, lease=300)
+    hard.stall("c1", 100, 250).release("c1", 270).release("c2", 280)
+    assert hard.check().hard_violations == 1
+    assert machine_stall(hard.final_read(400, []).save(tmp_path / "history.jsonl")) is None
     (tmp_path / "history.jsonl").write_text("not a history\n")
     assert machine_stall(tmp_path / "history.jsonl") is None
 
