@@ -19,8 +19,8 @@
 # Steps that do not need each other run at once, each mostly waiting on a registry, a mirror
 # or a compiler (two rounds: the local provider's programs, .venv and the drivers; then
 # chromium and the CI linters); every line they print names its step. apt-get runs one step
-# at a time (scripts/apt.sh). Each step checks for its result first, so a second run with everything
-# present takes seconds.
+# at a time (scripts/apt.sh). Each step checks for its result first, so a second run with
+# everything present takes seconds.
 # Where a prerequisite of the driver or browser tests cannot be set up, one line says what and
 # setup goes on (those tests skip, naming it). Under CI (CI set, e.g. CI=true) that line goes
 # to stderr and setup exits 1 once every step has run (scripts/unavailable.sh).
