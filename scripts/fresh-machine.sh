@@ -2,15 +2,17 @@
 # Prove the set-up from nothing (issue 21): on this machine kind, remove everything lockchaos
 # made — its Docker images, its caches (the clone's .cache, the per-user cache, the Compose v2
 # plugin it built), the engine it started — then, in a fresh clone of this checkout, run the
-# README's commands and time them: `make setup` (Redis, Toxiproxy, .venv, the drivers, Chromium,
-# the CI linters), `make docker` (engine, Compose, every image), then one docker campaign per server, one campaign per bundled driver, the
-# browser check, and the whole suite as CI runs it. What the machine kind keeps between clones stays (apt packages, the Go, Maven
+# README's commands and time them: `make setup` (Redis, Toxiproxy, .venv, the drivers,
+# Chromium, the CI linters), `make docker` (engine, Compose, every image), then one docker
+# campaign per server, one campaign per bundled driver, the browser check, and the whole suite
+# as CI runs it. What the machine kind keeps between clones stays (apt packages, the Go, Maven
 # and npm download caches): DEVELOPERS.md's "a fresh clone".
 #
 #   bash scripts/fresh-machine.sh [WORKDIR]     (default: a new directory under /tmp)
 #
 # It destroys what other lockchaos checkouts on this machine use (their images, the engine):
-# run it on a machine where nothing else is running lockchaos. Every step is bounded in time;
+# run it on a machine where nothing else is running lockchaos. Bash reads a script as it runs
+# it: run a copy (a clone of its own) if you may edit this one meanwhile. Every step is bounded in time;
 # the first that fails ends the script with its status. The table at the end is what
 # docs/results.md quotes.
 set -euo pipefail
